@@ -1,0 +1,38 @@
+#pragma once
+// Two kinds of failure (docs/errors.md):
+//  - UserError: bad config, bad file, bad argument. The message names the value and what was
+//    expected. `main` maps ConfigError to exit code 2 and every other UserError to 1.
+//  - a broken invariant: LPDT_CHECK, an internal assertion (exit code 1, "internal error").
+// Nothing in the library calls exit or abort.
+#include <stdexcept>
+#include <string>
+
+namespace lpdt {
+
+// A problem the user can fix: a bad file, a bad argument at run time.
+class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A bad configuration or command line (exit code 2).
+class ConfigError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+// A broken internal invariant: a bug in lpdt, never the user's fault.
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+[[noreturn]] void fail_internal(const char* condition, const char* file, int line,
+                                const std::string& message);
+
+}  // namespace lpdt
+
+#define LPDT_CHECK(cond, msg)                                        \
+  do {                                                               \
+    if (!(cond)) ::lpdt::fail_internal(#cond, __FILE__, __LINE__, (msg)); \
+  } while (0)
