@@ -1,0 +1,46 @@
+#include "lpdt/models/lenet.h"
+
+#include "lpdt/core/error.h"
+#include "lpdt/nn/node_layout.h"
+
+namespace lpdt::models {
+
+LeNet5::LeNet5(const ModelOptions& options) {
+  if (options.height < 12 || options.width < 12) {
+    throw ConfigError("model.arch = 'lenet5' needs inputs of at least 12x12; got " +
+                      std::to_string(options.height) + "x" + std::to_string(options.width));
+  }
+  conv1_.emplace(registry_, "conv1",
+                 nn::Conv2dOptions{options.in_channels, 6, 5}.with_padding(2).with_bias(true));
+  conv2_.emplace(registry_, "conv2", nn::Conv2dOptions{6, 16, 5}.with_bias(true));
+  const std::int64_t h = (options.height / 2 - 4) / 2, w = (options.width / 2 - 4) / 2;
+  fc1_.emplace(registry_, "fc1", 16 * h * w, 120);
+  fc2_.emplace(registry_, "fc2", 120, 84);
+  fc3_.emplace(registry_, "fc3", 84, options.num_classes);
+}
+
+at::Tensor LeNet5::forward(const nn::Context& ctx, const at::Tensor& x) const {
+  at::Tensor out = nn::nodes_to_channels(x);
+  out = at::max_pool2d(at::relu(conv1_->forward(ctx, out)), {2, 2}, {2, 2});
+  out = at::max_pool2d(at::relu(conv2_->forward(ctx, out)), {2, 2}, {2, 2});
+  at::Tensor features = nn::channels_to_nodes(out, ctx.k);  // [k, b, 16*h*w]
+  features = at::relu(fc1_->forward(ctx, features));
+  features = at::relu(fc2_->forward(ctx, features));
+  return fc3_->forward(ctx, features);
+}
+
+Mlp::Mlp(const ModelOptions& options) {
+  const std::int64_t in = options.in_channels * options.height * options.width;
+  fc1_.emplace(registry_, "fc1", in, 200);
+  fc2_.emplace(registry_, "fc2", 200, 200);
+  fc3_.emplace(registry_, "fc3", 200, options.num_classes);
+}
+
+at::Tensor Mlp::forward(const nn::Context& ctx, const at::Tensor& x) const {
+  at::Tensor features = x.reshape({x.size(0), x.size(1), -1});  // [k, b, C*H*W]
+  features = at::relu(fc1_->forward(ctx, features));
+  features = at::relu(fc2_->forward(ctx, features));
+  return fc3_->forward(ctx, features);
+}
+
+}  // namespace lpdt::models

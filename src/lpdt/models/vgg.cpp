@@ -1,0 +1,52 @@
+#include "lpdt/models/vgg.h"
+
+#include "lpdt/core/error.h"
+#include "lpdt/nn/node_layout.h"
+
+namespace lpdt::models {
+
+Vgg11::Vgg11(const ModelOptions& options) {
+  if (options.height < 32 || options.width < 32) {
+    throw ConfigError("model.arch = 'vgg11' needs inputs of at least 32x32 (five 2x2 pools); got " +
+                      std::to_string(options.height) + "x" + std::to_string(options.width) +
+                      ": set data.pad_to = 32 for 28x28 datasets");
+  }
+  const nn::NormKind norm = nn::parse_norm_kind(options.norm);
+  const bool relu = norm != nn::NormKind::kEvoNorm;
+  constexpr std::int64_t kPool = 0;
+  const std::int64_t cfg[] = {64, kPool, 128, kPool, 256, 256, kPool, 512, 512, kPool,
+                              512, 512, kPool};
+  std::int64_t in = options.in_channels;
+  int index = 0;
+  for (std::int64_t width : cfg) {
+    Stage stage;
+    if (width == kPool) {
+      stage.pool = true;
+    } else {
+      const std::string prefix = "features." + std::to_string(index);
+      stage.conv.emplace(registry_, prefix + ".conv",
+                         nn::Conv2dOptions{in, width, 3}.with_padding(1).with_bias(true));
+      stage.norm.emplace(registry_, prefix + ".norm", norm, width, options.groups, relu);
+      in = width;
+    }
+    ++index;
+    stages_.push_back(std::move(stage));
+  }
+  fc1_.emplace(registry_, "classifier.1", 512, 512);
+  fc2_.emplace(registry_, "classifier.3", 512, options.num_classes);
+}
+
+at::Tensor Vgg11::forward(const nn::Context& ctx, const at::Tensor& x) const {
+  at::Tensor out = nn::nodes_to_channels(x);
+  for (const Stage& stage : stages_) {
+    out = stage.pool ? at::max_pool2d(out, {2, 2}, {2, 2})
+                     : stage.norm->forward(ctx, stage.conv->forward(ctx, out));
+  }
+  // Inputs larger than 32x32 leave a map bigger than 1x1: average it (the reference uses
+  // AvgPool2d(7) on Imagenette's 7x7 maps).
+  at::Tensor features = nn::channels_to_nodes(out.mean({2, 3}, true), ctx.k);  // [k, b, 512]
+  features = at::dropout(features, 0.5, ctx.training);
+  return fc2_->forward(ctx, at::relu(fc1_->forward(ctx, features)));
+}
+
+}  // namespace lpdt::models

@@ -1,0 +1,31 @@
+#include "lpdt/nn/conv2d.h"
+
+#include <cmath>
+
+namespace lpdt::nn {
+
+Conv2d::Conv2d(Registry& registry, const std::string& name, const Conv2dOptions& options)
+    : options_(options) {
+  const double std =
+      std::sqrt(2.0 / static_cast<double>(options.kernel * options.kernel * options.out_channels));
+  weight_ = registry.add_param(
+      join_name(name, "weight"),
+      {options.out_channels, options.in_channels, options.kernel, options.kernel},
+      ParamInit::normal(std));
+  if (options.bias) {
+    bias_ = registry.add_param(join_name(name, "bias"), {options.out_channels}, ParamInit::zeros());
+  }
+}
+
+at::Tensor Conv2d::forward(const Context& ctx, const at::Tensor& x) const {
+  const std::int64_t k = ctx.k;
+  // [k, out, in, kh, kw] -> [k*out, in, kh, kw]: group g convolves node g's channels only.
+  const at::Tensor weight = ctx.param(weight_).reshape(
+      {k * options_.out_channels, options_.in_channels, options_.kernel, options_.kernel});
+  at::Tensor bias;
+  if (options_.bias) bias = ctx.param(bias_).reshape({k * options_.out_channels});
+  return at::conv2d(x, weight, bias, {options_.stride, options_.stride},
+                    {options_.padding, options_.padding}, {1, 1}, k);
+}
+
+}  // namespace lpdt::nn

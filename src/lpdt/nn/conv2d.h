@@ -1,0 +1,34 @@
+#pragma once
+#include "lpdt/nn/module.h"
+
+namespace lpdt::nn {
+
+struct Conv2dOptions {
+  std::int64_t in_channels = 0;
+  std::int64_t out_channels = 0;
+  std::int64_t kernel = 3;
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;
+  bool bias = false;
+  Conv2dOptions& with_stride(std::int64_t s) { stride = s; return *this; }
+  Conv2dOptions& with_padding(std::int64_t p) { padding = p; return *this; }
+  Conv2dOptions& with_bias(bool b) { bias = b; return *this; }
+};
+
+// k nodes' convolutions as ONE grouped convolution (groups = k).
+class Conv2d {
+ public:
+  // Weight init: N(0, sqrt(2 / (kernel^2 * out_channels))) as the reference ResNet (He et al.
+  // 2015, fan-out); bias zero-initialised (reference VGG).
+  Conv2d(Registry& registry, const std::string& name, const Conv2dOptions& options);
+  // x: [b, k*in, H, W] float32 -> [b, k*out, H', W'] float32
+  at::Tensor forward(const Context& ctx, const at::Tensor& x) const;
+  const Conv2dOptions& options() const { return options_; }
+
+ private:
+  Conv2dOptions options_;
+  ParamRef weight_;
+  ParamRef bias_;
+};
+
+}  // namespace lpdt::nn

@@ -1,0 +1,24 @@
+#pragma once
+#include "lpdt/nn/module.h"
+
+namespace lpdt::nn {
+
+// k nodes' fully connected layers as one batched matrix product.
+class Linear {
+ public:
+  // Init as torch.nn.Linear (the reference's fc): weight and bias U(-1/sqrt(in), 1/sqrt(in)).
+  // `weight_std` > 0 replaces it with N(0, weight_std) and a zero bias (reference 8-bit fc).
+  Linear(Registry& registry, const std::string& name, std::int64_t in_features,
+         std::int64_t out_features, bool bias = true, double weight_std = 0.0);
+  // x: [k, b, in] float32 -> [k, b, out] float32
+  at::Tensor forward(const Context& ctx, const at::Tensor& x) const;
+
+ private:
+  std::int64_t in_features_;
+  std::int64_t out_features_;
+  bool has_bias_;
+  ParamRef weight_;
+  ParamRef bias_;
+};
+
+}  // namespace lpdt::nn

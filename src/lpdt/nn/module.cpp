@@ -1,0 +1,38 @@
+#include "lpdt/nn/module.h"
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::nn {
+
+ParamRef Registry::add_param(const std::string& name, std::vector<std::int64_t> shape,
+                             ParamInit init, bool trainable) {
+  const std::size_t index = layout_.append(name, std::move(shape));
+  inits_.push_back(init);
+  trainable_.push_back(trainable);
+  return ParamRef{index};
+}
+
+BufferRef Registry::add_buffer(const std::string& name, std::vector<std::int64_t> shape,
+                               double init_value) {
+  buffers_.push_back(BufferSpec{name, std::move(shape), init_value});
+  return BufferRef{buffers_.size() - 1};
+}
+
+at::Tensor Context::param(ParamRef ref) const {
+  const LayerSegment& seg = layout->segments.at(ref.index);
+  std::vector<std::int64_t> shape{k};
+  shape.insert(shape.end(), seg.shape.begin(), seg.shape.end());
+  // A column range of [k, P] split into the parameter's shape is still a view.
+  return params.narrow(1, seg.offset, seg.numel).view(shape);
+}
+
+at::Tensor& Context::buffer(BufferRef ref) const {
+  LPDT_CHECK(buffers != nullptr && ref.index < buffers->size(), "buffer index out of range");
+  return (*buffers)[ref.index];
+}
+
+std::string join_name(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+}  // namespace lpdt::nn

@@ -1,0 +1,86 @@
+#pragma once
+// Node-batched layers (design.md, "nodes are a batch dimension").
+//
+// A model is built once, for one node's parameter layout, and runs on any number k of nodes:
+// all k replicas' parameters live in ONE tensor shaped [k, P] (row i = node i's flat parameter
+// vector, segments given by the LayerLayout). A layer reads its parameters as views of that
+// tensor, so gradients land in one [k, P] gradient that algo/ updates with a few tensor ops.
+//
+// Activation layout inside convolutional networks: [b, k*C, H, W] float32, node-major channels
+// (node i owns channels [i*C, (i+1)*C)). A convolution over k nodes is then one grouped
+// convolution (groups = k), and per-channel or per-group statistics never mix nodes.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lpdt/core/layer_layout.h"
+
+namespace lpdt::nn {
+
+// How a parameter is initialised (for one node; every node starts from the same values, as the
+// official code's identical per-rank seed gives).
+struct ParamInit {
+  enum class Kind { kZeros, kOnes, kNormal, kUniform };
+  Kind kind = Kind::kZeros;
+  double a = 0.0;  // normal: mean; uniform: low
+  double b = 0.0;  // normal: std; uniform: high
+  static ParamInit zeros() { return {Kind::kZeros, 0, 0}; }
+  static ParamInit ones() { return {Kind::kOnes, 0, 0}; }
+  static ParamInit normal(double std) { return {Kind::kNormal, 0.0, std}; }
+  static ParamInit uniform(double low, double high) { return {Kind::kUniform, low, high}; }
+};
+
+// Index of a parameter (segment) or buffer in a model's registry.
+struct ParamRef {
+  std::size_t index = 0;
+};
+struct BufferRef {
+  std::size_t index = 0;
+};
+
+// Non-gossiped per-node state, e.g. BatchNorm running statistics: one tensor [k, shape...] each.
+struct BufferSpec {
+  std::string name;
+  std::vector<std::int64_t> shape;  // for one node
+  double init_value = 0.0;
+};
+
+// Everything a model registers while it is built.
+class Registry {
+ public:
+  ParamRef add_param(const std::string& name, std::vector<std::int64_t> shape, ParamInit init,
+                     bool trainable = true);
+  BufferRef add_buffer(const std::string& name, std::vector<std::int64_t> shape,
+                       double init_value);
+
+  const LayerLayout& layout() const { return layout_; }
+  const std::vector<ParamInit>& inits() const { return inits_; }
+  const std::vector<bool>& trainable() const { return trainable_; }
+  const std::vector<BufferSpec>& buffers() const { return buffers_; }
+
+ private:
+  LayerLayout layout_;
+  std::vector<ParamInit> inits_;
+  std::vector<bool> trainable_;
+  std::vector<BufferSpec> buffers_;
+};
+
+// The state a forward pass reads: k nodes' parameters and buffers.
+struct Context {
+  const LayerLayout* layout = nullptr;
+  at::Tensor params;                  // [k, P] float32 (usually requires grad)
+  std::vector<at::Tensor>* buffers = nullptr;  // each [k, shape...]; updated in training
+  std::int64_t k = 1;
+  bool training = true;
+
+  // Node-batched view of one parameter: [k, shape...].
+  at::Tensor param(ParamRef ref) const;
+  at::Tensor& buffer(BufferRef ref) const;
+};
+
+// Builds a registry name "prefix.name" (or "name" when prefix is empty).
+std::string join_name(const std::string& prefix, const std::string& name);
+
+}  // namespace lpdt::nn

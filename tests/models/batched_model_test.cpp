@@ -1,0 +1,105 @@
+// The batched engine must compute exactly what k separate models compute (design.md).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "lpdt/models/model.h"
+
+namespace lpdt::models {
+namespace {
+
+constexpr double kOutputTolerance = 1e-4;
+constexpr double kGradTolerance = 1e-4;
+
+struct Case {
+  std::string arch;
+  std::string norm;
+  std::int64_t depth;
+  std::int64_t channels, size;
+};
+
+class BatchedVsSeparate : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
+  const Case c = GetParam();
+  ModelOptions options;
+  options.arch = c.arch;
+  options.norm = c.norm;
+  options.depth = c.depth;
+  options.in_channels = c.channels;
+  options.height = options.width = c.size;
+  const auto model = make_model(options);
+  const std::int64_t k = 3, b = 4;
+  torch::manual_seed(7);
+  // Nodes start from different parameters so a mix-up between nodes would show.
+  const at::Tensor base = model->init_params(1234);
+  const at::Tensor params0 = base.unsqueeze(0).repeat({k, 1}) + 0.05 * torch::randn({k, base.numel()});
+  const at::Tensor x = torch::randn({k, b, c.channels, c.size, c.size});
+  const at::Tensor y = torch::randint(0, 10, {k, b}, torch::kLong);
+
+  at::Tensor params = params0.clone().requires_grad_(true);
+  std::vector<at::Tensor> buffers = model->init_buffers(k);
+  // VGG's dropout draws random masks in training: compare it in evaluation mode.
+  const bool training = c.arch != "vgg11";
+  nn::Context ctx{&model->layout(), params, &buffers, k, training};
+  const at::Tensor logits = model->forward(ctx, x);
+  ASSERT_EQ(logits.sizes(), (std::vector<std::int64_t>{k, b, 10}));
+  node_batched_loss(logits, y).backward();
+
+  for (std::int64_t i = 0; i < k; ++i) {
+    at::Tensor p = params0.narrow(0, i, 1).clone().requires_grad_(true);
+    std::vector<at::Tensor> node_buffers = model->init_buffers(1);
+    nn::Context node_ctx{&model->layout(), p, &node_buffers, 1, training};
+    const at::Tensor node_logits = model->forward(node_ctx, x.narrow(0, i, 1));
+    node_batched_loss(node_logits, y.narrow(0, i, 1)).backward();
+    EXPECT_TRUE(torch::allclose(node_logits[0], logits[i], kOutputTolerance, kOutputTolerance))
+        << "node " << i << " logits differ";
+    EXPECT_TRUE(torch::allclose(p.grad()[0], params.grad()[i], kGradTolerance, kGradTolerance))
+        << "node " << i << " gradients differ; max diff "
+        << (p.grad()[0] - params.grad()[i]).abs().max().item<double>();
+    for (std::size_t j = 0; j < buffers.size(); ++j) {
+      EXPECT_TRUE(torch::allclose(node_buffers[j][0], buffers[j][i], 1e-5, 1e-6))
+          << "node " << i << " buffer " << j << " differs";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, BatchedVsSeparate,
+    ::testing::Values(Case{"resnet", "evonorm", 20, 3, 32}, Case{"resnet", "batchnorm", 8, 1, 28},
+                      Case{"resnet", "groupnorm", 8, 3, 16}, Case{"lenet5", "none", 0, 1, 28},
+                      Case{"mlp", "none", 0, 1, 28}, Case{"vgg11", "evonorm", 0, 3, 32}),
+    [](const auto& info) { return info.param.arch + "_" + info.param.norm; });
+
+TEST(ModelParamCounts, MatchTheReference) {
+  // Spec section 6: ResNet-20 273,258; ResNet-54 760,458; VGG-11 9,496,522 (CIFAR-10, EvoNorm).
+  ModelOptions options;
+  EXPECT_EQ(make_model(options)->num_params(), 273258);
+  EXPECT_EQ(make_model(options)->layout().segments.size(), 86u);
+  options.depth = 54;
+  EXPECT_EQ(make_model(options)->num_params(), 760458);
+  options.arch = "vgg11";
+  EXPECT_EQ(make_model(options)->num_params(), 9496522);
+}
+
+TEST(ModelErrors, BadDepthNamesTheAcceptedValues) {
+  ModelOptions options;
+  options.depth = 21;
+  try {
+    make_model(options);
+    FAIL() << "depth 21 accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("6n+2"), std::string::npos) << e.what();
+  }
+  options.depth = 20;
+  options.arch = "resnet18x";
+  EXPECT_THROW(make_model(options), std::exception);
+}
+
+TEST(ModelInit, IsDeterministicBySeed) {
+  const auto model = make_model(ModelOptions{});
+  EXPECT_TRUE(torch::equal(model->init_params(5), model->init_params(5)));
+  EXPECT_FALSE(torch::equal(model->init_params(5), model->init_params(6)));
+}
+
+}  // namespace
+}  // namespace lpdt::models
