@@ -1,0 +1,65 @@
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+
+#include "lpdt/cli/commands.h"
+#include "lpdt/core/error.h"
+#include "lpdt/graph/export.h"
+#include "lpdt/graph/factory.h"
+
+namespace lpdt::cli {
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out) throw UserError("cannot write '" + path + "'");
+  out << text;
+}
+
+}  // namespace
+
+void add_topo_command(CLI::App& app) {
+  struct Args {
+    std::string name = "directed-ring";
+    std::int64_t nodes = 8;
+    std::string mixing = "uniform";
+    std::uint64_t seed = 1234;
+    std::int64_t rows = 0;
+    std::int64_t out_degree = 2;
+    std::string dot_path, json_path;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "topo", "Print a topology: edges, mixing matrix, in/out degrees, spectral gap; export it");
+  cmd->add_option("-t,--topology", args->name,
+                  "directed-ring | ring | torus | complete | exponential | random | "
+                  "one-peer-exponential")
+      ->capture_default_str();
+  cmd->add_option("-n,--nodes", args->nodes, "Number of nodes")->capture_default_str();
+  cmd->add_option("-m,--mixing", args->mixing, "uniform | metropolis")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of the random digraph")->capture_default_str();
+  cmd->add_option("--rows", args->rows, "Torus rows (0 = most square)")->capture_default_str();
+  cmd->add_option("--out-degree", args->out_degree, "Random digraph out-degree")
+      ->capture_default_str();
+  cmd->add_option("--dot", args->dot_path, "Write the graph as Graphviz DOT to this file");
+  cmd->add_option("--json", args->json_path, "Write the graph and its mixing matrix as JSON");
+  cmd->callback([args]() {
+    graph::TopologyOptions options;
+    options.name(args->name).num_nodes(args->nodes).mixing(args->mixing).seed(args->seed);
+    if (args->name == "torus") options.rows(args->rows);
+    if (args->name == "random") options.random_out_degree(args->out_degree);
+    const auto topology = graph::make_topology(options);
+    std::cout << graph::describe(*topology);
+    if (!args->dot_path.empty()) {
+      write_file(args->dot_path, graph::to_dot(*topology));
+      std::cout << "wrote " << args->dot_path << "\n";
+    }
+    if (!args->json_path.empty()) {
+      write_file(args->json_path, graph::to_json(*topology));
+      std::cout << "wrote " << args->json_path << "\n";
+    }
+  });
+}
+
+}  // namespace lpdt::cli

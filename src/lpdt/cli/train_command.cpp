@@ -1,0 +1,61 @@
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <optional>
+
+#include "lpdt/build_info.h"
+#include "lpdt/cli/commands.h"
+#include "lpdt/exp/experiment_config.h"
+#include "lpdt/exp/trainer.h"
+
+namespace lpdt::cli {
+namespace {
+int g_exit_code = 0;
+}
+
+std::string version_string() {
+  return std::string("lpdt ") + build_info::kVersion + " (" + build_info::kGitRevision + ", " +
+         build_info::kBuildType + ", LibTorch " + build_info::kTorchVersion + ")";
+}
+int exit_code() { return g_exit_code; }
+void set_exit_code(int code) { g_exit_code = code; }
+
+void add_train_command(CLI::App& app) {
+  struct Args {
+    std::string config_path;
+    std::vector<std::string> overrides;
+    std::string out_dir;
+    bool help_config = false;
+    bool print_config = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Train on n simulated nodes. With no arguments: the quickstart (Fashion-MNIST, 8 nodes on a "
+      "directed ring, skewed non-IID data, Choco-SGD).");
+  cmd->add_option("-c,--config", args->config_path, "Experiment TOML file (see configs/)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-s,--set", args->overrides,
+                  "Override a key: --set section.key=value (repeatable), e.g. --set optim.lr=0.05");
+  cmd->add_option("-o,--out", args->out_dir, "Folder for the run folder (run.out_dir)");
+  cmd->add_flag("--help-config", args->help_config, "Print every configuration key and exit");
+  cmd->add_flag("--print-config", args->print_config, "Print the resolved configuration and exit");
+  cmd->callback([args]() {
+    if (args->help_config) {
+      std::cout << experiment_schema().help_text();
+      return;
+    }
+    std::vector<std::string> overrides = args->overrides;
+    if (!args->out_dir.empty()) overrides.push_back("run.out_dir=\"" + args->out_dir + "\"");
+    const std::optional<std::string> path =
+        args->config_path.empty() ? std::nullopt : std::optional<std::string>(args->config_path);
+    const ExperimentConfig config = load_experiment_config(path, overrides);
+    if (args->print_config) {
+      std::cout << to_toml(config);
+      return;
+    }
+    exp::train(config, [](const std::string& line) { std::cout << line << std::endl; });
+  });
+}
+
+}  // namespace lpdt::cli

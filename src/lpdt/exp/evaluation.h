@@ -1,0 +1,37 @@
+#pragma once
+// Test-set evaluation of node-batched models.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "lpdt/data/eval_batches.h"
+#include "lpdt/models/model.h"
+
+namespace lpdt::exp {
+
+struct Evaluation {
+  std::vector<double> node_accuracy;  // percent, one per node
+  double mean_accuracy = 0, min_accuracy = 0, max_accuracy = 0;
+  double average_model_accuracy = 0;  // the exact average of the node models, percent
+  double consensus_distance = 0;      // mean_i ||x_i - x_bar||^2
+};
+
+// Accuracy (percent) of each of the k models on the whole set: the test batch is shared by all
+// nodes, so the k forward passes run as one batched computation.
+// params: [k, P] float32; buffers: each [k, ...] (BatchNorm running statistics).
+std::vector<double> node_accuracies(const models::Model& model, const at::Tensor& params,
+                                    const std::vector<at::Tensor>& buffers,
+                                    const data::EvalBatches& batches);
+
+// The average model: x_bar = mean_i x_i, buffers averaged the same way. Returns [1, P] and
+// buffers [1, ...].
+std::pair<at::Tensor, std::vector<at::Tensor>> average_model(
+    const at::Tensor& params, const std::vector<at::Tensor>& buffers);
+
+// Per-node accuracies (if `per_node`), the averaged model's accuracy and the consensus distance.
+Evaluation evaluate(const models::Model& model, const at::Tensor& params,
+                    const std::vector<at::Tensor>& buffers, const data::EvalBatches& batches,
+                    bool per_node);
+
+}  // namespace lpdt::exp

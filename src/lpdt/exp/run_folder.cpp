@@ -1,0 +1,51 @@
+#include "lpdt/exp/run_folder.h"
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::exp {
+
+std::filesystem::path create_run_folder(const std::string& out_dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) {
+    throw UserError("run.out_dir = '" + out_dir + "': cannot create the folder: " + ec.message());
+  }
+  const std::string base = name + "-" + stamp;
+  for (int suffix = 0; suffix < 1000; ++suffix) {
+    const fs::path candidate =
+        fs::path(out_dir) / (suffix == 0 ? base : base + "-" + std::to_string(suffix));
+    // create_directory is atomic: false when the folder already exists.
+    if (fs::create_directory(candidate, ec)) return candidate;
+    if (ec) {
+      throw UserError("cannot create run folder '" + candidate.string() + "': " + ec.message());
+    }
+  }
+  throw UserError("cannot find a free run folder name for '" + base + "' in '" + out_dir + "'");
+}
+
+void write_text_file(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw UserError("cannot write '" + tmp.string() + "'");
+    out << text;
+    out.flush();
+    if (!out) throw UserError("write to '" + tmp.string() + "' failed (disk full?)");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw UserError("cannot rename '" + tmp.string() + "' to '" + path.string() + "': " +
+                          ec.message());
+}
+
+}  // namespace lpdt::exp

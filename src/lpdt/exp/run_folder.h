@@ -1,0 +1,22 @@
+#pragma once
+// The run folder: everything a run did, next to its results (docs/results.md).
+//   config.toml         resolved configuration (every key)
+//   metrics.csv         per epoch and node
+//   epochs.csv          per epoch: averaged-model accuracy, consensus distance, bytes, time
+//   summary.json        final figures, seed, backend, build, git revision
+//   partition.json      per-node sample indices and class counts
+//   class_histogram.csv per-node class counts
+#include <filesystem>
+#include <string>
+
+namespace lpdt::exp {
+
+// Creates a NEW folder `out_dir/name-YYYYMMDD-HHMMSS` (a numeric suffix if it exists): a run
+// never writes into a folder that holds an earlier run. UserError if it cannot be created.
+std::filesystem::path create_run_folder(const std::string& out_dir, const std::string& name);
+
+// Writes `text` to `path` atomically (temporary file + rename), so a crash never leaves a
+// half-written file in place of a good one.
+void write_text_file(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace lpdt::exp

@@ -1,0 +1,38 @@
+#pragma once
+// `lpdt bench`: training throughput of the node-batched engine against one model per node run
+// in turn (the official code's approach), measured in the same process, same data, same step.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace lpdt::exp {
+
+struct ThroughputBenchOptions {
+  std::string arch = "resnet";
+  std::int64_t depth = 20;
+  std::vector<std::int64_t> nodes = {8, 16};
+  std::int64_t batch_size = 32;  // per node
+  std::int64_t steps = 10;       // timed steps per measurement (median reported)
+  std::int64_t warmup_steps = 2;
+  int threads = 0;
+  std::int64_t channels = 3;
+  std::int64_t size = 32;
+  std::string json_path;
+};
+
+struct ThroughputResult {
+  std::int64_t nodes = 0;
+  double batched_step_ms = 0;   // median
+  double per_node_step_ms = 0;  // median
+  double batched_images_per_s = 0;
+  double per_node_images_per_s = 0;
+  double speedup = 0;  // batched / per-node
+};
+
+// One full training step in each mode: forward, backward, local SGD + one Choco-SGD gossip round
+// on a directed ring. Prints a table through `progress` and returns the rows.
+std::vector<ThroughputResult> run_throughput_bench(
+    const ThroughputBenchOptions& options, const std::function<void(const std::string&)>& progress);
+
+}  // namespace lpdt::exp

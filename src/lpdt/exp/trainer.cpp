@@ -1,0 +1,327 @@
+#include "lpdt/exp/trainer.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "lpdt/algo/decentralized_optimizer.h"
+#include "lpdt/algo/lr_schedule.h"
+#include "lpdt/build_info.h"
+#include "lpdt/core/error.h"
+#include "lpdt/core/runtime.h"
+#include "lpdt/data/dataset_registry.h"
+#include "lpdt/data/loader.h"
+#include "lpdt/data/partition.h"
+#include "lpdt/data/partitioner.h"
+#include "lpdt/exp/run_folder.h"
+#include "lpdt/graph/factory.h"
+#include "lpdt/graph/spectral.h"
+#include "lpdt/graph/topology.h"
+#include "lpdt/metrics/byte_ledger.h"
+
+namespace lpdt::exp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string format(const char* fmt, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
+data::SyntheticOptions synthetic_options(const ExperimentConfig& config) {
+  return data::SyntheticOptions()
+      .seed(config.run.seed)
+      .samples_per_class(config.data.synthetic_samples_per_class)
+      .height(config.data.synthetic_size)
+      .width(config.data.synthetic_size);
+}
+
+data::Dataset first_samples(const data::Dataset& dataset, std::int64_t count) {
+  if (count <= 0 || count >= dataset.size()) return dataset;
+  data::Dataset subset = dataset;
+  subset.images = dataset.images.narrow(0, 0, count);
+  subset.labels = dataset.labels.narrow(0, 0, count);
+  return subset;
+}
+
+data::PartitionOptions partition_options(const ExperimentConfig& config) {
+  data::PartitionOptions options;
+  options.kind(data::parse_partition_kind(std::string(to_string(config.data.partition))))
+      .skew(config.data.skew)
+      .skew_mode(data::parse_skew_mode(std::string(to_string(config.data.skew_mode))))
+      .shards_per_node(config.data.shards_per_node);
+  options.dirichlet(data::DirichletOptions().alpha(config.data.dirichlet_alpha));
+  return options;
+}
+
+algo::LrScheduleOptions schedule_options(const ExperimentConfig& config) {
+  algo::LrScheduleOptions options;
+  options.kind(std::string(to_string(config.optim.schedule)))
+      .base_lr(config.optim.lr)
+      .milestones(std::vector<std::int64_t>(config.optim.milestones.begin(),
+                                            config.optim.milestones.end()))
+      .gamma(config.optim.gamma)
+      .total_epochs(config.run.epochs)
+      .warmup_epochs(config.optim.warmup == OptimConfig::Warmup::kOfficial ? 1 : 0)
+      .warmup_factor(0.1);
+  return options;
+}
+
+algo::DecentralizedOptions algorithm_options(const ExperimentConfig& config) {
+  static const char* kAlgorithmNames[] = {"dpsgd", "deepsqueeze", "choco"};
+  const auto compressor = compress::CompressorOptions()
+                              .name(std::string(to_string(config.algo.compressor)))
+                              .keep_fraction(config.algo.keep_fraction)
+                              .seed(config.run.seed);
+  return algo::DecentralizedOptions()
+      .algorithm(kAlgorithmNames[static_cast<int>(config.algo.name)])
+      .compressor(compressor)
+      .eta(config.algo.consensus_step)
+      .momentum(config.optim.momentum)
+      .nesterov(config.optim.nesterov)
+      .weight_decay(config.optim.weight_decay)
+      .qgm(config.algo.qgm)
+      .xhat_init(std::string(to_string(config.algo.choco_init)))
+      .accounting(std::string(to_string(config.ledger.accounting)));
+}
+
+std::string join(const std::vector<double>& values, const char* fmt) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += " ";
+    out += format(fmt, values[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) {
+  const auto start = Clock::now();
+  const RuntimeInfo runtime = configure_runtime(config.run.threads);
+  if (config.run.device == RunConfig::Device::kCuda) {
+    throw ConfigError(
+        "run.device = 'cuda': this build of lpdt runs on the CPU only; set run.device = 'cpu'");
+  }
+  torch::manual_seed(config.run.seed);  // dropout masks
+
+  // Data: the nodes' partitions of the training set; the shared test set.
+  const std::string dataset_name(to_string(config.data.dataset));
+  const data::SyntheticOptions synthetic = synthetic_options(config);
+  const data::Dataset train_set =
+      data::load_dataset(dataset_name, config.data.dir, data::Split::kTrain, synthetic);
+  const data::Dataset test_set = first_samples(
+      data::load_dataset(dataset_name, config.data.dir, data::Split::kTest, synthetic),
+      config.data.test_subset);
+  const std::int64_t n = config.graph.nodes;
+  const data::Partition partition =
+      data::make_partition(train_set.labels, n, config.run.seed, partition_options(config));
+
+  data::AugmentOptions augment;
+  if (config.data.pad_to > 0) augment.pad_height = augment.pad_width = config.data.pad_to;
+  if (config.data.augment) {
+    augment.crop_padding = config.data.crop_padding;
+    augment.horizontal_flip = true;
+  }
+  data::NodeBatchedLoader loader(
+      train_set, partition,
+      data::LoaderOptions().batch_size(config.data.batch_size).seed(config.run.seed).augment(augment));
+  const data::EvalBatches test_batches(test_set, config.data.eval_batch_size, augment);
+
+  // Topology and model.
+  auto topology = graph::make_topology(
+      graph::TopologyOptions()
+          .name(std::string(to_string(config.graph.topology)))
+          .num_nodes(n)
+          .mixing(std::string(to_string(config.graph.mixing)))
+          .seed(config.run.seed)
+          .rows(config.graph.torus_rows)
+          .random_out_degree(config.graph.random_out_degree));
+  models::ModelOptions model_options;
+  model_options.arch = std::string(to_string(config.model.arch));
+  model_options.depth = config.model.depth;
+  model_options.norm = std::string(to_string(config.model.norm));
+  model_options.groups = config.model.groups;
+  model_options.in_channels = train_set.channels();
+  model_options.height = config.data.pad_to > 0 ? config.data.pad_to : train_set.height();
+  model_options.width = config.data.pad_to > 0 ? config.data.pad_to : train_set.width();
+  model_options.num_classes = train_set.num_classes;
+  const auto model = models::make_model(model_options);
+
+  // Every node starts from the same model, as the official code's identical per-rank seed.
+  at::Tensor x = model->init_params(config.run.seed).unsqueeze(0).repeat({n, 1});  // [n, P]
+  std::vector<at::Tensor> buffers = model->init_buffers(n);
+  algo::DecentralizedOptimizer optimizer(algorithm_options(config), n, model->layout());
+  optimizer.set_trainable(model->trainable_mask());
+  metrics::ByteLedger ledger = optimizer.make_ledger();
+  const algo::LrSchedule schedule(schedule_options(config));
+
+  // The run folder: config first, so even a run that fails later says what it was.
+  const auto run_dir = create_run_folder(config.run.out_dir, config.run.name);
+  write_text_file(run_dir / "config.toml", to_toml(config));
+  data::write_partition_json((run_dir / "partition.json").string(), partition, train_set.labels,
+                             train_set.num_classes);
+  data::write_class_histogram_csv((run_dir / "class_histogram.csv").string(), partition,
+                                  train_set.labels, train_set.num_classes);
+  std::ofstream metrics_csv(run_dir / "metrics.csv");
+  metrics_csv << "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n";
+  std::ofstream epochs_csv(run_dir / "epochs.csv");
+  epochs_csv << "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,"
+                "average_model_accuracy,consensus_distance,mean_gb_sent_per_node,elapsed_s\n";
+
+  const double gap = graph::spectral_gap(*topology);
+  progress(format("lpdt %s (%s): %s, %lld nodes on %s (spectral gap %.4f), %s, %lld params/node",
+                  build_info::kVersion, build_info::kGitRevision, dataset_name.c_str(),
+                  static_cast<long long>(n), topology->label().c_str(), gap,
+                  model->name().c_str(), static_cast<long long>(model->num_params())));
+  progress("run folder: " + run_dir.string() + "; " + runtime.description());
+
+  const std::int64_t steps_per_epoch =
+      config.run.max_steps_per_epoch > 0
+          ? std::min<std::int64_t>(config.run.max_steps_per_epoch, loader.steps_per_epoch())
+          : loader.steps_per_epoch();
+  const bool static_graph = topology->is_static();
+  const at::Tensor static_mixing =
+      static_graph ? topology->at(0).mixing_matrix(at::kFloat) : at::Tensor();
+
+  TrainResult result;
+  result.run_dir = run_dir;
+  std::int64_t round = 0;
+  double train_time_s = 0;
+  for (int epoch = 0; epoch < config.run.epochs; ++epoch) {
+    const auto epoch_start = Clock::now();
+    double loss_sum = 0;
+    at::Tensor node_loss_sum = at::zeros({n}, at::kDouble);
+    double lr = 0;
+    for (std::int64_t step = 0; step < steps_per_epoch; ++step, ++round) {
+      lr = schedule.lr(epoch, step, steps_per_epoch);
+      const data::Batch batch = loader.next();
+      x.requires_grad_(true);
+      nn::Context ctx{&model->layout(), x, &buffers, n, /*training=*/true};
+      const at::Tensor logits = model->forward(ctx, batch.inputs);  // [n, b, classes]
+      const at::Tensor loss = models::node_batched_loss(logits, batch.targets);
+      loss.backward();
+      {
+        torch::NoGradGuard no_grad;
+        const at::Tensor grad = x.grad();
+        x.requires_grad_(false);
+        x.mutable_grad() = at::Tensor();
+        const at::Tensor mixing =
+            static_graph ? static_mixing : topology->at(round).mixing_matrix(at::kFloat);
+        optimizer.step(x, grad, mixing, lr, round, ledger);
+      }
+      const double step_loss = loss.item<double>() / static_cast<double>(n);
+      loss_sum += step_loss;
+      if (config.run.log_every > 0 && (step + 1) % config.run.log_every == 0) {
+        progress(format("epoch %d step %lld/%lld  loss %.4f  lr %.4g  %.1f img/s", epoch + 1,
+                        static_cast<long long>(step + 1), static_cast<long long>(steps_per_epoch),
+                        step_loss, lr,
+                        static_cast<double>((step + 1) * n * config.data.batch_size) /
+                            seconds_since(epoch_start)));
+      }
+    }
+    train_time_s += seconds_since(epoch_start);
+    result.steps += steps_per_epoch;
+    if ((epoch + 1) % config.run.eval_every != 0 && epoch + 1 != config.run.epochs) continue;
+
+    EpochSummary summary;
+    summary.epoch = epoch + 1;
+    summary.lr = lr;
+    summary.train_loss = loss_sum / static_cast<double>(steps_per_epoch);
+    summary.evaluation = evaluate(*model, x, buffers, test_batches, config.eval.per_node);
+    summary.mean_gb_sent_per_node = ledger.mean_gb_sent_per_node();
+    summary.elapsed_s = seconds_since(start);
+    const Evaluation& ev = summary.evaluation;
+    for (std::size_t i = 0; i < ev.node_accuracy.size(); ++i) {
+      metrics_csv << summary.epoch << "," << i << "," << lr << "," << summary.train_loss << ","
+                  << ev.node_accuracy[i] << "," << ledger.bytes_sent_per_node()[i] << "\n";
+    }
+    metrics_csv.flush();
+    epochs_csv << summary.epoch << "," << lr << "," << summary.train_loss << ","
+               << ev.mean_accuracy << "," << ev.min_accuracy << "," << ev.max_accuracy << ","
+               << ev.average_model_accuracy << "," << ev.consensus_distance << ","
+               << summary.mean_gb_sent_per_node << "," << summary.elapsed_s << "\n";
+    epochs_csv.flush();
+    progress(format("epoch %d/%d  loss %.4f  acc avg-model %.2f%%  nodes mean %.2f%% "
+                    "[min %.2f, max %.2f]  consensus %.3g  sent %.4f GB/node  %.0f s",
+                    summary.epoch, config.run.epochs, summary.train_loss,
+                    ev.average_model_accuracy, ev.mean_accuracy, ev.min_accuracy,
+                    ev.max_accuracy, ev.consensus_distance, summary.mean_gb_sent_per_node,
+                    summary.elapsed_s));
+    result.epochs.push_back(summary);
+  }
+
+  // The official code's protocol (spec 5.4): extra gossip-only rounds, then the mean of the
+  // nodes' local accuracies.
+  Evaluation final_evaluation = result.epochs.empty() ? Evaluation{} : result.epochs.back().evaluation;
+  if (config.eval.protocol == EvalConfig::Protocol::kReference) {
+    torch::NoGradGuard no_grad;
+    for (int r = 0; r < config.eval.gossip_rounds; ++r, ++round) {
+      const at::Tensor mixing =
+          static_graph ? static_mixing : topology->at(round).mixing_matrix(at::kFloat);
+      optimizer.gossip_round(x, mixing, round, ledger);
+    }
+    final_evaluation = evaluate(*model, x, buffers, test_batches, /*per_node=*/true);
+    progress(format("after %d gossip-only rounds: mean of node accuracies %.2f%% (the official "
+                    "code's \"averaged model\"), exact average %.2f%%",
+                    config.eval.gossip_rounds, final_evaluation.mean_accuracy,
+                    final_evaluation.average_model_accuracy));
+  }
+  result.final_evaluation = final_evaluation;
+  result.bytes_sent_per_node = ledger.bytes_sent_per_node();
+  result.mean_gb_sent_per_node = ledger.mean_gb_sent_per_node();
+  result.wall_time_s = seconds_since(start);
+  result.train_images_per_s =
+      static_cast<double>(result.steps * n * config.data.batch_size) / std::max(train_time_s, 1e-9);
+
+  nlohmann::json summary;
+  summary["config"] = to_json(config);
+  summary["seed"] = config.run.seed;
+  summary["backend"] = {{"engine", "node-batched"},
+                        {"device", "cpu"},
+                        {"precision", "fp32"},
+                        {"runtime", runtime.description()},
+                        {"intra_op_threads", runtime.intra_op_threads}};
+  summary["build"] = {{"version", build_info::kVersion},
+                      {"git_revision", build_info::kGitRevision},
+                      {"build_type", build_info::kBuildType},
+                      {"compiler", build_info::kCompiler},
+                      {"torch", build_info::kTorchVersion}};
+  summary["topology"] = {{"label", topology->label()}, {"spectral_gap", gap}};
+  summary["model"] = {{"name", model->name()}, {"params_per_node", model->num_params()}};
+  summary["final"] = {
+      {"average_model_accuracy", final_evaluation.average_model_accuracy},
+      {"node_accuracy", final_evaluation.node_accuracy},
+      {"mean_node_accuracy", final_evaluation.mean_accuracy},
+      {"min_node_accuracy", final_evaluation.min_accuracy},
+      {"max_node_accuracy", final_evaluation.max_accuracy},
+      {"consensus_distance", final_evaluation.consensus_distance},
+      {"evaluation_protocol", std::string(to_string(config.eval.protocol))},
+      {"bytes_sent_per_node", result.bytes_sent_per_node},
+      {"mean_gb_sent_per_node", result.mean_gb_sent_per_node},
+      {"byte_accounting", std::string(metrics::to_string(ledger.mode()))},
+      {"steps", result.steps},
+      {"wall_time_s", result.wall_time_s},
+      {"train_images_per_s", result.train_images_per_s}};
+  write_text_file(run_dir / "summary.json", summary.dump(2) + "\n");
+
+  progress(format("done: average-model accuracy %.2f%%, node accuracy mean %.2f%% [%.2f, %.2f], "
+                  "%.4f GB sent per node, wall time %.1f s (%.0f train img/s)",
+                  final_evaluation.average_model_accuracy, final_evaluation.mean_accuracy,
+                  final_evaluation.min_accuracy, final_evaluation.max_accuracy,
+                  result.mean_gb_sent_per_node, result.wall_time_s, result.train_images_per_s));
+  progress("results: " + (run_dir / "summary.json").string());
+  return result;
+}
+
+}  // namespace lpdt::exp

@@ -1,0 +1,42 @@
+#pragma once
+// One decentralized training run, end to end: data, partition, topology, node-batched model,
+// algorithm, evaluation, and the run folder (docs/results.md).
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lpdt/exp/evaluation.h"
+#include "lpdt/exp/experiment_config.h"
+
+namespace lpdt::exp {
+
+struct EpochSummary {
+  int epoch = 0;  // 1-based: the number of epochs done
+  double lr = 0;
+  double train_loss = 0;       // mean over the epoch's steps and nodes
+  Evaluation evaluation;
+  double mean_gb_sent_per_node = 0;  // cumulative
+  double elapsed_s = 0;
+};
+
+struct TrainResult {
+  std::filesystem::path run_dir;
+  std::vector<EpochSummary> epochs;
+  Evaluation final_evaluation;
+  std::vector<std::int64_t> bytes_sent_per_node;
+  double mean_gb_sent_per_node = 0;
+  double wall_time_s = 0;
+  double train_images_per_s = 0;
+  std::int64_t steps = 0;
+};
+
+// Where progress goes: one line at a time (stdout in the CLI, captured in tests).
+using ProgressSink = std::function<void(const std::string& line)>;
+
+// Runs the experiment and writes its run folder (under config.run.out_dir). `resolved_toml` is
+// the resolved configuration text written as config.toml. Throws UserError/ConfigError for bad
+// input; whatever was already written to the run folder stays.
+TrainResult train(const ExperimentConfig& config, const ProgressSink& progress);
+
+}  // namespace lpdt::exp
