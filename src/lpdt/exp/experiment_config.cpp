@@ -1,0 +1,542 @@
+#include "lpdt/exp/experiment_config.h"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt {
+namespace {
+
+template <ConfigEnum E>
+std::vector<std::string> choices() {
+  std::vector<std::string> out;
+  for (const std::string_view name : config_names<E>()) out.emplace_back(name);
+  return out;
+}
+
+template <ConfigEnum E>
+std::string name_of(E value) {
+  return std::string(to_string(value));
+}
+
+// "\"none\"": a string value as it is written in TOML, for messages.
+std::string toml_string(std::string_view text) { return format_config_value(std::string(text)); }
+
+// The side of a dataset's square images (before data.pad_to).
+std::int64_t image_side(const std::string& dataset, std::int64_t synthetic_size) {
+  if (dataset == "fashion-mnist" || dataset == "mnist") return 28;
+  if (dataset == "cifar10" || dataset == "cifar100") return 32;
+  return synthetic_size;
+}
+
+// Channels of the first stage, which norm groups must divide (ResNet for CIFAR: 16; VGG-11: 64).
+std::optional<std::int64_t> first_stage_channels(const std::string& arch) {
+  if (arch == "resnet") return 16;
+  if (arch == "vgg11") return 64;
+  return std::nullopt;
+}
+
+bool valid_resnet_depth(std::int64_t depth) {
+  // 6n+2 with n >= 1 blocks per stage; 54 is the paper's "ResNet-54", which the official code
+  // builds with n = int((54 - 2) / 6) = 8.
+  return (depth >= 8 && (depth - 2) % 6 == 0) || depth == 54;
+}
+
+// Every field of ExperimentConfig, with its key. The one list that ties the struct to the schema:
+// reading (Config -> struct) and writing (struct -> Config) both go through it, and
+// experiment_schema() checks that it names every key exactly once.
+template <typename Experiment, typename Visitor>
+void visit_fields(Experiment& c, Visitor&& v) {
+  v("run.name", c.run.name);
+  v("run.out_dir", c.run.out_dir);
+  v("run.seed", c.run.seed);
+  v("run.device", c.run.device);
+  v("run.threads", c.run.threads);
+  v("run.epochs", c.run.epochs);
+  v("run.eval_every", c.run.eval_every);
+  v("run.log_every", c.run.log_every);
+  v("run.max_steps_per_epoch", c.run.max_steps_per_epoch);
+
+  v("data.dataset", c.data.dataset);
+  v("data.dir", c.data.dir);
+  v("data.partition", c.data.partition);
+  v("data.skew", c.data.skew);
+  v("data.skew_mode", c.data.skew_mode);
+  v("data.dirichlet_alpha", c.data.dirichlet_alpha);
+  v("data.shards_per_node", c.data.shards_per_node);
+  v("data.batch_size", c.data.batch_size);
+  v("data.augment", c.data.augment);
+  v("data.crop_padding", c.data.crop_padding);
+  v("data.pad_to", c.data.pad_to);
+  v("data.eval_batch_size", c.data.eval_batch_size);
+  v("data.test_subset", c.data.test_subset);
+  v("data.synthetic_samples_per_class", c.data.synthetic_samples_per_class);
+  v("data.synthetic_size", c.data.synthetic_size);
+
+  v("model.arch", c.model.arch);
+  v("model.depth", c.model.depth);
+  v("model.norm", c.model.norm);
+  v("model.groups", c.model.groups);
+
+  v("graph.topology", c.graph.topology);
+  v("graph.nodes", c.graph.nodes);
+  v("graph.mixing", c.graph.mixing);
+  v("graph.torus_rows", c.graph.torus_rows);
+  v("graph.random_out_degree", c.graph.random_out_degree);
+
+  v("algo.name", c.algo.name);
+  v("algo.consensus_step", c.algo.consensus_step);
+  v("algo.compressor", c.algo.compressor);
+  v("algo.keep_fraction", c.algo.keep_fraction);
+  v("algo.qgm", c.algo.qgm);
+  v("algo.choco_init", c.algo.choco_init);
+
+  v("optim.lr", c.optim.lr);
+  v("optim.momentum", c.optim.momentum);
+  v("optim.nesterov", c.optim.nesterov);
+  v("optim.weight_decay", c.optim.weight_decay);
+  v("optim.schedule", c.optim.schedule);
+  v("optim.milestones", c.optim.milestones);
+  v("optim.gamma", c.optim.gamma);
+  v("optim.warmup", c.optim.warmup);
+
+  v("eval.protocol", c.eval.protocol);
+  v("eval.gossip_rounds", c.eval.gossip_rounds);
+  v("eval.per_node", c.eval.per_node);
+
+  v("ledger.accounting", c.ledger.accounting);
+}
+
+void add_keys(ConfigSchema& s) {
+  const ExperimentConfig d;  // the defaults
+
+  // [run]
+  s.add_string("run.name", d.run.name, "Name of the run; its folder is <run.out_dir>/<run.name>.");
+  s.add_string("run.out_dir", d.run.out_dir, "Folder that holds the run folders.");
+  s.add_int("run.seed", static_cast<std::int64_t>(d.run.seed),
+            "Root seed; every random stream is derived from (seed, node, purpose).")
+      .at_least(0);
+  s.add_string("run.device", name_of(d.run.device), "Device that trains the nodes.")
+      .one_of(choices<RunConfig::Device>());
+  s.add_int("run.threads", d.run.threads, "CPU threads for tensor operations; 0 = all cores.")
+      .at_least(0);
+  s.add_int("run.epochs", d.run.epochs, "Training epochs (passes over each node's partition).")
+      .at_least(1);
+  s.add_int("run.eval_every", d.run.eval_every,
+            "Evaluate every this many epochs (the last epoch is always evaluated).")
+      .at_least(1);
+  s.add_int("run.log_every", d.run.log_every,
+            "Log the training loss every this many steps; 0 = per-epoch logs only.")
+      .at_least(0);
+  s.add_int("run.max_steps_per_epoch", d.run.max_steps_per_epoch,
+            "Stop each epoch after this many steps, for quick runs; 0 = the full epoch.")
+      .at_least(0);
+
+  // [data]
+  s.add_string("data.dataset", name_of(d.data.dataset),
+               "Dataset; synthetic = generated class blobs, no files needed.")
+      .one_of(choices<DataConfig::Dataset>());
+  s.add_string("data.dir", d.data.dir,
+               "Folder of the dataset's files; \"\" = the dataset's default location.");
+  s.add_string("data.partition", name_of(d.data.partition),
+               "How the training set is split over the nodes (non-IID: skew, dirichlet, shards).")
+      .one_of(choices<DataConfig::Partition>());
+  s.add_float("data.skew", d.data.skew,
+              "Degree of skew of the skew partition: 0 = IID, 1 = each node sees few classes.")
+      .at_least(0)
+      .at_most(1);
+  s.add_string("data.skew_mode", name_of(d.data.skew_mode),
+               "Skew partition algorithm: lpdt, or reference = the official code's exact "
+               "partition.")
+      .one_of(choices<DataConfig::SkewMode>());
+  s.add_float("data.dirichlet_alpha", d.data.dirichlet_alpha,
+              "Concentration of the dirichlet partition; smaller = more skewed.")
+      .greater_than(0);
+  s.add_int("data.shards_per_node", d.data.shards_per_node,
+            "Label-sorted shards per node for the shards partition.")
+      .at_least(1);
+  s.add_int("data.batch_size", d.data.batch_size,
+            "Training batch per node (the official code's global batch 256 over 8 nodes = 32).")
+      .at_least(1);
+  s.add_bool("data.augment", d.data.augment,
+             "Random crop (with data.crop_padding) and horizontal flip of training images.");
+  s.add_int("data.crop_padding", d.data.crop_padding,
+            "Zero padding on each side before the random crop of data.augment.")
+      .at_least(0);
+  s.add_int("data.pad_to", d.data.pad_to,
+            "Zero-pad images to this side (32 gives Fashion-MNIST CIFAR-shaped inputs); 0 = off.")
+      .at_least(0);
+  s.add_int("data.eval_batch_size", d.data.eval_batch_size, "Batch size of evaluation.")
+      .at_least(1);
+  s.add_int("data.test_subset", d.data.test_subset,
+            "Evaluate on the first N test images only; 0 = the full test set.")
+      .at_least(0);
+  s.add_int("data.synthetic_samples_per_class", d.data.synthetic_samples_per_class,
+            "Training samples per class of the synthetic dataset.")
+      .at_least(1);
+  s.add_int("data.synthetic_size", d.data.synthetic_size,
+            "Image side of the synthetic dataset (3 channels, 10 classes).")
+      .at_least(1);
+
+  // [model]
+  s.add_string("model.arch", name_of(d.model.arch), "Network architecture.")
+      .one_of(choices<ModelConfig::Arch>());
+  s.add_int("model.depth", d.model.depth,
+            "ResNet depth 6n+2 (n blocks per stage): 20, 32, 44, 56, 110; 54 = the paper's "
+            "ResNet-54 (n = 8).")
+      .at_least(1);
+  s.add_string("model.norm", name_of(d.model.norm), "Normalisation layers.")
+      .one_of(choices<ModelConfig::Norm>());
+  s.add_int("model.groups", d.model.groups, "Channel groups of EvoNorm-S0 and GroupNorm.")
+      .at_least(1);
+
+  // [graph]
+  s.add_string("graph.topology", name_of(d.graph.topology),
+               "Communication graph (directed: directed-ring, exponential, random, "
+               "one-peer-exponential).")
+      .one_of(choices<GraphConfig::Topology>());
+  s.add_int("graph.nodes", d.graph.nodes, "Number of nodes.").at_least(1);
+  s.add_string("graph.mixing", name_of(d.graph.mixing),
+               "Mixing weights: uniform over in-neighbours and self, or metropolis (undirected "
+               "graphs only).")
+      .one_of(choices<GraphConfig::Mixing>());
+  s.add_int("graph.torus_rows", d.graph.torus_rows,
+            "Rows of the torus (must divide graph.nodes); 0 = the most square shape.")
+      .at_least(0);
+  s.add_int("graph.random_out_degree", d.graph.random_out_degree,
+            "Out-neighbours per node of the random topology.")
+      .at_least(1);
+
+  // [algo]
+  s.add_string("algo.name", name_of(d.algo.name), "Decentralized algorithm.")
+      .one_of(choices<AlgoConfig::Name>());
+  s.add_float("algo.consensus_step", d.algo.consensus_step,
+              "Consensus step size: the paper's gamma, the official code's --eta.")
+      .greater_than(0)
+      .at_most(1);
+  s.add_string("algo.compressor", name_of(d.algo.compressor),
+               "Compression of the gossiped messages (deep-squeeze and choco only).")
+      .one_of(choices<AlgoConfig::Compressor>());
+  s.add_float("algo.keep_fraction", d.algo.keep_fraction,
+              "Fraction of each tensor's entries sent by topk / randomk (official --k = 1 - this).")
+      .greater_than(0)
+      .at_most(1);
+  s.add_bool("algo.qgm", d.algo.qgm,
+             "Quasi-global momentum (Lin et al. 2021) instead of local Nesterov momentum.");
+  s.add_string("algo.choco_init", name_of(d.algo.choco_init),
+               "Initial public copies x-hat of Choco-SGD: zero (the official code) or the model.")
+      .one_of(choices<AlgoConfig::ChocoInit>());
+
+  // [optim]
+  s.add_float("optim.lr", d.optim.lr, "Base learning rate.").greater_than(0);
+  s.add_float("optim.momentum", d.optim.momentum, "Momentum (also the beta of QGM).")
+      .at_least(0)
+      .less_than(1);
+  s.add_bool("optim.nesterov", d.optim.nesterov, "Nesterov momentum.");
+  s.add_float("optim.weight_decay", d.optim.weight_decay, "L2 weight decay added to the gradient.")
+      .at_least(0);
+  s.add_string("optim.schedule", name_of(d.optim.schedule), "Learning-rate schedule over epochs.")
+      .one_of(choices<OptimConfig::Schedule>());
+  s.add_int_list("optim.milestones",
+                 std::vector<std::int64_t>(d.optim.milestones.begin(), d.optim.milestones.end()),
+                 "Epochs at which the multistep schedule multiplies the lr by optim.gamma.")
+      .at_least(1);
+  s.add_float("optim.gamma", d.optim.gamma, "Factor of the multistep schedule.")
+      .greater_than(0)
+      .at_most(1);
+  s.add_string("optim.warmup", name_of(d.optim.warmup),
+               "Warm-up: official = epoch 0 at 0.1 x lr (as the official code), none.")
+      .one_of(choices<OptimConfig::Warmup>());
+
+  // [eval]
+  s.add_string("eval.protocol", name_of(d.eval.protocol),
+               "Final evaluation: average = the averaged model; reference = the official "
+               "code's gossip-only rounds, then the mean of the local accuracies.")
+      .one_of(choices<EvalConfig::Protocol>());
+  s.add_int("eval.gossip_rounds", d.eval.gossip_rounds,
+            "Gossip-only rounds before the final evaluation of eval.protocol = reference.")
+      .at_least(0);
+  s.add_bool("eval.per_node", d.eval.per_node, "Also evaluate and report every node's model.");
+
+  // [ledger]
+  s.add_string("ledger.accounting", name_of(d.ledger.accounting),
+               "Byte accounting: lpdt = the bytes of the payloads sent; reference = the "
+               "official code's count (the paper's Table 3).")
+      .one_of(choices<LedgerConfig::Accounting>());
+}
+
+void add_checks(ConfigSchema& s) {
+  using Problem = std::optional<std::string>;
+
+  s.add_check({{"data.skew_mode", "data.partition"}, [](const Config& c) -> Problem {
+                 if (c.get_string("data.skew_mode") == "reference" &&
+                     c.get_string("data.partition") != "skew") {
+                   return "data.skew_mode = \"reference\" reproduces the official skew partition "
+                          "and needs data.partition = \"skew\"; set data.partition=skew or "
+                          "data.skew_mode=lpdt";
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check(
+      {{"data.pad_to", "data.dataset", "data.synthetic_size"}, [](const Config& c) -> Problem {
+         const std::int64_t pad_to = c.get_int("data.pad_to");
+         const std::string& dataset = c.get_string("data.dataset");
+         const std::int64_t side = image_side(dataset, c.get_int("data.synthetic_size"));
+         if (pad_to != 0 && pad_to < side) {
+           return "data.pad_to = " + std::to_string(pad_to) + " is smaller than the " +
+                  std::to_string(side) + "x" + std::to_string(side) + " images of " + dataset +
+                  ": expected 0 (no padding) or a side >= " + std::to_string(side);
+         }
+         return std::nullopt;
+       }});
+
+  s.add_check({{"model.depth", "model.arch"}, [](const Config& c) -> Problem {
+                 const std::int64_t depth = c.get_int("model.depth");
+                 if (c.get_string("model.arch") == "resnet" && !valid_resnet_depth(depth)) {
+                   return "model.depth = " + std::to_string(depth) +
+                          " is not a ResNet depth: expected 6n+2 with n >= 1 blocks per stage, "
+                          "e.g. 20, 32, 44, 56, 110, or 54 (the paper's ResNet-54, built with "
+                          "n = 8 like the official code)";
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check({{"model.groups", "model.norm", "model.arch"}, [](const Config& c) -> Problem {
+                 const std::string& norm = c.get_string("model.norm");
+                 const std::string& arch = c.get_string("model.arch");
+                 const std::int64_t groups = c.get_int("model.groups");
+                 const auto channels = first_stage_channels(arch);
+                 if ((norm == "evonorm" || norm == "groupnorm") && channels &&
+                     *channels % groups != 0) {
+                   std::vector<std::string> divisors;
+                   for (std::int64_t d = 1; d <= *channels; ++d) {
+                     if (*channels % d == 0) divisors.push_back(std::to_string(d));
+                   }
+                   std::string list;
+                   for (const auto& d : divisors) list += (list.empty() ? "" : ", ") + d;
+                   return "model.groups = " + std::to_string(groups) + " does not divide the " +
+                          std::to_string(*channels) + " channels of " + arch +
+                          "'s first stage: expected one of " + list;
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check({{"graph.mixing", "graph.topology"}, [](const Config& c) -> Problem {
+                 const std::string& topology = c.get_string("graph.topology");
+                 const auto kind = config_enum_from_string<GraphConfig::Topology>(topology);
+                 if (c.get_string("graph.mixing") == "metropolis" &&
+                     GraphConfig::is_directed(kind.value())) {
+                   return "graph.mixing = \"metropolis\" needs an undirected topology (ring, "
+                          "torus, complete), but graph.topology = " +
+                          toml_string(topology) + " is directed; set graph.mixing=uniform";
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check(
+      {{"graph.torus_rows", "graph.nodes", "graph.topology"}, [](const Config& c) -> Problem {
+         const std::int64_t rows = c.get_int("graph.torus_rows");
+         const std::int64_t nodes = c.get_int("graph.nodes");
+         if (c.get_string("graph.topology") == "torus" && rows != 0 && nodes % rows != 0) {
+           return "graph.torus_rows = " + std::to_string(rows) + " does not divide " +
+                  "graph.nodes = " + std::to_string(nodes) +
+                  ": expected 0 (auto) or a divisor of the number of nodes";
+         }
+         return std::nullopt;
+       }});
+
+  s.add_check(
+      {{"graph.random_out_degree", "graph.nodes", "graph.topology"},
+       [](const Config& c) -> Problem {
+         const std::int64_t degree = c.get_int("graph.random_out_degree");
+         const std::int64_t nodes = c.get_int("graph.nodes");
+         if (c.get_string("graph.topology") == "random" && nodes > 1 && degree > nodes - 1) {
+           return "graph.random_out_degree = " + std::to_string(degree) + " is more than the " +
+                  std::to_string(nodes - 1) + " other nodes: expected an int in [1, " +
+                  std::to_string(nodes - 1) + "] for graph.nodes = " + std::to_string(nodes);
+         }
+         return std::nullopt;
+       }});
+
+  s.add_check({{"algo.keep_fraction", "algo.compressor"}, [](const Config& c) -> Problem {
+                 const double keep = c.get_float("algo.keep_fraction");
+                 if (c.get_string("algo.compressor") == "none" && keep < 1) {
+                   return "algo.keep_fraction = " + format_config_value(keep) +
+                          " < 1 asks for compression, but algo.compressor = \"none\": set "
+                          "algo.compressor=topk or randomk (or algo.keep_fraction=1)";
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check({{"algo.compressor", "algo.name"}, [](const Config& c) -> Problem {
+                 const std::string& compressor = c.get_string("algo.compressor");
+                 if (compressor != "none" && c.get_string("algo.name") == "dpsgd") {
+                   return "algo.compressor = " + toml_string(compressor) +
+                          " needs algo.name = deep-squeeze or choco (D-PSGD gossips full "
+                          "models, without error feedback); set algo.name or "
+                          "algo.compressor=none";
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check({{"optim.nesterov", "optim.momentum", "algo.qgm"}, [](const Config& c) -> Problem {
+                 if (c.get_bool("optim.nesterov") && !c.get_bool("algo.qgm") &&
+                     c.get_float("optim.momentum") == 0) {
+                   return "optim.nesterov = true needs momentum: expected optim.momentum in "
+                          "(0, 1), or set optim.nesterov=false";
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check({{"optim.milestones"}, [](const Config& c) -> Problem {
+                 const auto& milestones = c.get_int_list("optim.milestones");
+                 if (!std::is_sorted(milestones.begin(), milestones.end()) ||
+                     std::adjacent_find(milestones.begin(), milestones.end()) != milestones.end()) {
+                   return "optim.milestones = " + format_config_value(milestones) +
+                          " is not strictly increasing: expected epochs in increasing order, "
+                          "e.g. [100, 150]";
+                 }
+                 return std::nullopt;
+               }});
+}
+
+// Config -> struct.
+struct FieldReader {
+  const Config& config;
+
+  void operator()(std::string_view key, std::string& field) const {
+    field = config.get_string(key);
+  }
+  void operator()(std::string_view key, bool& field) const { field = config.get_bool(key); }
+  void operator()(std::string_view key, double& field) const { field = config.get_float(key); }
+  void operator()(std::string_view key, std::uint64_t& field) const {
+    field = static_cast<std::uint64_t>(config.get_int(key));  // the schema keeps it >= 0
+  }
+  void operator()(std::string_view key, int& field) const {
+    field = to_int(key, config.get_int(key));
+  }
+  void operator()(std::string_view key, std::vector<int>& field) const {
+    field.clear();
+    for (const std::int64_t x : config.get_int_list(key)) field.push_back(to_int(key, x));
+  }
+  template <ConfigEnum E>
+  void operator()(std::string_view key, E& field) const {
+    const auto value = config_enum_from_string<E>(config.get_string(key));
+    LPDT_CHECK(value.has_value(),
+               "the schema accepted an unknown name for '" + std::string(key) + "'");
+    field = *value;
+  }
+
+  int to_int(std::string_view key, std::int64_t value) const {
+    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
+      throw ConfigError(config.where(key) + ": key '" + std::string(key) + "' = " +
+                        std::to_string(value) + " is out of range: expected an int of at most " +
+                        std::to_string(std::numeric_limits<int>::max()));
+    }
+    return static_cast<int>(value);
+  }
+};
+
+// struct -> Config. A value equal to the default keeps the origin "default".
+struct FieldWriter {
+  Config& config;
+
+  void set(std::string_view key, ConfigValue value) const {
+    const auto& spec = config.schema().at(key);
+    ValueOrigin origin;
+    if (value != spec.default_value()) origin.kind = ValueOrigin::Kind::kProgram;
+    config.set(key, std::move(value), origin);
+  }
+  void operator()(std::string_view key, const std::string& field) const { set(key, field); }
+  void operator()(std::string_view key, bool field) const { set(key, field); }
+  void operator()(std::string_view key, double field) const { set(key, field); }
+  void operator()(std::string_view key, std::uint64_t field) const {
+    if (field > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      throw ConfigError("program: key '" + std::string(key) + "' = " + std::to_string(field) +
+                        " is out of range: expected an int in [0, 2^63)");
+    }
+    set(key, static_cast<std::int64_t>(field));
+  }
+  void operator()(std::string_view key, int field) const {
+    set(key, static_cast<std::int64_t>(field));
+  }
+  void operator()(std::string_view key, const std::vector<int>& field) const {
+    set(key, std::vector<std::int64_t>(field.begin(), field.end()));
+  }
+  template <ConfigEnum E>
+  void operator()(std::string_view key, E field) const {
+    set(key, std::string(to_string(field)));
+  }
+};
+
+ConfigSchema build_schema() {
+  ConfigSchema schema("lpdt experiment configuration");
+  add_keys(schema);
+  add_checks(schema);
+  // The struct and the schema must name the same keys, each once.
+  std::set<std::string> visited;
+  const ExperimentConfig defaults;
+  visit_fields(defaults, [&](std::string_view key, const auto&) {
+    LPDT_CHECK(schema.find(key).has_value(), "field key '" + std::string(key) + "' not in schema");
+    LPDT_CHECK(visited.emplace(key).second, "field key '" + std::string(key) + "' visited twice");
+  });
+  LPDT_CHECK(visited.size() == schema.size(), "a schema key has no ExperimentConfig field");
+  return schema;
+}
+
+}  // namespace
+
+bool GraphConfig::is_directed(Topology topology) {
+  switch (topology) {
+    case Topology::kRing:
+    case Topology::kTorus:
+    case Topology::kComplete:
+      return false;
+    case Topology::kDirectedRing:
+    case Topology::kExponential:
+    case Topology::kRandom:
+    case Topology::kOnePeerExponential:
+      return true;
+  }
+  return true;
+}
+
+const ConfigSchema& experiment_schema() {
+  static const ConfigSchema schema = build_schema();
+  return schema;
+}
+
+Config resolve_experiment_config(const std::optional<std::string>& path,
+                                 const std::vector<std::string>& overrides) {
+  return experiment_schema().resolve(path, overrides);
+}
+
+ExperimentConfig experiment_config_from(const Config& resolved) {
+  LPDT_CHECK(&resolved.schema() == &experiment_schema(),
+             "experiment_config_from needs a Config of experiment_schema()");
+  ExperimentConfig config;
+  visit_fields(config, FieldReader{resolved});
+  return config;
+}
+
+ExperimentConfig load_experiment_config(const std::optional<std::string>& path,
+                                        const std::vector<std::string>& overrides) {
+  return experiment_config_from(resolve_experiment_config(path, overrides));
+}
+
+Config to_config(const ExperimentConfig& config) {
+  Config resolved = experiment_schema().defaults();
+  visit_fields(config, FieldWriter{resolved});
+  resolved.validate();
+  return resolved;
+}
+
+std::string to_toml(const ExperimentConfig& config) { return to_config(config).to_toml(); }
+
+nlohmann::json to_json(const ExperimentConfig& config) { return to_config(config).to_json(); }
+
+}  // namespace lpdt

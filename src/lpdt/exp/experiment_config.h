@@ -1,0 +1,257 @@
+#pragma once
+// The configuration of one experiment (docs/config.md): its schema, and the typed struct that the
+// rest of lpdt reads. One TOML file per experiment; every key can be overridden on the command
+// line with `--set section.key=value`; the resolved configuration is written to the run folder
+// (config.toml) and into summary.json.
+//
+// The defaults live in the member initialisers below and nowhere else: the schema reads them
+// from a default-constructed ExperimentConfig. Plain fields only (no torch).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lpdt/exp/config_schema.h"
+
+namespace lpdt {
+
+// [run]
+struct RunConfig {
+  enum class Device { kCpu, kCuda };
+
+  std::string name = "quickstart";
+  std::string out_dir = "runs";
+  std::uint64_t seed = 1234;
+  Device device = Device::kCpu;
+  int threads = 0;  // 0 = all cores
+  int epochs = 3;
+  int eval_every = 1;           // epochs
+  int log_every = 50;           // steps; 0 = per-epoch logs only
+  int max_steps_per_epoch = 0;  // 0 = the full epoch
+
+  bool operator==(const RunConfig&) const = default;
+};
+
+// [data]
+struct DataConfig {
+  enum class Dataset { kFashionMnist, kMnist, kCifar10, kCifar100, kSynthetic };
+  enum class Partition { kSkew, kDirichlet, kShards, kIid };
+  enum class SkewMode { kLpdt, kReference };
+
+  Dataset dataset = Dataset::kFashionMnist;
+  std::string dir;  // "" = the dataset's default location
+  Partition partition = Partition::kSkew;
+  double skew = 0.8;
+  SkewMode skew_mode = SkewMode::kLpdt;
+  double dirichlet_alpha = 0.5;
+  int shards_per_node = 2;
+  int batch_size = 32;  // per node
+  bool augment = true;
+  int crop_padding = 4;
+  int pad_to = 0;  // 0 = no padding
+  int eval_batch_size = 500;
+  int test_subset = 0;  // 0 = the full test set
+  int synthetic_samples_per_class = 200;
+  int synthetic_size = 16;
+
+  bool operator==(const DataConfig&) const = default;
+};
+
+// [model]
+struct ModelConfig {
+  enum class Arch { kResnet, kVgg11, kLenet5, kMlp };
+  enum class Norm { kEvonorm, kBatchnorm, kGroupnorm, kNone };
+
+  Arch arch = Arch::kResnet;
+  int depth = 20;  // ResNet only
+  Norm norm = Norm::kEvonorm;
+  int groups = 8;  // EvoNorm / GroupNorm groups
+
+  // ResNet blocks per stage, n = (depth - 2) / 6 truncated as the official code does: depth 20
+  // gives 3; the paper's "ResNet-54" gives 8 (a 50-layer network, the same as depth 50).
+  int resnet_blocks_per_stage() const { return (depth - 2) / 6; }
+
+  bool operator==(const ModelConfig&) const = default;
+};
+
+// [graph]
+struct GraphConfig {
+  enum class Topology {
+    kDirectedRing,
+    kRing,
+    kTorus,
+    kComplete,
+    kExponential,
+    kRandom,
+    kOnePeerExponential
+  };
+  enum class Mixing { kUniform, kMetropolis };
+
+  Topology topology = Topology::kDirectedRing;
+  int nodes = 8;
+  Mixing mixing = Mixing::kUniform;
+  int torus_rows = 0;  // 0 = the most square factorisation of nodes
+  int random_out_degree = 2;
+
+  // Whether the topology's edges go one way (then Metropolis-Hastings weights do not apply).
+  static bool is_directed(Topology topology);
+
+  bool operator==(const GraphConfig&) const = default;
+};
+
+// [algo]
+struct AlgoConfig {
+  enum class Name { kDpsgd, kDeepSqueeze, kChoco };
+  enum class Compressor { kNone, kTopK, kRandomK };
+  enum class ChocoInit { kZero, kModel };
+
+  Name name = Name::kChoco;
+  double consensus_step = 1.0;  // the paper's gamma, the official code's --eta
+  Compressor compressor = Compressor::kNone;
+  double keep_fraction = 1.0;  // the official --k is 1 - keep_fraction
+  bool qgm = false;
+  ChocoInit choco_init = ChocoInit::kZero;
+
+  bool operator==(const AlgoConfig&) const = default;
+};
+
+// [optim]
+struct OptimConfig {
+  enum class Schedule { kConstant, kMultistep, kCosine };
+  enum class Warmup { kOfficial, kNone };
+
+  double lr = 0.1;
+  double momentum = 0.9;
+  bool nesterov = true;
+  double weight_decay = 1e-4;
+  Schedule schedule = Schedule::kMultistep;
+  std::vector<int> milestones = {100, 150};  // epochs
+  double gamma = 0.1;
+  Warmup warmup = Warmup::kOfficial;
+
+  bool operator==(const OptimConfig&) const = default;
+};
+
+// [eval]
+struct EvalConfig {
+  enum class Protocol { kAverage, kReference };
+
+  Protocol protocol = Protocol::kAverage;
+  int gossip_rounds = 51;  // protocol reference only
+  bool per_node = true;
+
+  bool operator==(const EvalConfig&) const = default;
+};
+
+// [ledger]
+struct LedgerConfig {
+  enum class Accounting { kLpdt, kReference };
+
+  Accounting accounting = Accounting::kLpdt;
+
+  bool operator==(const LedgerConfig&) const = default;
+};
+
+// The whole experiment. A default-constructed ExperimentConfig holds the documented defaults
+// (the same as load_experiment_config(std::nullopt, {})).
+struct ExperimentConfig {
+  RunConfig run;
+  DataConfig data;
+  ModelConfig model;
+  GraphConfig graph;
+  AlgoConfig algo;
+  OptimConfig optim;
+  EvalConfig eval;
+  LedgerConfig ledger;
+
+  bool operator==(const ExperimentConfig&) const = default;
+};
+
+// The names of an enum's values as they appear in configuration files, indexed by the value:
+// config_names<GraphConfig::Topology>()[1] == "ring". Keep each list in its enum's order.
+template <typename E>
+struct ConfigEnumNames;
+
+#define LPDT_CONFIG_ENUM_NAMES(Enum, ...)                                          \
+  template <>                                                                      \
+  struct ConfigEnumNames<Enum> {                                                   \
+    static constexpr auto kNames = std::to_array<std::string_view>({__VA_ARGS__}); \
+  };
+LPDT_CONFIG_ENUM_NAMES(RunConfig::Device, "cpu", "cuda")
+LPDT_CONFIG_ENUM_NAMES(DataConfig::Dataset, "fashion-mnist", "mnist", "cifar10", "cifar100",
+                       "synthetic")
+LPDT_CONFIG_ENUM_NAMES(DataConfig::Partition, "skew", "dirichlet", "shards", "iid")
+LPDT_CONFIG_ENUM_NAMES(DataConfig::SkewMode, "lpdt", "reference")
+LPDT_CONFIG_ENUM_NAMES(ModelConfig::Arch, "resnet", "vgg11", "lenet5", "mlp")
+LPDT_CONFIG_ENUM_NAMES(ModelConfig::Norm, "evonorm", "batchnorm", "groupnorm", "none")
+LPDT_CONFIG_ENUM_NAMES(GraphConfig::Topology, "directed-ring", "ring", "torus", "complete",
+                       "exponential", "random", "one-peer-exponential")
+LPDT_CONFIG_ENUM_NAMES(GraphConfig::Mixing, "uniform", "metropolis")
+LPDT_CONFIG_ENUM_NAMES(AlgoConfig::Name, "dpsgd", "deep-squeeze", "choco")
+LPDT_CONFIG_ENUM_NAMES(AlgoConfig::Compressor, "none", "topk", "randomk")
+LPDT_CONFIG_ENUM_NAMES(AlgoConfig::ChocoInit, "zero", "model")
+LPDT_CONFIG_ENUM_NAMES(OptimConfig::Schedule, "constant", "multistep", "cosine")
+LPDT_CONFIG_ENUM_NAMES(OptimConfig::Warmup, "official", "none")
+LPDT_CONFIG_ENUM_NAMES(EvalConfig::Protocol, "average", "reference")
+LPDT_CONFIG_ENUM_NAMES(LedgerConfig::Accounting, "lpdt", "reference")
+#undef LPDT_CONFIG_ENUM_NAMES
+
+// An enum with configuration names.
+template <typename E>
+concept ConfigEnum = requires {
+  ConfigEnumNames<E>::kNames;
+};
+
+template <ConfigEnum E>
+constexpr const auto& config_names() {
+  return ConfigEnumNames<E>::kNames;
+}
+
+// "directed-ring" for GraphConfig::Topology::kDirectedRing.
+template <ConfigEnum E>
+constexpr std::string_view to_string(E value) {
+  return ConfigEnumNames<E>::kNames.at(static_cast<std::size_t>(value));
+}
+
+// The value named `name`, or nullopt.
+template <ConfigEnum E>
+constexpr std::optional<E> config_enum_from_string(std::string_view name) {
+  const auto& names = ConfigEnumNames<E>::kNames;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
+// The schema of an experiment: every key of the sections run, data, model, graph, algo, optim,
+// eval and ledger, with the cross-key rules. Built once; lives for the whole program.
+const ConfigSchema& experiment_schema();
+
+// defaults < the TOML file at `path` (if any) < `overrides` ("section.key=value" each), validated
+// against experiment_schema(). Throws ConfigError naming every problem (file:line or --set, the
+// key, the value, what was expected).
+Config resolve_experiment_config(const std::optional<std::string>& path,
+                                 const std::vector<std::string>& overrides);
+
+// The typed view of a resolved experiment configuration.
+ExperimentConfig experiment_config_from(const Config& resolved);
+
+// resolve_experiment_config + experiment_config_from.
+ExperimentConfig load_experiment_config(const std::optional<std::string>& path,
+                                        const std::vector<std::string>& overrides);
+
+// The struct written back into a Config (every value marked as set by the program), validated
+// with the schema's ranges and cross-key rules: throws ConfigError if the struct holds a value
+// the schema rejects.
+Config to_config(const ExperimentConfig& config);
+
+// The resolved configuration as TOML (every key, documented; parsing it again gives the same
+// struct) and as JSON ({"run": {...}, "data": {...}, ...}) for summary.json.
+std::string to_toml(const ExperimentConfig& config);
+nlohmann::json to_json(const ExperimentConfig& config);
+
+}  // namespace lpdt
