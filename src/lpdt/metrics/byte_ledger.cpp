@@ -1,0 +1,187 @@
+#include "lpdt/metrics/byte_ledger.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+#include <string>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::metrics {
+namespace {
+
+// Our format (kLpdt): fp32 values, int32 indices, one fp32 push-sum weight per message.
+constexpr std::int64_t kValueBytes = 4;
+constexpr std::int64_t kIndexBytes = 4;
+constexpr std::int64_t kPushSumWeightBytes = 4;
+
+std::vector<std::int64_t> to_vector(const at::Tensor& t, std::int64_t n, const char* what) {
+  std::ostringstream msg;
+  msg << what << ": expected [" << n << "] integers, got " << t.sizes();
+  LPDT_CHECK(t.defined() && t.dim() == 1 && t.size(0) == n, msg.str());
+  const at::Tensor c = t.to(at::kCPU, at::kLong).contiguous();
+  const auto* p = c.data_ptr<std::int64_t>();
+  return std::vector<std::int64_t>(p, p + n);
+}
+
+at::Tensor off_diagonal_edges(const at::Tensor& mixing) {
+  LPDT_CHECK(mixing.dim() == 2 && mixing.size(0) == mixing.size(1),
+             "mixing matrix must be [n, n]");
+  const at::Tensor w = mixing.to(at::kCPU);
+  at::Tensor edges = w.gt(0);
+  edges.fill_diagonal_(false);
+  return edges;  // [n, n] bool, edges[i][j]: j -> i
+}
+
+}  // namespace
+
+ByteAccounting parse_byte_accounting(std::string_view name) {
+  if (name == "lpdt") return ByteAccounting::kLpdt;
+  if (name == "reference") return ByteAccounting::kReference;
+  throw ConfigError("byte accounting must be 'lpdt' or 'reference', got '" + std::string(name) +
+                    "'");
+}
+
+std::string_view to_string(ByteAccounting mode) {
+  return mode == ByteAccounting::kLpdt ? "lpdt" : "reference";
+}
+
+std::int64_t payload_bytes(std::int64_t values, bool sparse, ByteAccounting mode) {
+  LPDT_CHECK(values >= 0, "negative value count");
+  if (mode == ByteAccounting::kReference) {
+    // Reference spec 3.4 (gossiper.py): dense 4*len(msg) with msg = [values | ps]; sparse
+    // 4*(len/2) + len with msg = [values | indices | ps], len = 2V + 1, in Python 3 true division:
+    // 2*(2V + 1) + 2V + 1 = 6V + 3.
+    if (!sparse) return 4 * (values + 1);
+    return 6 * values + 3;
+  }
+  if (!sparse) return kValueBytes * values + kPushSumWeightBytes;
+  return (kValueBytes + kIndexBytes) * values + kPushSumWeightBytes;
+}
+
+std::int64_t payload_bytes(const std::vector<std::int64_t>& values_per_segment, bool sparse,
+                           ByteAccounting mode) {
+  const std::int64_t values =
+      std::accumulate(values_per_segment.begin(), values_per_segment.end(), std::int64_t{0});
+  return payload_bytes(values, sparse, mode);
+}
+
+at::Tensor out_degrees(const at::Tensor& mixing) {
+  return off_diagonal_edges(mixing).sum(0, /*keepdim=*/false, at::kLong);
+}
+
+at::Tensor in_degrees(const at::Tensor& mixing) {
+  return off_diagonal_edges(mixing).sum(1, /*keepdim=*/false, at::kLong);
+}
+
+EdgeBytes bytes_over_edges(const at::Tensor& mixing, const at::Tensor& payload) {
+  const at::Tensor edges = off_diagonal_edges(mixing).to(at::kLong);  // [n, n]
+  const at::Tensor p = payload.to(at::kCPU, at::kLong);
+  LPDT_CHECK(p.dim() == 1 && p.size(0) == edges.size(0), "payload must be [n] bytes");
+  EdgeBytes out;
+  out.sent = edges.sum(0) * p;               // node j: payload_j per out-edge
+  out.received = at::mv(edges, p);           // node i: sum over j -> i of payload_j
+  return out;
+}
+
+ByteLedger::ByteLedger(std::int64_t num_nodes, ByteAccounting mode)
+    : num_nodes_(num_nodes),
+      mode_(mode),
+      sent_per_node_(static_cast<std::size_t>(num_nodes), 0),
+      received_per_node_(static_cast<std::size_t>(num_nodes), 0) {
+  LPDT_CHECK(num_nodes > 0, "byte ledger needs at least one node");
+}
+
+void ByteLedger::add_to_totals(const std::vector<std::int64_t>& sent,
+                               const std::vector<std::int64_t>& received) {
+  for (std::int64_t i = 0; i < num_nodes_; ++i) {
+    sent_per_node_[i] += sent[i];
+    received_per_node_[i] += received[i];
+  }
+}
+
+void ByteLedger::record_round(std::int64_t round, const at::Tensor& bytes_sent,
+                              const at::Tensor& bytes_received) {
+  if (!rounds_.empty()) {
+    std::ostringstream msg;
+    msg << "byte ledger: round " << round << " recorded after round " << rounds_.back().first
+        << " (rounds must increase)";
+    LPDT_CHECK(round > rounds_.back().first, msg.str());
+  }
+  auto sent = to_vector(bytes_sent, num_nodes_, "bytes_sent");
+  auto received = to_vector(bytes_received, num_nodes_, "bytes_received");
+  rounds_.emplace_back(round, std::accumulate(sent.begin(), sent.end(), std::int64_t{0}));
+  if (mode_ == ByteAccounting::kLpdt) {
+    add_to_totals(sent, received);
+    return;
+  }
+  // Reference lag: this call "returns" (counts) the previous round's bytes.
+  if (!pending_sent_.empty()) add_to_totals(pending_sent_, pending_received_);
+  pending_sent_ = std::move(sent);
+  pending_received_ = std::move(received);
+}
+
+void ByteLedger::record_round_from_payload(std::int64_t round, const at::Tensor& mixing,
+                                           const at::Tensor& payload) {
+  const EdgeBytes b = bytes_over_edges(mixing, payload);
+  record_round(round, b.sent, b.received);
+}
+
+std::int64_t ByteLedger::rounds_counted() const {
+  const std::int64_t r = rounds_recorded();
+  return mode_ == ByteAccounting::kLpdt ? r : std::max<std::int64_t>(0, r - 1);
+}
+
+std::int64_t ByteLedger::total_bytes_sent() const {
+  return std::accumulate(sent_per_node_.begin(), sent_per_node_.end(), std::int64_t{0});
+}
+
+std::int64_t ByteLedger::bytes_sent_in_round(std::int64_t round) const {
+  const auto it = std::lower_bound(
+      rounds_.begin(), rounds_.end(), round,
+      [](const std::pair<std::int64_t, std::int64_t>& r, std::int64_t v) { return r.first < v; });
+  if (it == rounds_.end() || it->first != round) {
+    throw UserError("byte ledger: round " + std::to_string(round) + " was not recorded");
+  }
+  return it->second;
+}
+
+double ByteLedger::mean_gb_sent_per_node() const {
+  return static_cast<double>(total_bytes_sent()) / static_cast<double>(num_nodes_) / 1e9;
+}
+
+nlohmann::json ByteLedger::to_json() const {
+  nlohmann::json j;
+  j["num_nodes"] = num_nodes_;
+  j["mode"] = std::string(to_string(mode_));
+  j["bytes_sent_per_node"] = sent_per_node_;
+  j["bytes_received_per_node"] = received_per_node_;
+  j["rounds"] = rounds_;
+  j["pending_sent"] = pending_sent_;
+  j["pending_received"] = pending_received_;
+  return j;
+}
+
+ByteLedger ByteLedger::from_json(const nlohmann::json& j) {
+  try {
+    ByteLedger ledger(j.at("num_nodes").get<std::int64_t>(),
+                      parse_byte_accounting(j.at("mode").get<std::string>()));
+    ledger.sent_per_node_ = j.at("bytes_sent_per_node").get<std::vector<std::int64_t>>();
+    ledger.received_per_node_ = j.at("bytes_received_per_node").get<std::vector<std::int64_t>>();
+    ledger.rounds_ = j.at("rounds").get<std::vector<std::pair<std::int64_t, std::int64_t>>>();
+    ledger.pending_sent_ = j.at("pending_sent").get<std::vector<std::int64_t>>();
+    ledger.pending_received_ = j.at("pending_received").get<std::vector<std::int64_t>>();
+    const auto n = static_cast<std::size_t>(ledger.num_nodes_);
+    if (ledger.sent_per_node_.size() != n || ledger.received_per_node_.size() != n ||
+        (!ledger.pending_sent_.empty() && ledger.pending_sent_.size() != n) ||
+        ledger.pending_received_.size() != ledger.pending_sent_.size()) {
+      throw UserError("byte ledger checkpoint: per-node vectors must have num_nodes entries");
+    }
+    return ledger;
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(std::string("byte ledger checkpoint is malformed: ") + e.what());
+  }
+}
+
+}  // namespace lpdt::metrics
