@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The CLI end to end: exit codes (0 ok, 2 usage/config error, 1 runtime error), messages that
+# name the problem, topo exports, and a tiny training run. Usage: cli_test.sh path/to/lpdt
+set -u
+lpdt="$1"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+# expect CODE PATTERN -- command...: exit code CODE and PATTERN somewhere in stdout+stderr.
+expect() {
+  local code="$1" pattern="$2"
+  shift 3
+  local out
+  out=$("$@" 2>&1)
+  local got=$?
+  if [ "$got" = "$code" ] && grep -q -- "$pattern" <<<"$out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: $* -> exit $got (expected $code), output:"
+    echo "$out" | head -20
+    echo "(expected to find: $pattern)"
+  fi
+}
+
+expect 2 "required" -- "$lpdt"
+expect 2 "unknown key 'graph.topolgy'" -- "$lpdt" train --set graph.topolgy=torus
+expect 2 "optim.lr" -- "$lpdt" train --set optim.lr=-1
+expect 2 "directed-ring" -- "$lpdt" train --set graph.topology=hypercube
+printf '[optim]\nlr = "fast"\n' >"$work/bad.toml"
+expect 2 "bad.toml:2" -- "$lpdt" train --config "$work/bad.toml"
+expect 2 "torus" -- "$lpdt" topo --topology torus --nodes 10
+expect 1 "no-such-dir" -- "$lpdt" train --set data.dir="$work/no-such-dir" --out "$work/runs"
+expect 0 "spectral gap" -- "$lpdt" topo --topology torus --nodes 16 --dot "$work/t.dot" --json "$work/t.json"
+expect 0 "digraph" -- cat "$work/t.dot"
+expect 0 "mixing" -- cat "$work/t.json"
+expect 0 "\[optim\]" -- "$lpdt" train --print-config
+expect 0 "done: average-model accuracy" -- "$lpdt" train --out "$work/runs" \
+  --set data.dataset=synthetic --set data.synthetic_samples_per_class=32 --set data.synthetic_size=12 \
+  --set model.arch=mlp --set model.norm=none --set graph.nodes=4 --set run.epochs=1 \
+  --set data.batch_size=8 --set run.log_every=0
+expect 0 "summary.json" -- ls "$work"/runs/quickstart-*/
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" = 0 ]
