@@ -281,6 +281,10 @@ TEST(ExperimentConfigErrorTest, ReportsAllErrorsOfAFile) {
   EXPECT_THAT(message, HasSubstr(":6: key 'optim.lr'"));
   EXPECT_THAT(message, HasSubstr(":8: key 'algo.name' = \"sgd\" is not an accepted value"));
   EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 3);
+  // In file order (toml++ itself iterates the sections alphabetically).
+  EXPECT_LT(message.find(":2:"), message.find(":4:"));
+  EXPECT_LT(message.find(":4:"), message.find(":6:"));
+  EXPECT_LT(message.find(":6:"), message.find(":8:"));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -718,6 +718,8 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
                         ": TOML syntax error: " + std::string(error.description()));
     }
 
+    // toml++ iterates keys in sorted order: collect (line, message) and report in file order.
+    std::vector<std::pair<int, std::string>> file_errors;
     const std::function<void(const toml::table&, const std::string&)> walk =
         [&](const toml::table& node_table, const std::string& prefix) {
           for (auto&& [key, node] : node_table) {
@@ -729,11 +731,11 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
               const KeySpec& spec = keys_[*index];
               const auto value = node_value(node, spec.type());
               if (!value) {
-                errors.push_back(where + ": " +
-                                 wrong_type(spec, format_node(node), got_kind(node)));
+                file_errors.emplace_back(
+                    line, where + ": " + wrong_type(spec, format_node(node), got_kind(node)));
               } else if (const auto problem = spec.check(*value)) {
-                errors.push_back(where + ": key '" + name + "' = " + format_node(node) + " " +
-                                 *problem);
+                file_errors.emplace_back(
+                    line, where + ": key '" + name + "' = " + format_node(node) + " " + *problem);
               } else {
                 config.values_[*index] = *value;
                 config.origins_[*index] = ValueOrigin{ValueOrigin::Kind::kFile, *path, line};
@@ -742,16 +744,19 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
               if (node.is_table()) {
                 walk(*node.as_table(), name);
               } else {
-                errors.push_back(where + ": " + reporter.section_not_table(name));
+                file_errors.emplace_back(line, where + ": " + reporter.section_not_table(name));
               }
             } else if (prefix.empty() && node.is_table()) {
-              errors.push_back(where + ": " + reporter.unknown_section(name));
+              file_errors.emplace_back(line, where + ": " + reporter.unknown_section(name));
             } else {
-              errors.push_back(where + ": " + reporter.unknown_key(name));
+              file_errors.emplace_back(line, where + ": " + reporter.unknown_key(name));
             }
           }
         };
     walk(table, "");
+    std::stable_sort(file_errors.begin(), file_errors.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [line, message] : file_errors) errors.push_back(std::move(message));
   }
 
   // 2. The overrides, in order.
@@ -865,12 +870,15 @@ std::string ConfigSchema::markdown() const {
   const auto cell = [](std::string text) {
     std::string out;
     for (const char c : text) {
-      if (c == '|')
+      if (c == '|') {
         out += "\\|";
-      else if (c == '\n')
+      } else if (c == '<') {
+        out += "&lt;";  // so that Markdown does not read an HTML tag
+      } else if (c == '\n') {
         out += ' ';
-      else
+      } else {
         out += c;
+      }
     }
     return out;
   };

@@ -114,7 +114,8 @@ void add_keys(ConfigSchema& s) {
   const ExperimentConfig d;  // the defaults
 
   // [run]
-  s.add_string("run.name", d.run.name, "Name of the run; its folder is <run.out_dir>/<run.name>.");
+  s.add_string("run.name", d.run.name,
+               "Name of the run; its folder is run.out_dir/name-YYYYMMDD-HHMMSS.");
   s.add_string("run.out_dir", d.run.out_dir, "Folder that holds the run folders.");
   s.add_int("run.seed", static_cast<std::int64_t>(d.run.seed),
             "Root seed; every random stream is derived from (seed, node, purpose).")
@@ -140,7 +141,8 @@ void add_keys(ConfigSchema& s) {
                "Dataset; synthetic = generated class blobs, no files needed.")
       .one_of(choices<DataConfig::Dataset>());
   s.add_string("data.dir", d.data.dir,
-               "Folder of the dataset's files; \"\" = the dataset's default location.");
+               "Folder of the dataset's files; \"\" = the default location (Fashion-MNIST: "
+               "/usr/share/datasets/fashion-mnist; mnist and cifar need a folder).");
   s.add_string("data.partition", name_of(d.data.partition),
                "How the training set is split over the nodes (non-IID: skew, dirichlet, shards).")
       .one_of(choices<DataConfig::Partition>());
