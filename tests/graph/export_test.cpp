@@ -101,7 +101,7 @@ TEST(ExportTest, DescribeIsReadable) {
   EXPECT_TRUE(contains(random_text, "needs push-sum")) << random_text;
   const std::string tv = describe(static_cast<const TopologySchedule&>(one_peer_exponential(8)));
   EXPECT_TRUE(contains(tv, "time-varying with period 3")) << tv;
-  EXPECT_TRUE(contains(tv, "step 2 (one-peer-exponential step 2 (hop 4))")) << tv;
+  EXPECT_TRUE(contains(tv, "step 2 (one-peer-exponential hop 4), mixing uniform: 0->4 1->5")) << tv;
 }
 
 }  // namespace

@@ -63,12 +63,16 @@ TEST(FactoryTest, TorusShape) {
             std::string::npos);
 }
 
-TEST(FactoryTest, OptionsThatDoNotApplyAreRejected) {
-  EXPECT_EQ(config_error([] { make_topology(TopologyOptions().name("ring").rows(4)); }),
-            "option 'rows' does not apply to topology 'ring'; remove it");
-  EXPECT_NE(
-      config_error([] { make_topology(TopologyOptions().name("complete").random_out_degree(3)); }),
-      "");
+TEST(FactoryTest, OptionsOfOtherTopologiesAreIgnored) {
+  // A config always carries every field (the trainer passes rows and random_out_degree).
+  const auto ring8 = make_topology(
+      TopologyOptions().name("ring").rows(4).cols(2).random_out_degree(3).random_edge_probability(
+          0.5));
+  EXPECT_EQ(ring8->label(), "ring");
+  EXPECT_EQ(ring8->at(0).out_degree(0), 2);
+}
+
+TEST(FactoryTest, BadMixingForTheTopologyIsRejected) {
   EXPECT_NE(config_error([] {
               make_topology(TopologyOptions().name("one-peer-exponential").mixing("metropolis"));
             }).find("got mixing 'metropolis'"),

@@ -184,8 +184,7 @@ PeriodicSchedule one_peer_exponential(std::int64_t num_nodes) {
     // One out-peer: uniform mixing keeps 1/2 and sends 1/2 (Ying et al. 2021).
     Topology step = Topology::from_edges("one-peer-exponential", num_nodes, edges,
                                          MixingRule::kUniform, Connectivity::kUnchecked);
-    step.set_label("one-peer-exponential step " + std::to_string(t) + " (hop " +
-                   std::to_string(hop) + ")");
+    step.set_label("one-peer-exponential hop " + std::to_string(hop));
     steps.push_back(std::move(step));
   }
   return PeriodicSchedule("one-peer-exponential", std::move(steps),

@@ -12,7 +12,9 @@
 namespace lpdt::graph {
 
 // Options with chained setters; every field is recorded in the resolved config of a run.
-// Options that do not apply to the chosen topology are a ConfigError, never silently ignored.
+// Options of other topologies (rows and cols for "torus", random_* for "random") are ignored, as a
+// config file carries every field with its default; the label of the result names the
+// parameters that were used.
 class TopologyOptions {
  public:
   // One of topology_names(): "directed-ring", "ring", "torus", "complete", "exponential",
