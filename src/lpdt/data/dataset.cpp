@@ -1,0 +1,39 @@
+#include "lpdt/data/dataset.h"
+
+#include <torch/torch.h>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::data {
+
+const char* split_name(Split split) { return split == Split::kTrain ? "train" : "test"; }
+
+void check_dataset(const Dataset& d) {
+  LPDT_CHECK(d.images.defined() && d.labels.defined(), d.name + ": images/labels not set");
+  LPDT_CHECK(d.images.dim() == 4 && d.images.scalar_type() == torch::kUInt8,
+             d.name + ": images must be [N, C, H, W] uint8");
+  LPDT_CHECK(d.labels.dim() == 1 && d.labels.scalar_type() == torch::kInt64,
+             d.name + ": labels must be [N] int64");
+  LPDT_CHECK(d.images.size(0) == d.labels.size(0), d.name + ": image and label counts differ");
+  LPDT_CHECK(d.num_classes > 0, d.name + ": num_classes must be positive");
+  LPDT_CHECK(static_cast<int64_t>(d.mean.size()) == d.channels() &&
+                 static_cast<int64_t>(d.std.size()) == d.channels(),
+             d.name + ": need one mean and one std per channel");
+  for (double s : d.std) LPDT_CHECK(s > 0.0, d.name + ": std must be positive");
+  if (d.size() > 0) {
+    LPDT_CHECK(
+        d.labels.min().item<int64_t>() >= 0 && d.labels.max().item<int64_t>() < d.num_classes,
+        d.name + ": label out of range");
+  }
+}
+
+torch::Tensor class_counts(const torch::Tensor& labels, int64_t num_classes) {
+  LPDT_CHECK(labels.dim() == 1 && labels.scalar_type() == torch::kInt64,
+             "class_counts: labels must be [N] int64");
+  if (labels.numel() == 0) return torch::zeros({num_classes}, torch::kInt64);
+  LPDT_CHECK(labels.min().item<int64_t>() >= 0 && labels.max().item<int64_t>() < num_classes,
+             "class_counts: label out of range");
+  return torch::bincount(labels, /*weights=*/{}, num_classes).to(torch::kInt64);
+}
+
+}  // namespace lpdt::data

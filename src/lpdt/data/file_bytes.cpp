@@ -1,0 +1,88 @@
+#include "lpdt/data/file_bytes.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::data {
+namespace {
+
+constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+
+[[noreturn]] void fail(const std::string& what, const std::string& path, const std::string& why) {
+  throw UserError(what + ": " + path + ": " + why);
+}
+
+void check_regular_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) fail(what, path, "no such file");
+  if (std::filesystem::is_directory(status)) fail(what, path, "is a directory, expected a file");
+}
+
+std::vector<std::uint8_t> read_gzip(const std::string& path, const std::string& what) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) fail(what, path, std::string("cannot open: ") + std::strerror(errno));
+  std::vector<std::uint8_t> bytes;
+  while (true) {
+    const std::size_t old_size = bytes.size();
+    bytes.resize(old_size + kChunkBytes);
+    const int got = gzread(file, bytes.data() + old_size, static_cast<unsigned>(kChunkBytes));
+    if (got < 0) {
+      int code = 0;
+      const std::string message = gzerror(file, &code);
+      gzclose(file);
+      fail(what, path, "corrupt gzip stream: " + message);
+    }
+    bytes.resize(old_size + static_cast<std::size_t>(got));
+    if (got == 0) break;
+  }
+  // zlib reports a stream cut short only through gzerror (Z_BUF_ERROR) once reading stops.
+  int code = Z_OK;
+  const std::string message = gzerror(file, &code);
+  gzclose(file);
+  if (code != Z_OK && code != Z_STREAM_END) fail(what, path, "corrupt gzip stream: " + message);
+  bytes.shrink_to_fit();
+  return bytes;
+}
+
+std::vector<std::uint8_t> read_plain(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) fail(what, path, std::string("cannot open: ") + std::strerror(errno));
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(what, path, "cannot determine the file size");
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) {
+    fail(what, path, "read error");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+bool is_gzip_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char magic[2] = {0, 0};
+  if (!in.read(reinterpret_cast<char*>(magic), 2)) return false;
+  return magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+std::vector<std::uint8_t> read_file_bytes(const std::string& path, const std::string& what) {
+  check_regular_file(path, what);
+  return is_gzip_file(path) ? read_gzip(path, what) : read_plain(path, what);
+}
+
+std::string find_plain_or_gz(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return path;
+  if (std::filesystem::is_regular_file(path + ".gz", ec)) return path + ".gz";
+  return "";
+}
+
+}  // namespace lpdt::data

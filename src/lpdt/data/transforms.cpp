@@ -1,0 +1,122 @@
+#include "lpdt/data/transforms.h"
+
+#include <torch/torch.h>
+
+#include "lpdt/core/error.h"
+#include "lpdt/core/rng.h"
+
+namespace lpdt::data {
+
+using torch::indexing::Slice;
+
+torch::Tensor normalize(const torch::Tensor& images, const std::vector<double>& mean,
+                        const std::vector<double>& std) {
+  LPDT_CHECK(images.dim() >= 3 && images.scalar_type() == torch::kUInt8,
+             "normalize: images must be [..., C, H, W] uint8");
+  const int64_t c = images.size(-3);
+  LPDT_CHECK(static_cast<int64_t>(mean.size()) == c && static_cast<int64_t>(std.size()) == c,
+             "normalize: need one mean and one std per channel");
+  // Fold 1/255 into the affine map: y = x * scale[c] + shift[c], one fused pass over the batch.
+  std::vector<float> scale(c), shift(c);
+  for (int64_t i = 0; i < c; ++i) {
+    scale[i] = static_cast<float>(1.0 / (255.0 * std[i]));
+    shift[i] = static_cast<float>(-mean[i] / std[i]);
+  }
+  auto scale_t = torch::tensor(scale).view({c, 1, 1});  // [C, 1, 1] float32
+  auto shift_t = torch::tensor(shift).view({c, 1, 1});  // [C, 1, 1] float32
+  return torch::addcmul(shift_t, images.to(torch::kFloat32), scale_t);
+}
+
+torch::Tensor pad_to(const torch::Tensor& images, int64_t height, int64_t width) {
+  LPDT_CHECK(images.dim() == 4, "pad_to: images must be [n, C, H, W]");
+  const int64_t h = images.size(2), w = images.size(3);
+  if (height < h || width < w) {
+    throw ConfigError("pad_to: cannot pad " + std::to_string(h) + "x" + std::to_string(w) +
+                      " images to a smaller " + std::to_string(height) + "x" +
+                      std::to_string(width));
+  }
+  if (height == h && width == w) return images;
+  const int64_t top = (height - h) / 2, left = (width - w) / 2;
+  return torch::constant_pad_nd(images, {left, width - w - left, top, height - h - top}, 0);
+}
+
+torch::Tensor draw_crop_offsets(int64_t n, int64_t padding, Rng& rng) {
+  LPDT_CHECK(n >= 0 && padding >= 0, "draw_crop_offsets: bad arguments");
+  auto offsets = torch::empty({n, 2}, torch::kInt64);
+  auto* p = offsets.data_ptr<int64_t>();
+  const auto range = static_cast<std::uint64_t>(2 * padding + 1);
+  for (int64_t i = 0; i < 2 * n; ++i) p[i] = static_cast<int64_t>(rng.below(range));
+  return offsets;
+}
+
+torch::Tensor apply_crop(const torch::Tensor& images, int64_t padding,
+                         const torch::Tensor& offsets) {
+  LPDT_CHECK(images.dim() == 4, "apply_crop: images must be [n, C, H, W]");
+  const int64_t n = images.size(0), c = images.size(1), h = images.size(2), w = images.size(3);
+  LPDT_CHECK(offsets.dim() == 2 && offsets.size(0) == n && offsets.size(1) == 2 &&
+                 offsets.scalar_type() == torch::kInt64,
+             "apply_crop: offsets must be [n, 2] int64");
+  if (padding == 0 || n == 0) return images;
+  LPDT_CHECK(offsets.min().item<int64_t>() >= 0 && offsets.max().item<int64_t>() <= 2 * padding,
+             "apply_crop: offsets out of [0, 2 * padding]");
+  // Pad once, then one advanced-indexing gather: out[i, ch, y, x] =
+  // padded[i, ch, top_i + y, left_i + x].
+  const auto padded = torch::constant_pad_nd(images, {padding, padding, padding, padding}, 0);
+  const auto opts = torch::TensorOptions().dtype(torch::kInt64);
+  const auto rows = offsets.index({Slice(), 0}).view({n, 1, 1, 1}) +
+                    torch::arange(h, opts).view({1, 1, h, 1});  // [n, 1, H, 1]
+  const auto cols = offsets.index({Slice(), 1}).view({n, 1, 1, 1}) +
+                    torch::arange(w, opts).view({1, 1, 1, w});  // [n, 1, 1, W]
+  const auto sample = torch::arange(n, opts).view({n, 1, 1, 1});
+  const auto channel = torch::arange(c, opts).view({1, c, 1, 1});
+  return padded.index({sample, channel, rows, cols});
+}
+
+torch::Tensor random_crop(const torch::Tensor& images, int64_t padding, Rng& rng) {
+  return apply_crop(images, padding, draw_crop_offsets(images.size(0), padding, rng));
+}
+
+torch::Tensor draw_flips(int64_t n, Rng& rng) {
+  auto mask = torch::empty({n}, torch::kBool);
+  auto* p = mask.data_ptr<bool>();
+  for (int64_t i = 0; i < n; ++i) p[i] = rng.uniform() < 0.5;
+  return mask;
+}
+
+torch::Tensor apply_flips(const torch::Tensor& images, const torch::Tensor& mask) {
+  LPDT_CHECK(images.dim() == 4, "apply_flips: images must be [n, C, H, W]");
+  LPDT_CHECK(
+      mask.dim() == 1 && mask.size(0) == images.size(0) && mask.scalar_type() == torch::kBool,
+      "apply_flips: mask must be [n] bool");
+  const auto selected = mask.nonzero().view({-1});  // [m] int64
+  if (selected.numel() == 0) return images;
+  auto out = images.clone();
+  out.index_copy_(0, selected, images.index_select(0, selected).flip({3}));
+  return out;
+}
+
+torch::Tensor random_horizontal_flip(const torch::Tensor& images, Rng& rng) {
+  return apply_flips(images, draw_flips(images.size(0), rng));
+}
+
+AugmentDraws draw_augment(int64_t n, const AugmentOptions& options, Rng& rng) {
+  AugmentDraws draws;
+  if (options.horizontal_flip) draws.flips = draw_flips(n, rng);
+  if (options.crop_padding > 0)
+    draws.crop_offsets = draw_crop_offsets(n, options.crop_padding, rng);
+  return draws;
+}
+
+torch::Tensor apply_augment(const torch::Tensor& images, const AugmentOptions& options,
+                            const AugmentDraws& draws) {
+  torch::Tensor out = images;
+  if (options.pad_height > 0 || options.pad_width > 0) {
+    out = pad_to(out, options.pad_height > 0 ? options.pad_height : out.size(2),
+                 options.pad_width > 0 ? options.pad_width : out.size(3));
+  }
+  if (draws.flips.defined()) out = apply_flips(out, draws.flips);
+  if (draws.crop_offsets.defined()) out = apply_crop(out, options.crop_padding, draws.crop_offsets);
+  return out;
+}
+
+}  // namespace lpdt::data
