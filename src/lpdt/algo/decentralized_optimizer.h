@@ -1,0 +1,115 @@
+#pragma once
+// One object that runs a whole decentralized training iteration over node-batched parameters:
+// push-sum de-biasing, the local optimizer (SGD/Nesterov or QGM), one gossip round of D-PSGD,
+// DeepSqueeze (Sparse-Push) or Choco-SGD (Quant-SGP) with a compressor, and byte accounting.
+// Equations and citations: docs/algorithms.md.
+//
+// Per iteration, the trainer calls
+//   const double lr = schedule.lr(epoch, it, steps_per_epoch);
+//   ... forward/backward on x (the de-biased parameters [n, P]) -> grad [n, P] ...
+//   opt.step(x, grad, mixing /* W of this round, [n, n] */, lr, round, ledger);
+// and x holds the next iteration's de-biased parameters. Gossip-only rounds (the official code's
+// final averaging) use gossip_round(x, mixing, round, ledger).
+#include <ATen/ATen.h>
+#include <torch/arg.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lpdt/algo/gossip.h"
+#include "lpdt/algo/local_sgd.h"
+#include "lpdt/algo/push_sum.h"
+#include "lpdt/algo/qgm.h"
+#include "lpdt/compress/compressor.h"
+#include "lpdt/core/layer_layout.h"
+#include "lpdt/metrics/byte_ledger.h"
+
+namespace lpdt::algo {
+
+struct DecentralizedOptions {
+  // "dpsgd", "deepsqueeze" (sparse-push), "choco" (quant-sgp); see parse_algorithm.
+  TORCH_ARG(std::string, algorithm) = "choco";
+  // Compressor of the gossiped messages ("none", "topk", "randomk" + keep fraction).
+  TORCH_ARG(compress::CompressorOptions, compressor) = {};
+  // Consensus step size eta (the paper's gamma in Alg. 1 l.7; official --eta), in (0, 1].
+  TORCH_ARG(double, eta) = 1.0;
+  // Local optimizer (spec 4.1), or the QGM beta when qgm is on (spec 4.2).
+  TORCH_ARG(double, momentum) = 0.9;
+  TORCH_ARG(bool, nesterov) = true;
+  TORCH_ARG(double, weight_decay) = 1e-4;
+  // Quasi-global momentum (Lin et al. 2021) instead of local momentum.
+  TORCH_ARG(bool, qgm) = false;
+  // Choco's x-hat start: "zero" (official) or "model".
+  TORCH_ARG(std::string, xhat_init) = "zero";
+  // Byte accounting of the ledger this optimizer records into: "lpdt" or "reference".
+  TORCH_ARG(std::string, accounting) = "lpdt";
+};
+
+// [P] bool: true on the columns of the segments whose flag is true (the trainable mask).
+at::Tensor columns_mask(const LayerLayout& layout, const std::vector<bool>& per_segment);
+
+class DecentralizedOptimizer {
+ public:
+  // ConfigError for a bad option (names the value). Buffers live on `device`.
+  DecentralizedOptimizer(const DecentralizedOptions& options, std::int64_t num_nodes,
+                         const LayerLayout& layout, at::Device device = at::kCPU);
+
+  // Restricts the local update (and weight decay) to the columns where `trainable` ([P] bool or
+  // 0/1 float) is true; the other columns are still gossiped. Undefined tensor: every column.
+  void set_trainable(const at::Tensor& trainable);
+
+  // One training iteration (docs/algorithms.md, "One iteration"):
+  //   z = x * ps; local step on z with grad; gossip round on (z, ps) with W = mixing;
+  //   x = z / ps; [qgm] update m; record the bytes of the round in `ledger`.
+  // x: [n, P] float32 de-biased parameters, updated in place. grad: [n, P] float32, the gradient
+  // at x. mixing: [n, n] float32 column-stochastic with self-loops. lr: this iteration's lr.
+  // round: the global round index (seeds random compressors; ledger key).
+  void step(at::Tensor& x, const at::Tensor& grad, const at::Tensor& mixing, double lr,
+            std::int64_t round, metrics::ByteLedger& ledger);
+
+  // A gossip round without a local step (the official code's final averaging rounds, spec 5.4).
+  // Momentum and QGM buffers are not touched.
+  void gossip_round(at::Tensor& x, const at::Tensor& mixing, std::int64_t round,
+                    metrics::ByteLedger& ledger);
+
+  // A ledger with this optimizer's accounting mode.
+  metrics::ByteLedger make_ledger() const;
+
+  // Every buffer, live (copy_ into them to restore): "ps" [n], "rounds" (0-d int64, rounds done),
+  // "momentum" [n, P] (local momentum on), "qgm_buffer" [n, P] (qgm), "error_feedback" [n, P]
+  // (deepsqueeze), "xhat" [n, P] (choco).
+  std::map<std::string, at::Tensor> state();
+  // Copies a checkpoint's tensors into state(); UserError on a missing name or a shape mismatch.
+  void load_state(const std::map<std::string, at::Tensor>& saved);
+
+  const DecentralizedOptions& options() const { return options_; }
+  Algorithm algorithm() const { return algorithm_; }
+  const at::Tensor& push_sum_weights() const { return push_sum_.weights(); }
+  const GossipAlgorithm& gossip() const { return *gossip_; }
+  std::int64_t rounds_done() const;
+
+ private:
+  void check_inputs(const at::Tensor& x, const at::Tensor& mixing) const;
+  // The gossip round on numerators x (in place) and the byte record.
+  void consensus(at::Tensor& z, const at::Tensor& mixing, std::int64_t round,
+                 metrics::ByteLedger& ledger);
+
+  DecentralizedOptions options_;
+  Algorithm algorithm_;
+  metrics::ByteAccounting accounting_;
+  std::int64_t num_nodes_;
+  LayerLayout layout_;
+  at::Device device_;
+  PushSum push_sum_;
+  std::optional<LocalSgd> sgd_;
+  std::optional<QuasiGlobalMomentum> qgm_;
+  std::unique_ptr<GossipAlgorithm> gossip_;
+  at::Tensor trainable_;  // undefined or [1, P] float32 0/1
+  at::Tensor rounds_;     // 0-d int64 CPU
+};
+
+}  // namespace lpdt::algo

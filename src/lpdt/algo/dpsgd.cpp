@@ -1,0 +1,16 @@
+#include "lpdt/algo/dpsgd.h"
+
+namespace lpdt::algo {
+
+compress::SendShape Dpsgd::mix(at::Tensor& z, const at::Tensor& step_matrix,
+                               std::int64_t /*round*/) {
+  // D-PSGD: z <- z + eta (W z - z) = z + L z (the product is formed before z is overwritten).
+  z.add_(at::mm(step_matrix, z));
+  compress::SendShape sent;
+  sent.sparse = false;
+  sent.values = layout_.total_numel;
+  for (const auto& seg : layout_.segments) sent.kept_per_segment.push_back(seg.numel);
+  return sent;
+}
+
+}  // namespace lpdt::algo

@@ -1,0 +1,20 @@
+#pragma once
+// D-PSGD (Lian et al. 2017) with push-sum: every node sends its whole numerator vector.
+//   z <- z + eta (W z - z)
+// (eta = 1: plain gossip averaging z <- W z.)
+#include "lpdt/algo/gossip.h"
+
+namespace lpdt::algo {
+
+class Dpsgd final : public GossipAlgorithm {
+ public:
+  explicit Dpsgd(const LayerLayout& layout) : layout_(layout) {}
+  Algorithm kind() const override { return Algorithm::kDpsgd; }
+  compress::SendShape mix(at::Tensor& z, const at::Tensor& step_matrix,
+                          std::int64_t round) override;
+
+ private:
+  LayerLayout layout_;
+};
+
+}  // namespace lpdt::algo

@@ -1,0 +1,72 @@
+#include "lpdt/algo/gossip.h"
+
+#include <sstream>
+
+#include "lpdt/algo/choco.h"
+#include "lpdt/algo/deep_squeeze.h"
+#include "lpdt/algo/dpsgd.h"
+#include "lpdt/core/error.h"
+
+namespace lpdt::algo {
+
+Algorithm parse_algorithm(std::string_view name) {
+  if (name == "dpsgd" || name == "d-psgd") return Algorithm::kDpsgd;
+  if (name == "deepsqueeze" || name == "deep-squeeze" || name == "sparse-push" || name == "ds") {
+    return Algorithm::kDeepSqueeze;
+  }
+  if (name == "choco" || name == "choco-sgd" || name == "quant-sgp") return Algorithm::kChoco;
+  throw ConfigError("unknown algorithm '" + std::string(name) +
+                    "': expected dpsgd, deepsqueeze (sparse-push) or choco (quant-sgp)");
+}
+
+std::string_view to_string(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kDpsgd: return "dpsgd";
+    case Algorithm::kDeepSqueeze: return "deepsqueeze";
+    case Algorithm::kChoco: return "choco";
+  }
+  return "?";
+}
+
+XhatInit parse_xhat_init(std::string_view name) {
+  if (name == "zero") return XhatInit::kZero;
+  if (name == "model") return XhatInit::kModel;
+  throw ConfigError("xhat_init must be 'zero' or 'model', got '" + std::string(name) + "'");
+}
+
+std::string_view to_string(XhatInit init) { return init == XhatInit::kZero ? "zero" : "model"; }
+
+at::Tensor consensus_step_matrix(const at::Tensor& mixing, double eta) {
+  std::ostringstream msg;
+  msg << "mixing matrix must be a square float32 [n, n] tensor, got " << mixing.sizes() << " "
+      << mixing.scalar_type();
+  LPDT_CHECK(mixing.dim() == 2 && mixing.size(0) == mixing.size(1) &&
+                 mixing.scalar_type() == at::kFloat,
+             msg.str());
+  const at::Tensor eye = at::eye(mixing.size(0), mixing.options());
+  return (mixing - eye).mul_(eta);
+}
+
+std::unique_ptr<GossipAlgorithm> make_gossip(Algorithm algorithm,
+                                             std::unique_ptr<compress::Compressor> compressor,
+                                             std::int64_t num_nodes, const LayerLayout& layout,
+                                             XhatInit xhat_init, at::Device device) {
+  LPDT_CHECK(compressor != nullptr, "make_gossip: no compressor");
+  switch (algorithm) {
+    case Algorithm::kDpsgd:
+      if (compressor->name() != "none") {
+        throw ConfigError("algorithm dpsgd sends dense models and takes compressor 'none', got '" +
+                          std::string(compressor->name()) +
+                          "' (use deepsqueeze or choco to compress)");
+      }
+      return std::make_unique<Dpsgd>(layout);
+    case Algorithm::kDeepSqueeze:
+      return std::make_unique<DeepSqueeze>(std::move(compressor), num_nodes, layout, device);
+    case Algorithm::kChoco:
+      return std::make_unique<Choco>(std::move(compressor), num_nodes, layout, xhat_init, device);
+  }
+  LPDT_CHECK(false, "unknown algorithm");
+  return nullptr;
+}
+
+}  // namespace lpdt::algo
