@@ -7,8 +7,6 @@
 
 namespace lpdt::data {
 
-using torch::indexing::Slice;
-
 torch::Tensor normalize(const torch::Tensor& images, const std::vector<double>& mean,
                         const std::vector<double>& std) {
   LPDT_CHECK(images.dim() >= 3 && images.scalar_type() == torch::kUInt8,
@@ -16,15 +14,18 @@ torch::Tensor normalize(const torch::Tensor& images, const std::vector<double>& 
   const int64_t c = images.size(-3);
   LPDT_CHECK(static_cast<int64_t>(mean.size()) == c && static_cast<int64_t>(std.size()) == c,
              "normalize: need one mean and one std per channel");
-  // Fold 1/255 into the affine map: y = x * scale[c] + shift[c], one fused pass over the batch.
+  // Fold 1/255 into the affine map y = x * scale[c] + shift[c], applied in place on the float
+  // copy (addcmul with a broadcast `self` was measured 3-40x slower on [512, 3, 32, 32]).
   std::vector<float> scale(c), shift(c);
   for (int64_t i = 0; i < c; ++i) {
     scale[i] = static_cast<float>(1.0 / (255.0 * std[i]));
     shift[i] = static_cast<float>(-mean[i] / std[i]);
   }
-  auto scale_t = torch::tensor(scale).view({c, 1, 1});  // [C, 1, 1] float32
-  auto shift_t = torch::tensor(shift).view({c, 1, 1});  // [C, 1, 1] float32
-  return torch::addcmul(shift_t, images.to(torch::kFloat32), scale_t);
+  const auto scale_t = torch::tensor(scale).view({c, 1, 1});  // [C, 1, 1] float32
+  const auto shift_t = torch::tensor(shift).view({c, 1, 1});  // [C, 1, 1] float32
+  auto out = images.to(torch::kFloat32);
+  out.mul_(scale_t).add_(shift_t);
+  return out;
 }
 
 torch::Tensor pad_to(const torch::Tensor& images, int64_t height, int64_t width) {
@@ -52,24 +53,25 @@ torch::Tensor draw_crop_offsets(int64_t n, int64_t padding, Rng& rng) {
 torch::Tensor apply_crop(const torch::Tensor& images, int64_t padding,
                          const torch::Tensor& offsets) {
   LPDT_CHECK(images.dim() == 4, "apply_crop: images must be [n, C, H, W]");
-  const int64_t n = images.size(0), c = images.size(1), h = images.size(2), w = images.size(3);
+  const int64_t n = images.size(0), h = images.size(2), w = images.size(3);
   LPDT_CHECK(offsets.dim() == 2 && offsets.size(0) == n && offsets.size(1) == 2 &&
                  offsets.scalar_type() == torch::kInt64,
              "apply_crop: offsets must be [n, 2] int64");
   if (padding == 0 || n == 0) return images;
-  LPDT_CHECK(offsets.min().item<int64_t>() >= 0 && offsets.max().item<int64_t>() <= 2 * padding,
-             "apply_crop: offsets out of [0, 2 * padding]");
-  // Pad once, then one advanced-indexing gather: out[i, ch, y, x] =
-  // padded[i, ch, top_i + y, left_i + x].
+  const auto offsets_c = offsets.contiguous();
+  const int64_t* o = offsets_c.data_ptr<int64_t>();
+  // Pad the whole batch once, then copy each sample's window (one strided copy per sample).
+  // Measured at [512, 3, 32, 32] uint8, p = 4: 4 ms, against 7 ms for a gather over flattened
+  // planes and 20 ms for a 4-D advanced-indexing gather.
   const auto padded = torch::constant_pad_nd(images, {padding, padding, padding, padding}, 0);
-  const auto opts = torch::TensorOptions().dtype(torch::kInt64);
-  const auto rows = offsets.index({Slice(), 0}).view({n, 1, 1, 1}) +
-                    torch::arange(h, opts).view({1, 1, h, 1});  // [n, 1, H, 1]
-  const auto cols = offsets.index({Slice(), 1}).view({n, 1, 1, 1}) +
-                    torch::arange(w, opts).view({1, 1, 1, w});  // [n, 1, 1, W]
-  const auto sample = torch::arange(n, opts).view({n, 1, 1, 1});
-  const auto channel = torch::arange(c, opts).view({1, c, 1, 1});
-  return padded.index({sample, channel, rows, cols});
+  auto out = torch::empty_like(images);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t top = o[2 * i], left = o[2 * i + 1];
+    LPDT_CHECK(top >= 0 && top <= 2 * padding && left >= 0 && left <= 2 * padding,
+               "apply_crop: offsets out of [0, 2 * padding]");
+    out[i].copy_(padded[i].narrow(1, top, h).narrow(2, left, w));
+  }
+  return out;
 }
 
 torch::Tensor random_crop(const torch::Tensor& images, int64_t padding, Rng& rng) {

@@ -1,6 +1,6 @@
 #pragma once
 // Batch image transforms. Random transforms are split into "draw" (consumes the caller's Rng,
-// one draw per sample in sample order) and "apply" (one batched tensor op, no per-pixel C++
+// one draw per sample in sample order) and "apply" (batched tensor ops, no per-pixel C++
 // loop), so a node-batched loader can draw from each node's own stream and still transform all
 // k*b samples at once.
 #include <torch/types.h>
@@ -28,7 +28,7 @@ torch::Tensor pad_to(const torch::Tensor& images, int64_t height, int64_t width)
 // Offsets: [n, 2] int64 rows (top, left), each in [0, 2p]; drawn per sample as
 // top = rng.below(2p + 1), left = rng.below(2p + 1) (torchvision draws top first too).
 torch::Tensor draw_crop_offsets(int64_t n, int64_t padding, Rng& rng);  // [n, 2] int64
-// Pads the whole batch once, then gathers every sample's window with one indexing op.
+// Pads the whole batch once, then copies every sample's window out of it.
 // images: [n, C, H, W] (any dtype) -> [n, C, H, W]; offsets: [n, 2] int64
 torch::Tensor apply_crop(const torch::Tensor& images, int64_t padding,
                          const torch::Tensor& offsets);
