@@ -68,6 +68,17 @@ TEST(Synthetic, ZeroNoiseGivesThePrototypes) {
   }
 }
 
+TEST(Dataset, FirstSamplesIsAPrefixView) {
+  const Dataset d = make_synthetic(small());
+  const Dataset head = first_samples(d, 7);
+  EXPECT_EQ(head.size(), 7);
+  EXPECT_TRUE(torch::equal(head.images, d.images.narrow(0, 0, 7)));
+  EXPECT_TRUE(torch::equal(head.labels, d.labels.narrow(0, 0, 7)));
+  EXPECT_EQ(first_samples(d, 0).size(), 100);
+  EXPECT_EQ(first_samples(d, 1000).size(), 100);
+  check_dataset(head);
+}
+
 TEST(Synthetic, RejectsBadOptions) {
   testing::expect_error<ConfigError>([] { make_synthetic(small().num_classes(0)); },
                                      {"num_classes must be > 0"});

@@ -27,6 +27,14 @@ void check_dataset(const Dataset& d) {
   }
 }
 
+Dataset first_samples(const Dataset& dataset, int64_t n) {
+  if (n <= 0 || n >= dataset.size()) return dataset;
+  Dataset out = dataset;
+  out.images = dataset.images.narrow(0, 0, n);
+  out.labels = dataset.labels.narrow(0, 0, n);
+  return out;
+}
+
 torch::Tensor class_counts(const torch::Tensor& labels, int64_t num_classes) {
   LPDT_CHECK(labels.dim() == 1 && labels.scalar_type() == torch::kInt64,
              "class_counts: labels must be [N] int64");

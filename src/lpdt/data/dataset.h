@@ -35,6 +35,9 @@ struct Dataset {
 // A failure is a bug in a reader or in the caller that built the struct: LPDT_CHECK.
 void check_dataset(const Dataset& dataset);
 
+// The first n samples (all when n <= 0 or n >= size()), as a view: e.g. a test subset.
+Dataset first_samples(const Dataset& dataset, int64_t n);
+
 // Number of samples of each class: [num_classes] int64. Labels must be in range.
 // labels: [N] int64
 torch::Tensor class_counts(const torch::Tensor& labels, int64_t num_classes);
