@@ -35,6 +35,8 @@ struct Case {
   double eta;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class MatchesReferenceLoop : public ::testing::TestWithParam<Case> {};
 
 // Quadratic local losses f_i(x) = |x - t_i|^2 / 2: grad = x - t_i, taken at the de-biased x.
@@ -200,6 +202,27 @@ TEST(Consensus, ChocoTopKReachesMean) {
     auto ledger = opt.make_ledger();
     for (int t = 0; t < 3000; ++t) opt.gossip_round(x, w, t, ledger);
     EXPECT_LT(max_abs_diff(x, mean0), 1e-4) << "n = " << n;
+  }
+}
+
+// The CPU product runs sparse; it must equal the dense product z + L m.
+TEST(ConsensusStep, SparseProductEqualsDense) {
+  torch::manual_seed(10);
+  for (const auto& w : {irregular_directed(), undirected_ring(7), torch::full({4, 4}, 0.25f)}) {
+    const std::int64_t n = w.size(0);
+    const ConsensusStep step(w, 0.3);
+    EXPECT_TRUE(torch::allclose(step.matrix(), (w - torch::eye(n)) * 0.3));
+    const auto m = torch::randn({n, 1000});
+    auto z = torch::randn({n, 1000});
+    const auto expected = z.to(torch::kDouble) + torch::mm(step.matrix().to(torch::kDouble),
+                                                          m.to(torch::kDouble));
+    auto z2 = z.clone();
+    step.add_product(z, m);
+    EXPECT_LT(max_abs_diff(z, expected), 1e-6);
+    const auto expected_self = z2.to(torch::kDouble) + torch::mm(step.matrix().to(torch::kDouble),
+                                                                z2.to(torch::kDouble));
+    step.add_self_product(z2);
+    EXPECT_LT(max_abs_diff(z2, expected_self), 1e-6);
   }
 }
 

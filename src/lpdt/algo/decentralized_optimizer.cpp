@@ -90,9 +90,9 @@ void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing,
                                        std::int64_t round, metrics::ByteLedger& ledger) {
   LPDT_CHECK(ledger.mode() == accounting_ && ledger.num_nodes() == num_nodes_,
              "byte ledger mode / node count differs from the optimizer's");
-  const at::Tensor step_matrix = consensus_step_matrix(mixing, options_.eta());  // eta (W - I)
-  const compress::SendShape sent = gossip_->mix(z, step_matrix, round);
-  push_sum_.mix(step_matrix);  // ps <- ps + eta (W ps - ps)  (spec 5.1)
+  const ConsensusStep consensus_step(mixing, options_.eta());  // L = eta (W - I)
+  const compress::SendShape sent = gossip_->mix(z, consensus_step, round);
+  push_sum_.mix(consensus_step.matrix());  // ps <- ps + eta (W ps - ps)  (spec 5.1)
   const std::int64_t bytes = metrics::payload_bytes(sent.values, sent.sparse, accounting_);
   ledger.record_round_from_payload(round, mixing, at::full({num_nodes_}, bytes, at::kLong));
   rounds_.add_(1);

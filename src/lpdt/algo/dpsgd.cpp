@@ -2,10 +2,10 @@
 
 namespace lpdt::algo {
 
-compress::SendShape Dpsgd::mix(at::Tensor& z, const at::Tensor& step_matrix,
+compress::SendShape Dpsgd::mix(at::Tensor& z, const ConsensusStep& step,
                                std::int64_t /*round*/) {
-  // D-PSGD: z <- z + eta (W z - z) = z + L z (the product is formed before z is overwritten).
-  z.add_(at::mm(step_matrix, z));
+  // D-PSGD: z <- z + eta (W z - z) = z + L z
+  step.add_self_product(z);
   compress::SendShape sent;
   sent.sparse = false;
   sent.values = layout_.total_numel;

@@ -47,6 +47,23 @@ at::Tensor consensus_step_matrix(const at::Tensor& mixing, double eta) {
   return (mixing - eye).mul_(eta);
 }
 
+ConsensusStep::ConsensusStep(const at::Tensor& mixing, double eta)
+    : dense_(consensus_step_matrix(mixing, eta)) {
+  if (dense_.device().is_cpu()) sparse_ = dense_.to_sparse().coalesce();
+}
+
+void ConsensusStep::add_product(at::Tensor& z, const at::Tensor& m) const {
+  if (sparse_.defined()) {
+    z.addmm_(sparse_, m);
+  } else {
+    z.addmm_(dense_, m);
+  }
+}
+
+void ConsensusStep::add_self_product(at::Tensor& z) const {
+  z.add_(at::mm(sparse_.defined() ? sparse_ : dense_, z));
+}
+
 std::unique_ptr<GossipAlgorithm> make_gossip(Algorithm algorithm,
                                              std::unique_ptr<compress::Compressor> compressor,
                                              std::int64_t num_nodes, const LayerLayout& layout,

@@ -45,6 +45,28 @@ std::string_view to_string(XhatInit init);
 // L = eta (W - I): [n, n], same dtype and device as W.
 at::Tensor consensus_step_matrix(const at::Tensor& mixing, double eta);
 
+// The consensus step of one round, L = eta (W - I), and the product z += L M over [n, P] buffers.
+// On CPU the product runs as a sparse (COO) x dense product, whose cost is proportional to the
+// edges of W times P: Debian's LibTorch calls the reference (netlib) BLAS, whose dense
+// [n, n] x [n, P] GEMM is ~8x slower on ResNet-20-sized buffers (16 nodes: 56 ms vs 7 ms). On
+// other devices it is a dense GEMM. Both compute the same sums (in a different order).
+class ConsensusStep {
+ public:
+  // mixing: [n, n] float32. eta in (0, 1].
+  ConsensusStep(const at::Tensor& mixing, double eta);
+
+  // L [n, n] dense.
+  const at::Tensor& matrix() const { return dense_; }
+  // z += L m; z, m: [n, P] float32; m must not alias z.
+  void add_product(at::Tensor& z, const at::Tensor& m) const;
+  // z += L z (D-PSGD), through a temporary.
+  void add_self_product(at::Tensor& z) const;
+
+ private:
+  at::Tensor dense_;   // [n, n]
+  at::Tensor sparse_;  // coalesced COO of dense_ (CPU only), undefined elsewhere
+};
+
 // One decentralized consensus algorithm: its buffers and one round of gossip.
 class GossipAlgorithm {
  public:
@@ -56,10 +78,10 @@ class GossipAlgorithm {
   // when x-hat starts from the model).
   virtual void start(const at::Tensor& z) {}
 
-  // One round on the numerators z [n, P] float32 (updated in place) with consensus step matrix
-  // L = eta (W - I) [n, n]; `round` seeds random compressors. The push-sum weights are mixed by
-  // the caller with the same L. Returns what every node sent.
-  virtual compress::SendShape mix(at::Tensor& z, const at::Tensor& step_matrix,
+  // One round on the numerators z [n, P] float32 (updated in place) with the consensus step
+  // L = eta (W - I); `round` seeds random compressors. The push-sum weights are mixed by the
+  // caller with the same L. Returns what every node sent.
+  virtual compress::SendShape mix(at::Tensor& z, const ConsensusStep& step,
                                   std::int64_t round) = 0;
 
   // The algorithm's buffers, live (copy_ into them to restore a checkpoint).

@@ -26,8 +26,8 @@ class PushSum {
   // z [n, P] -> x = z / ps, in place (spec 5.1: before forward, p /= ps).
   void to_params(at::Tensor& z) const;
 
-  // ps <- ps + eta * (W ps - ps) = ps + L ps, with L = eta (W - I) the consensus step matrix
-  // (gossip.h). The weight travels uncompressed with every message (spec 5.1).
+  // ps <- ps + eta * (W ps - ps) = ps + L ps, with step_matrix L = eta (W - I) [n, n] dense
+  // (ConsensusStep::matrix()). The weight travels uncompressed with every message (spec 5.1).
   void mix(const at::Tensor& step_matrix);
 
  private:
