@@ -141,7 +141,16 @@ TEST(SkewPartition, RejectsBadArguments) {
   expect_error<ConfigError>([&] { partition_skew(labels, 9, 0.5, 0); },
                             {"9 nodes but only 8 samples"});
   expect_error<ConfigError>([&] { partition_skew(labels, 0, 0.5, 0); }, {"nodes must be >= 1"});
-  expect_error<ConfigError>([&] { partition_skew(to_tensor({0, -1}), 1, 0.5, 0); }, {"negative"});
+  expect_error<ConfigError>(
+      [&] {
+        partition_skew(to_tensor({0, -1}), 1, 0.5, 0);
+      },
+      {"label -1 at index 1 is not a class id"});
+  expect_error<ConfigError>(
+      [&] {
+        partition_skew(to_tensor({0, int64_t{1} << 40}), 1, 0.5, 0);
+      },
+      {"not a class id"});
   expect_error<ConfigError>(
       [&] {
         partition_skew(labels, 2, 0.5, 0, {5, 5, 5}, SkewMode::kLpdt);

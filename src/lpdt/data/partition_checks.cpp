@@ -5,6 +5,10 @@
 #include "lpdt/core/error.h"
 
 namespace lpdt::data::detail {
+namespace {
+// Class ids index per-class tables: a corrupt label must not turn into a huge allocation.
+constexpr int64_t kMaxClasses = int64_t{1} << 24;
+}  // namespace
 
 std::vector<int64_t> checked_labels(const torch::Tensor& labels, const std::string& who) {
   if (!labels.defined() || labels.dim() != 1 || labels.scalar_type() != torch::kInt64) {
@@ -15,9 +19,10 @@ std::vector<int64_t> checked_labels(const torch::Tensor& labels, const std::stri
   const int64_t* p = contiguous.data_ptr<int64_t>();
   std::vector<int64_t> out(p, p + contiguous.numel());
   for (std::size_t i = 0; i < out.size(); ++i) {
-    if (out[i] < 0) {
+    if (out[i] < 0 || out[i] >= kMaxClasses) {
       throw ConfigError(who + ": label " + std::to_string(out[i]) + " at index " +
-                        std::to_string(i) + " is negative");
+                        std::to_string(i) + " is not a class id in [0, " +
+                        std::to_string(kMaxClasses) + ")");
     }
   }
   return out;

@@ -8,7 +8,7 @@
 
 namespace lpdt::data::detail {
 
-// labels as a vector; ConfigError unless [N] int64 with N > 0 and every label >= 0.
+// labels as a vector; ConfigError unless [N] int64 with N > 0 and every label in [0, 2^24).
 std::vector<int64_t> checked_labels(const torch::Tensor& labels, const std::string& who);
 
 // ConfigError unless 1 <= num_nodes <= num_samples.
