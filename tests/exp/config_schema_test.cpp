@@ -171,6 +171,16 @@ TEST(ConfigSchemaTest, TomlAndJsonRoundTripEveryType) {
   EXPECT_EQ(json["b"]["weights"], nlohmann::json({0.25, 0.75}));
 }
 
+TEST(ConfigSchemaTest, TopLevelKeysAreWrittenBeforeTheFirstSection) {
+  ConfigSchema schema("top-level keys");
+  schema.add_int("a.x", 1, "In a section.");
+  schema.add_string("name", "n", "At the top level, declared after a section.");
+  const Config config = schema.resolve_text("name = \"other\"\n[a]\nx = 2\n", "top.toml", {});
+  const std::string text = config.to_toml();
+  EXPECT_LT(text.find("name = "), text.find("[a]")) << text;
+  EXPECT_TRUE(schema.resolve_text(text, "written.toml", {}) == config) << text;
+}
+
 TEST(ConfigSchemaTest, SetValidatesProgramValues) {
   Config config = small_schema().defaults();
   config.set("a.rate", std::int64_t{1});  // an int where a float is expected

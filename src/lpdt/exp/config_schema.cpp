@@ -842,7 +842,7 @@ void ConfigSchema::run_checks(const Config& config, std::vector<std::string>& er
 std::string ConfigSchema::help_text() const {
   std::ostringstream out;
   out << title_ << ": every key, its default and accepted values.\n"
-      << "Set keys in a TOML file (lpdt train CONFIG.toml) or on the command line with\n"
+      << "Set keys in a TOML file ([section] then key = value) or on the command line with\n"
       << "--set section.key=value (a TOML value; a bare word is a string). Later sources win:\n"
       << "defaults < file < --set.\n";
   std::size_t width = 0;
@@ -995,7 +995,12 @@ std::string Config::to_toml() const {
   std::ostringstream out;
   out << "# " << comment_safe(schema_->title()) << ", resolved: defaults < file < --set.\n"
       << "# Every key is listed with its doc; a value that is not the default names its origin.\n";
-  for (const std::string& section : schema_->sections()) {
+  // Top-level keys must come before the first [section] header, or TOML would read them as
+  // keys of that section.
+  std::vector<std::string> sections = schema_->sections();
+  std::stable_partition(sections.begin(), sections.end(),
+                        [](const std::string& section) { return section.empty(); });
+  for (const std::string& section : sections) {
     out << "\n";
     if (!section.empty()) out << "[" << section << "]\n";
     bool first = true;
