@@ -46,14 +46,6 @@ data::SyntheticOptions synthetic_options(const ExperimentConfig& config) {
       .width(config.data.synthetic_size);
 }
 
-data::Dataset first_samples(const data::Dataset& dataset, std::int64_t count) {
-  if (count <= 0 || count >= dataset.size()) return dataset;
-  data::Dataset subset = dataset;
-  subset.images = dataset.images.narrow(0, 0, count);
-  subset.labels = dataset.labels.narrow(0, 0, count);
-  return subset;
-}
-
 data::PartitionOptions partition_options(const ExperimentConfig& config) {
   data::PartitionOptions options;
   options.kind(data::parse_partition_kind(std::string(to_string(config.data.partition))))
@@ -120,9 +112,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   const data::SyntheticOptions synthetic = synthetic_options(config);
   const data::Dataset train_set =
       data::load_dataset(dataset_name, config.data.dir, data::Split::kTrain, synthetic);
-  const data::Dataset test_set = first_samples(
-      data::load_dataset(dataset_name, config.data.dir, data::Split::kTest, synthetic),
-      config.data.test_subset);
+  data::Dataset test_set =
+      data::load_dataset(dataset_name, config.data.dir, data::Split::kTest, synthetic);
+  if (config.data.test_subset > 0 && config.data.test_subset < test_set.size()) {
+    test_set = data::first_samples(test_set, config.data.test_subset);
+  }
   const std::int64_t n = config.graph.nodes;
   const data::Partition partition =
       data::make_partition(train_set.labels, n, config.run.seed, partition_options(config));
