@@ -49,16 +49,15 @@ TEST_P(MatchesReferenceLoop, OnDirectedIrregularGraph) {
   auto x = torch::randn({n, layout.total_numel});
   const auto targets = torch::randn({n, layout.total_numel}) * 2;
 
-  DecentralizedOptimizer opt(DecentralizedOptions()
-                                 .algorithm(c.algorithm)
-                                 .compressor(compress::CompressorOptions()
-                                                 .name(c.compressor)
-                                                 .keep_fraction(c.keep))
-                                 .eta(c.eta)
-                                 .momentum(0.9)
-                                 .nesterov(c.nesterov)
-                                 .weight_decay(1e-3),
-                             n, layout);
+  DecentralizedOptimizer opt(
+      DecentralizedOptions()
+          .algorithm(c.algorithm)
+          .compressor(compress::CompressorOptions().name(c.compressor).keep_fraction(c.keep))
+          .eta(c.eta)
+          .momentum(0.9)
+          .nesterov(c.nesterov)
+          .weight_decay(1e-3),
+      n, layout);
   testing::ReferenceConfig rc;
   rc.algorithm = parse_algorithm(c.algorithm) == Algorithm::kChoco         ? "choco"
                  : parse_algorithm(c.algorithm) == Algorithm::kDeepSqueeze ? "deepsqueeze"
@@ -105,8 +104,8 @@ TEST(IdentityCompressor, ChocoAndDeepSqueezeReduceToDpsgd) {
     const auto targets = torch::randn({n, layout.total_numel});
     const auto make = [&](const char* algorithm) {
       return DecentralizedOptimizer(
-          DecentralizedOptions().algorithm(algorithm).eta(0.6).momentum(0.9).weight_decay(1e-4),
-          n, layout);
+          DecentralizedOptions().algorithm(algorithm).eta(0.6).momentum(0.9).weight_decay(1e-4), n,
+          layout);
     };
     auto dpsgd = make("dpsgd");
     auto ds = make("deepsqueeze");
@@ -141,8 +140,8 @@ TEST(Consensus, DoublyStochasticGossipConvergesToMean) {
   torch::manual_seed(5);
   auto x = torch::randn({8, layout.total_numel});
   const auto mean0 = x.mean(0, true);
-  DecentralizedOptimizer opt(
-      DecentralizedOptions().algorithm("dpsgd").momentum(0).weight_decay(0), 8, layout);
+  DecentralizedOptimizer opt(DecentralizedOptions().algorithm("dpsgd").momentum(0).weight_decay(0),
+                             8, layout);
   auto ledger = opt.make_ledger();
   const auto zero = torch::zeros_like(x);
   const double d0 = consensus_distance(x);
@@ -214,13 +213,13 @@ TEST(ConsensusStep, SparseProductEqualsDense) {
     EXPECT_TRUE(torch::allclose(step.matrix(), (w - torch::eye(n)) * 0.3));
     const auto m = torch::randn({n, 1000});
     auto z = torch::randn({n, 1000});
-    const auto expected = z.to(torch::kDouble) + torch::mm(step.matrix().to(torch::kDouble),
-                                                          m.to(torch::kDouble));
+    const auto expected =
+        z.to(torch::kDouble) + torch::mm(step.matrix().to(torch::kDouble), m.to(torch::kDouble));
     auto z2 = z.clone();
     step.add_product(z, m);
     EXPECT_LT(max_abs_diff(z, expected), 1e-6);
-    const auto expected_self = z2.to(torch::kDouble) + torch::mm(step.matrix().to(torch::kDouble),
-                                                                z2.to(torch::kDouble));
+    const auto expected_self =
+        z2.to(torch::kDouble) + torch::mm(step.matrix().to(torch::kDouble), z2.to(torch::kDouble));
     step.add_self_product(z2);
     EXPECT_LT(max_abs_diff(z2, expected_self), 1e-6);
   }

@@ -1,5 +1,6 @@
 #pragma once
-// Small mixing matrices for the algorithm tests (W[i][j]: weight of edge j -> i, column-stochastic).
+// Small mixing matrices for the algorithm tests (W[i][j]: weight of edge j -> i,
+// column-stochastic).
 #include <torch/torch.h>
 
 #include <vector>

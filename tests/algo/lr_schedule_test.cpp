@@ -1,8 +1,9 @@
+#include "lpdt/algo/lr_schedule.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "lpdt/algo/lr_schedule.h"
 #include "lpdt/core/error.h"
 
 namespace lpdt::algo {
@@ -46,9 +47,9 @@ TEST(LrSchedule, ConstantAndMultistepWithoutWarmup) {
 
 TEST(LrSchedule, CosineEndpointsAndWarmup) {
   const LrSchedule s(LrScheduleOptions().kind("cosine").base_lr(0.2).total_epochs(10));
-  EXPECT_NEAR(s.lr(0, 0, 100), 0.2, kTol);           // t = 0: base
-  EXPECT_NEAR(s.lr(5, 0, 100), 0.1, kTol);           // t = T/2: half
-  const double last = s.lr(9, 99, 100);              // t = T - 1: almost zero
+  EXPECT_NEAR(s.lr(0, 0, 100), 0.2, kTol);  // t = 0: base
+  EXPECT_NEAR(s.lr(5, 0, 100), 0.1, kTol);  // t = T/2: half
+  const double last = s.lr(9, 99, 100);     // t = T - 1: almost zero
   EXPECT_GT(last, 0.0);
   EXPECT_NEAR(last, 0.2 * 0.5 * (1 + std::cos(M_PI * 999.0 / 1000.0)), kTol);
   EXPECT_LT(last, 1e-5);

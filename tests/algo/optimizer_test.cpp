@@ -15,8 +15,8 @@ using testing::directed_ring;
 using testing::irregular_directed;
 using testing::small_layout;
 
-constexpr double kHandTolerance = 1e-6;   // float32 vs hand arithmetic on O(1) numbers
-constexpr double kLoopTolerance = 2e-5;   // float32 batched vs double reference loop
+constexpr double kHandTolerance = 1e-6;  // float32 vs hand arithmetic on O(1) numbers
+constexpr double kLoopTolerance = 2e-5;  // float32 batched vs double reference loop
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
@@ -49,8 +49,8 @@ TEST(LocalSgd, SameThroughDecentralizedOptimizerOnOneNode) {
   LayerLayout layout;
   layout.append("w", {2});
   DecentralizedOptimizer opt(
-      DecentralizedOptions().algorithm("dpsgd").momentum(0.9).nesterov(true).weight_decay(0.1),
-      1, layout);
+      DecentralizedOptions().algorithm("dpsgd").momentum(0.9).nesterov(true).weight_decay(0.1), 1,
+      layout);
   auto ledger = opt.make_ledger();
   auto x = torch::tensor({1.0f, -2.0f}).reshape({1, 2});
   const auto w = torch::ones({1, 1});
@@ -106,18 +106,17 @@ TEST(Qgm, MatchesOfficialEquations) {
       auto x = torch::randn({6, layout.total_numel});
       const auto targets = torch::randn({6, layout.total_numel});
       const bool compress = std::string(algorithm) != "dpsgd";
-      DecentralizedOptimizer opt(
-          DecentralizedOptions()
-              .algorithm(algorithm)
-              .compressor(compress::CompressorOptions()
-                              .name(compress ? "topk" : "none")
-                              .keep_fraction(0.25))
-              .eta(compress ? 0.3 : 1.0)
-              .momentum(0.9)
-              .nesterov(nesterov)
-              .weight_decay(1e-3)
-              .qgm(true),
-          6, layout);
+      DecentralizedOptimizer opt(DecentralizedOptions()
+                                     .algorithm(algorithm)
+                                     .compressor(compress::CompressorOptions()
+                                                     .name(compress ? "topk" : "none")
+                                                     .keep_fraction(0.25))
+                                     .eta(compress ? 0.3 : 1.0)
+                                     .momentum(0.9)
+                                     .nesterov(nesterov)
+                                     .weight_decay(1e-3)
+                                     .qgm(true),
+                                 6, layout);
       testing::ReferenceConfig rc;
       rc.algorithm = algorithm;
       rc.identity = !compress;

@@ -157,8 +157,9 @@ class ReferenceLoop {
     return out;
   }
   static torch::Tensor to_tensor(const std::vector<Vec>& v) {
-    auto t = torch::empty({static_cast<std::int64_t>(v.size()),
-                           static_cast<std::int64_t>(v[0].size())}, torch::kDouble);
+    auto t =
+        torch::empty({static_cast<std::int64_t>(v.size()), static_cast<std::int64_t>(v[0].size())},
+                     torch::kDouble);
     auto a = t.accessor<double, 2>();
     for (std::size_t i = 0; i < v.size(); ++i)
       for (std::size_t k = 0; k < v[i].size(); ++k) a[i][k] = v[i][k];

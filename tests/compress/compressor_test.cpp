@@ -1,4 +1,6 @@
 // Compressors: the batched layer-wise top-k / random-k against plain per-node, per-layer loops.
+#include "lpdt/compress/compressor.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -6,7 +8,6 @@
 #include <numeric>
 #include <set>
 
-#include "lpdt/compress/compressor.h"
 #include "lpdt/compress/identity.h"
 #include "lpdt/compress/random_k.h"
 #include "lpdt/compress/top_k.h"
@@ -60,9 +61,9 @@ torch::Tensor reference_top_k(const torch::Tensor& v, const LayerLayout& layout,
 }
 
 TEST(KeptCount, OfficialRule) {
-  EXPECT_EQ(kept_count(1, 0.01), 1);       // 1-element tensors always sent in full
-  EXPECT_EQ(kept_count(432, 0.01), 4);     // int(4.32)
-  EXPECT_EQ(kept_count(99, 0.01), 1);      // max(1, int(0.99))
+  EXPECT_EQ(kept_count(1, 0.01), 1);    // 1-element tensors always sent in full
+  EXPECT_EQ(kept_count(432, 0.01), 4);  // int(4.32)
+  EXPECT_EQ(kept_count(99, 0.01), 1);   // max(1, int(0.99))
   EXPECT_EQ(kept_count(1000, 1.0), 1000);
   EXPECT_EQ(kept_count(2304, 0.5), 1152);
   // keep_from_drop reproduces the official double arithmetic int(numel * (1 - k)):
@@ -125,8 +126,8 @@ TEST(TopK, BatchedEqualsPerNodeLoop) {
       EXPECT_EQ(out.sent.kept_per_segment, kept_per_segment(layout, keep));
       EXPECT_EQ(out.sent.values, kept_values(layout, keep));
       // Every row keeps exactly V values (inputs have no zeros).
-      EXPECT_TRUE(torch::equal(out.dense.ne(0).sum(1),
-                               torch::full({5}, out.sent.values, torch::kLong)));
+      EXPECT_TRUE(
+          torch::equal(out.dense.ne(0).sum(1), torch::full({5}, out.sent.values, torch::kLong)));
     }
   }
 }
@@ -134,12 +135,14 @@ TEST(TopK, BatchedEqualsPerNodeLoop) {
 TEST(TopK, SingleValueTakesFirstMaximum) {
   LayerLayout layout;
   layout.append("w", {6});
-  const auto v = torch::tensor({1.0f, -3.0f, 3.0f, 2.0f, -3.0f, 0.5f,
-                                0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}).reshape({2, 6});
+  const auto v =
+      torch::tensor({1.0f, -3.0f, 3.0f, 2.0f, -3.0f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f})
+          .reshape({2, 6});
   TopKCompressor c(0.1);  // K = max(1, int(0.6)) = 1
   const auto out = c.compress(v, layout, 0);
-  const auto expected = torch::tensor({0.0f, -3.0f, 0.0f, 0.0f, 0.0f, 0.0f,
-                                       0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}).reshape({2, 6});
+  const auto expected =
+      torch::tensor({0.0f, -3.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f})
+          .reshape({2, 6});
   EXPECT_TRUE(torch::equal(out.dense, expected)) << out.dense;
   EXPECT_TRUE(torch::equal(out.dense, reference_top_k(v, layout, 0.1)));
 }
@@ -164,7 +167,7 @@ TEST(TopK, ErrorFeedbackLosesNoMass) {
     sum_sent += out.dense.to(torch::kDouble);
   }
   const auto residual = (sum_sent + e.to(torch::kDouble) - sum_inputs).abs().max().item<double>();
-  EXPECT_LT(residual, 1e-4);  // 60 float additions of O(10) values
+  EXPECT_LT(residual, 1e-4);                     // 60 float additions of O(10) values
   EXPECT_GT(e.abs().sum().item<double>(), 1.0);  // the error buffer really holds mass
 }
 
@@ -201,7 +204,8 @@ TEST(RandomK, DeterministicCountsAndValues) {
   const auto b = RandomKCompressor(0.2, 1234, false).compress(v, layout, 17);
   EXPECT_TRUE(torch::equal(a.dense, b.dense));  // same (seed, node, step): same draw
   EXPECT_FALSE(torch::equal(a.dense, c.compress(v, layout, 18).dense));  // another step
-  EXPECT_FALSE(torch::equal(a.dense, RandomKCompressor(0.2, 99, false).compress(v, layout, 17).dense));
+  EXPECT_FALSE(
+      torch::equal(a.dense, RandomKCompressor(0.2, 99, false).compress(v, layout, 17).dense));
   // Node i's draw does not depend on how many nodes are compressed together.
   const auto first3 = c.compress(v.narrow(0, 0, 3).contiguous(), layout, 17);
   EXPECT_TRUE(torch::equal(first3.dense, a.dense.narrow(0, 0, 3)));

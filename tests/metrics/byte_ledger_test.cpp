@@ -1,5 +1,7 @@
 // Byte ledger: both accounting modes, and the paper's Table 3 "Data (GB)" numbers reproduced from
 // the reference spec's P and V (section 3.4).
+#include "lpdt/metrics/byte_ledger.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -7,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "lpdt/core/error.h"
-#include "lpdt/metrics/byte_ledger.h"
 
 namespace lpdt::metrics {
 namespace {
@@ -120,8 +121,8 @@ struct Table3Row {
   std::int64_t values;  // P (dense) or V (sparse)
   bool sparse;
   std::int64_t bytes_per_round;
-  double gb;            // spec 3.4, 4 significant decimals
-  double paper_gb;      // as printed in the paper
+  double gb;        // spec 3.4, 4 significant decimals
+  double paper_gb;  // as printed in the paper
   int paper_decimals;
 };
 
@@ -150,7 +151,8 @@ TEST(ByteLedger, PaperTable3ReferenceAccounting) {
     // lpdt accounting counts every round (and 8 bytes per sparse value).
     ByteLedger ours(row.nodes, ByteAccounting::kLpdt);
     const std::int64_t ours_payload = payload_bytes(row.values, row.sparse, ByteAccounting::kLpdt);
-    const auto ours_edges = bytes_over_edges(w, torch::full({row.nodes}, ours_payload, torch::kLong));
+    const auto ours_edges =
+        bytes_over_edges(w, torch::full({row.nodes}, ours_payload, torch::kLong));
     for (std::int64_t r = 0; r < 3; ++r) ours.record_round(r, ours_edges.sent, ours_edges.received);
     EXPECT_EQ(ours.bytes_sent_per_node()[0], 3 * ours_payload);
   }

@@ -13,8 +13,8 @@ DecentralizedOptions validated(const DecentralizedOptions& o) {
     msg << "consensus step size eta must be in (0, 1], got " << o.eta();
     throw ConfigError(msg.str());
   }
-  validate(SgdOptions().momentum(o.momentum()).nesterov(o.nesterov()).weight_decay(
-      o.weight_decay()));
+  validate(
+      SgdOptions().momentum(o.momentum()).nesterov(o.nesterov()).weight_decay(o.weight_decay()));
   return o;
 }
 
@@ -80,14 +80,14 @@ void DecentralizedOptimizer::check_inputs(const at::Tensor& x, const at::Tensor&
       << mixing.sizes() << " " << mixing.scalar_type();
   LPDT_CHECK(x.dim() == 2 && x.size(0) == num_nodes_ && x.size(1) == layout_.total_numel &&
                  x.scalar_type() == at::kFloat && x.device().type() == device_.type() &&
-                 mixing.dim() == 2 &&
-                 mixing.size(0) == num_nodes_ && mixing.size(1) == num_nodes_ &&
-                 mixing.scalar_type() == at::kFloat && mixing.device().type() == device_.type(),
+                 mixing.dim() == 2 && mixing.size(0) == num_nodes_ &&
+                 mixing.size(1) == num_nodes_ && mixing.scalar_type() == at::kFloat &&
+                 mixing.device().type() == device_.type(),
              msg.str());
 }
 
-void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing,
-                                       std::int64_t round, metrics::ByteLedger& ledger) {
+void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing, std::int64_t round,
+                                       metrics::ByteLedger& ledger) {
   LPDT_CHECK(ledger.mode() == accounting_ && ledger.num_nodes() == num_nodes_,
              "byte ledger mode / node count differs from the optimizer's");
   const ConsensusStep consensus_step(mixing, options_.eta());  // L = eta (W - I)
@@ -98,9 +98,8 @@ void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing,
   rounds_.add_(1);
 }
 
-void DecentralizedOptimizer::step(at::Tensor& x, const at::Tensor& grad,
-                                  const at::Tensor& mixing, double lr, std::int64_t round,
-                                  metrics::ByteLedger& ledger) {
+void DecentralizedOptimizer::step(at::Tensor& x, const at::Tensor& grad, const at::Tensor& mixing,
+                                  double lr, std::int64_t round, metrics::ByteLedger& ledger) {
   check_inputs(x, mixing);
   LPDT_CHECK(grad.sizes() == x.sizes() && grad.scalar_type() == at::kFloat,
              "grad must have the shape and dtype of x");

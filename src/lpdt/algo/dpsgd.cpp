@@ -2,8 +2,7 @@
 
 namespace lpdt::algo {
 
-compress::SendShape Dpsgd::mix(at::Tensor& z, const ConsensusStep& step,
-                               std::int64_t /*round*/) {
+compress::SendShape Dpsgd::mix(at::Tensor& z, const ConsensusStep& step, std::int64_t /*round*/) {
   // D-PSGD: z <- z + eta (W z - z) = z + L z
   step.add_self_product(z);
   compress::SendShape sent;

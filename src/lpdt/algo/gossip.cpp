@@ -21,9 +21,12 @@ Algorithm parse_algorithm(std::string_view name) {
 
 std::string_view to_string(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::kDpsgd: return "dpsgd";
-    case Algorithm::kDeepSqueeze: return "deepsqueeze";
-    case Algorithm::kChoco: return "choco";
+    case Algorithm::kDpsgd:
+      return "dpsgd";
+    case Algorithm::kDeepSqueeze:
+      return "deepsqueeze";
+    case Algorithm::kChoco:
+      return "choco";
   }
   return "?";
 }
@@ -40,9 +43,9 @@ at::Tensor consensus_step_matrix(const at::Tensor& mixing, double eta) {
   std::ostringstream msg;
   msg << "mixing matrix must be a square float32 [n, n] tensor, got " << mixing.sizes() << " "
       << mixing.scalar_type();
-  LPDT_CHECK(mixing.dim() == 2 && mixing.size(0) == mixing.size(1) &&
-                 mixing.scalar_type() == at::kFloat,
-             msg.str());
+  LPDT_CHECK(
+      mixing.dim() == 2 && mixing.size(0) == mixing.size(1) && mixing.scalar_type() == at::kFloat,
+      msg.str());
   const at::Tensor eye = at::eye(mixing.size(0), mixing.options());
   return (mixing - eye).mul_(eta);
 }

@@ -28,22 +28,21 @@ LocalSgd::LocalSgd(const SgdOptions& options, std::int64_t num_nodes, std::int64
   }
 }
 
-void LocalSgd::step(at::Tensor& z, const at::Tensor& grad, double lr,
-                    const at::Tensor& trainable) {
+void LocalSgd::step(at::Tensor& z, const at::Tensor& grad, double lr, const at::Tensor& trainable) {
   const double mu = options_.momentum();
   // The same ATen calls, in the same order, as torch.optim.SGD (torch/optim/sgd.py, 1.13).
   at::Tensor d = options_.weight_decay() != 0.0 ? grad.add(z, options_.weight_decay())
-                                                : grad.clone();       // d = g + wd z
-  if (trainable.defined()) d.mul_(trainable);                          // masked: d = 0
+                                                : grad.clone();  // d = g + wd z
+  if (trainable.defined()) d.mul_(trainable);                    // masked: d = 0
   if (mu != 0.0) {
-    buffer_.mul_(mu).add_(d);                                          // buf = mu buf + d
+    buffer_.mul_(mu).add_(d);  // buf = mu buf + d
     if (options_.nesterov()) {
-      d.add_(buffer_, mu);                                             // d = d + mu buf
+      d.add_(buffer_, mu);  // d = d + mu buf
     } else {
-      d = buffer_;                                                     // d = buf
+      d = buffer_;  // d = buf
     }
   }
-  z.add_(d, -lr);                                                      // z -= lr d
+  z.add_(d, -lr);  // z -= lr d
 }
 
 }  // namespace lpdt::algo

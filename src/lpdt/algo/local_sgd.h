@@ -17,9 +17,10 @@
 namespace lpdt::algo {
 
 struct SgdOptions {
-  TORCH_ARG(double, momentum) = 0.9;      // mu in [0, 1); 0 = plain SGD
+  TORCH_ARG(double, momentum) = 0.9;  // mu in [0, 1); 0 = plain SGD
   TORCH_ARG(bool, nesterov) = true;
-  TORCH_ARG(double, weight_decay) = 1e-4; // wd >= 0, applied to the numerator z (as the official code)
+  TORCH_ARG(double,
+            weight_decay) = 1e-4;  // wd >= 0, applied to the numerator z (as the official code)
 };
 
 // ConfigError unless momentum in [0, 1) and weight_decay >= 0.

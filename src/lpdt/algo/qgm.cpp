@@ -25,10 +25,10 @@ void QuasiGlobalMomentum::local_step(at::Tensor& z, const at::Tensor& grad, doub
   // Spec 4.2 (official hook): g = g + wd z; b = beta m + g; g' = g + beta b.
   at::Tensor d = weight_decay_ != 0.0 ? grad.add(z, weight_decay_) : grad.clone();
   if (trainable.defined()) d.mul_(trainable);
-  at::Tensor b = m_.mul(beta_).add_(d);            // b  = beta m + d
+  at::Tensor b = m_.mul(beta_).add_(d);                     // b  = beta m + d
   at::Tensor direction = nesterov_ ? d.add_(b, beta_) : b;  // g' = d + beta b  |  b
   if (trainable.defined()) direction.mul_(trainable);
-  z.add_(direction, -lr);                          // z -= lr g'   (plain SGD)
+  z.add_(direction, -lr);  // z -= lr g'   (plain SGD)
 }
 
 void QuasiGlobalMomentum::after_consensus(const at::Tensor& x_before, const at::Tensor& x_after,

@@ -22,8 +22,8 @@ void check_keep_fraction(double keep_fraction) {
 namespace detail {
 void check_buffer(const at::Tensor& v, const LayerLayout& layout, std::string_view who) {
   std::ostringstream msg;
-  msg << who << ": expected a [n, " << layout.total_numel << "] float32 tensor, got "
-      << v.sizes() << " " << v.scalar_type();
+  msg << who << ": expected a [n, " << layout.total_numel << "] float32 tensor, got " << v.sizes()
+      << " " << v.scalar_type();
   LPDT_CHECK(v.defined() && v.dim() == 2 && v.size(1) == layout.total_numel &&
                  v.scalar_type() == at::kFloat,
              msg.str());
@@ -60,7 +60,8 @@ std::int64_t kept_values(const LayerLayout& layout, double keep_fraction) {
 std::unique_ptr<Compressor> make_compressor(const CompressorOptions& options) {
   const std::string& name = options.name();
   if (name == "none" || name == "identity") return std::make_unique<IdentityCompressor>();
-  if (name == "topk" || name == "top_k") return std::make_unique<TopKCompressor>(options.keep_fraction());
+  if (name == "topk" || name == "top_k")
+    return std::make_unique<TopKCompressor>(options.keep_fraction());
   if (name == "randomk" || name == "random_k") {
     return std::make_unique<RandomKCompressor>(options.keep_fraction(), options.seed(),
                                                options.unbiased());

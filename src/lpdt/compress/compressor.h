@@ -22,9 +22,9 @@ namespace lpdt::compress {
 // All our compressors keep a count per segment that depends only on the segment's size, so the
 // shape is the same for every node.
 struct SendShape {
-  bool sparse = false;                          // values + indices; false: the dense vector
-  std::vector<std::int64_t> kept_per_segment;   // values kept in each LayerLayout segment
-  std::int64_t values = 0;                      // sum of kept_per_segment (dense: P)
+  bool sparse = false;                         // values + indices; false: the dense vector
+  std::vector<std::int64_t> kept_per_segment;  // values kept in each LayerLayout segment
+  std::int64_t values = 0;                     // sum of kept_per_segment (dense: P)
 };
 
 // The result of compressing one [n, P] buffer.

@@ -25,8 +25,7 @@ class RandomKCompressor final : public Compressor {
 
   // K distinct indices in [0, numel), uniform over K-subsets (Floyd 1987), drawn from `rng`.
   // Exposed for tests.
-  static std::vector<std::int64_t> sample_indices(std::int64_t numel, std::int64_t k,
-                                                  Rng& rng);
+  static std::vector<std::int64_t> sample_indices(std::int64_t numel, std::int64_t k, Rng& rng);
 
  private:
   double keep_fraction_;

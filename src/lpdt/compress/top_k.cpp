@@ -17,8 +17,8 @@ Compressed TopKCompressor::compress(const at::Tensor& v, const LayerLayout& layo
     const auto& seg = layout.segments[s];
     const std::int64_t k = out.sent.kept_per_segment[s];
     out.sent.values += k;
-    const at::Tensor src = v.narrow(1, seg.offset, seg.numel);       // [n, numel] view
-    at::Tensor dst = out.dense.narrow(1, seg.offset, seg.numel);     // [n, numel] view
+    const at::Tensor src = v.narrow(1, seg.offset, seg.numel);    // [n, numel] view
+    at::Tensor dst = out.dense.narrow(1, seg.offset, seg.numel);  // [n, numel] view
     if (k == seg.numel) {
       dst.copy_(src);
       continue;

@@ -26,8 +26,7 @@ std::vector<std::int64_t> to_vector(const at::Tensor& t, std::int64_t n, const c
 }
 
 at::Tensor off_diagonal_edges(const at::Tensor& mixing) {
-  LPDT_CHECK(mixing.dim() == 2 && mixing.size(0) == mixing.size(1),
-             "mixing matrix must be [n, n]");
+  LPDT_CHECK(mixing.dim() == 2 && mixing.size(0) == mixing.size(1), "mixing matrix must be [n, n]");
   const at::Tensor w = mixing.to(at::kCPU);
   at::Tensor edges = w.gt(0);
   edges.fill_diagonal_(false);
@@ -80,8 +79,8 @@ EdgeBytes bytes_over_edges(const at::Tensor& mixing, const at::Tensor& payload) 
   const at::Tensor p = payload.to(at::kCPU, at::kLong);
   LPDT_CHECK(p.dim() == 1 && p.size(0) == edges.size(0), "payload must be [n] bytes");
   EdgeBytes out;
-  out.sent = edges.sum(0) * p;               // node j: payload_j per out-edge
-  out.received = at::mv(edges, p);           // node i: sum over j -> i of payload_j
+  out.sent = edges.sum(0) * p;      // node j: payload_j per out-edge
+  out.received = at::mv(edges, p);  // node i: sum over j -> i of payload_j
   return out;
 }
 

@@ -14,9 +14,9 @@
 //    of the previous completed round, so the first round counts 0 and R recorded rounds count
 //    R - 1 (the most recent round stays pending). This reproduces the paper's Table 3.
 #include <ATen/ATen.h>
-#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string_view>
 #include <utility>
 #include <vector>
