@@ -3,8 +3,8 @@
 // `aquicksort_` / `aheapsort_` in numpy/core/src/npysort/{quicksort,heapsort}.cpp), so that the
 // reference skew partition (lpdl-reference-spec.md 8.2-8.3) can be reproduced bit for bit.
 // The sort is an introsort and NOT stable: equal keys come out in a deterministic but
-// non-trivial order, which is exactly what has to be matched. Reimplemented from the algorithm
-// description, not copied.
+// non-trivial order, which is exactly what has to be matched. Reimplemented (not copied) and
+// checked against numpy 1.24.2's own outputs (tests/data/reference_values.h).
 #include <cstdint>
 #include <vector>
 
