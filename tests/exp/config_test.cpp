@@ -469,6 +469,14 @@ TEST(ExperimentConfigOutputTest, ResolvedTomlRoundTrips) {
   EXPECT_EQ(load_experiment_config(default_file.path(), {}), defaults);
 }
 
+TEST(ExperimentConfigOutputTest, TomlOfAStructHasNoOriginComments) {
+  ExperimentConfig config;
+  config.graph.nodes = 4;
+  const std::string text = to_toml(config);
+  EXPECT_THAT(text, HasSubstr("\nnodes = 4\n"));
+  EXPECT_THAT(text, Not(HasSubstr("program")));
+}
+
 TEST(ExperimentConfigOutputTest, ResolvedTomlRecordsOriginsAndDocs) {
   const TempToml file("[optim]\nlr = 0.05\n");
   const Config resolved = resolve_experiment_config(file.path(), {"graph.nodes=4"});

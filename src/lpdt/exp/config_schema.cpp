@@ -994,7 +994,7 @@ void Config::validate() const {
 std::string Config::to_toml() const {
   std::ostringstream out;
   out << "# " << comment_safe(schema_->title()) << ", resolved: defaults < file < --set.\n"
-      << "# Every key is listed with its doc; a value that is not the default names its origin.\n";
+      << "# Every key is listed with its doc; a value set by a file or --set names its origin.\n";
   // Top-level keys must come before the first [section] header, or TOML would read them as
   // keys of that section.
   std::vector<std::string> sections = schema_->sections();
@@ -1013,7 +1013,9 @@ std::string Config::to_toml() const {
       if (!spec.accepted().empty()) kind += "; " + spec.accepted();
       out << "# " << comment_safe(spec.doc()) << " (" << comment_safe(kind) << ")\n"
           << spec.leaf() << " = " << format_config_value(values_[i]);
-      if (origins_[i].kind != ValueOrigin::Kind::kDefault) {
+      // A value from a file or --set names its origin; a program's value has none to name.
+      if (origins_[i].kind == ValueOrigin::Kind::kFile ||
+          origins_[i].kind == ValueOrigin::Kind::kOverride) {
         out << "  # " << comment_safe(origins_[i].where());
       }
       out << "\n";

@@ -202,7 +202,7 @@ class Config {
   void validate() const;
 
   // Every key with its value, grouped by section in declaration order, each preceded by its doc
-  // as a comment; a value that is not the default is followed by a comment naming its origin.
+  // as a comment; a value set by a file or --set is followed by a comment naming its origin.
   // Parsing the text again gives the same values.
   std::string to_toml() const;
   // {"section": {"key": value, ...}, ...}.
