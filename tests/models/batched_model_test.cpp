@@ -15,6 +15,7 @@ struct Case {
   std::string norm;
   std::int64_t depth;
   std::int64_t channels, size;
+  nn::ConvAlgorithm conv = nn::ConvAlgorithm::kPerNode;
 };
 
 class BatchedVsSeparate : public ::testing::TestWithParam<Case> {};
@@ -40,7 +41,7 @@ TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
   std::vector<at::Tensor> buffers = model->init_buffers(k);
   // VGG's dropout draws random masks in training: compare it in evaluation mode.
   const bool training = c.arch != "vgg11";
-  nn::Context ctx{&model->layout(), params, &buffers, k, training};
+  nn::Context ctx{&model->layout(), params, &buffers, k, training, c.conv};
   const at::Tensor logits = model->forward(ctx, x);
   ASSERT_EQ(logits.sizes(), (std::vector<std::int64_t>{k, b, 10}));
   node_batched_loss(logits, y).backward();
@@ -65,10 +66,16 @@ TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, BatchedVsSeparate,
-    ::testing::Values(Case{"resnet", "evonorm", 20, 3, 32}, Case{"resnet", "batchnorm", 8, 1, 28},
-                      Case{"resnet", "groupnorm", 8, 3, 16}, Case{"lenet5", "none", 0, 1, 28},
-                      Case{"mlp", "none", 0, 1, 28}, Case{"vgg11", "evonorm", 0, 3, 32}),
-    [](const auto& info) { return info.param.arch + "_" + info.param.norm; });
+    ::testing::Values(Case{"resnet", "evonorm", 20, 3, 32},
+                      Case{"resnet", "evonorm", 20, 3, 32, nn::ConvAlgorithm::kGrouped},
+                      Case{"resnet", "batchnorm", 8, 1, 28},
+                      Case{"resnet", "groupnorm", 8, 3, 16, nn::ConvAlgorithm::kGrouped},
+                      Case{"lenet5", "none", 0, 1, 28}, Case{"mlp", "none", 0, 1, 28},
+                      Case{"vgg11", "evonorm", 0, 3, 32}),
+    [](const auto& info) {
+      return info.param.arch + "_" + info.param.norm +
+             (info.param.conv == nn::ConvAlgorithm::kGrouped ? "_grouped" : "_per_node");
+    });
 
 TEST(ModelParamCounts, MatchTheReference) {
   // Spec section 6: ResNet-20 273,258; ResNet-54 760,458; VGG-11 9,496,522 (CIFAR-10, EvoNorm).

@@ -24,6 +24,9 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--channels", options->channels, "Input channels")->capture_default_str();
   cmd->add_option("--size", options->size, "Input height and width")->capture_default_str();
+  cmd->add_option("--nodes-per-pass", options->nodes_per_pass,
+                  "The engine's nodes per forward/backward pass (0 = all)")
+      ->capture_default_str();
   cmd->add_option("--json", options->json_path, "Also write the results as JSON");
   cmd->callback([options]() {
     exp::run_throughput_bench(*options, [](const std::string& line) {

@@ -59,6 +59,7 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("run.eval_every", c.run.eval_every);
   v("run.log_every", c.run.log_every);
   v("run.max_steps_per_epoch", c.run.max_steps_per_epoch);
+  v("run.nodes_per_pass", c.run.nodes_per_pass);
 
   v("data.dataset", c.data.dataset);
   v("data.dir", c.data.dir);
@@ -134,6 +135,11 @@ void add_keys(ConfigSchema& s) {
       .at_least(0);
   s.add_int("run.max_steps_per_epoch", d.run.max_steps_per_epoch,
             "Stop each epoch after this many steps, for quick runs; 0 = the full epoch.")
+      .at_least(0);
+  s.add_int("run.nodes_per_pass", d.run.nodes_per_pass,
+            "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (1 on "
+            "the CPU, where a pass's activations then stay in cache; all nodes on a GPU). The "
+            "result does not depend on it.")
       .at_least(0);
 
   // [data]

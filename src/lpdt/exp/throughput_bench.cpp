@@ -16,6 +16,7 @@
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
 #include "lpdt/models/model.h"
+#include "lpdt/models/node_batched_step.h"
 
 namespace lpdt::exp {
 namespace {
@@ -49,7 +50,8 @@ std::vector<ThroughputResult> run_throughput_bench(
                 runtime.description().c_str(), static_cast<long long>(options.steps),
                 static_cast<long long>(options.warmup_steps));
   progress(line);
-  progress("nodes  batched ms/step  img/s    per-node ms/step  img/s    speedup");
+  progress("nodes  engine ms/step  img/s    per-node ms/step  img/s    speedup  "
+           "one-pass ms/step  img/s");
 
   std::vector<ThroughputResult> results;
   for (const std::int64_t n : options.nodes) {
@@ -61,7 +63,9 @@ std::vector<ThroughputResult> run_throughput_bench(
         graph::make_topology(graph::TopologyOptions().name("directed-ring").num_nodes(n));
     const at::Tensor mixing = topology->at(0).mixing_matrix(at::kFloat);
 
-    auto measure = [&](bool batched) {
+    // nodes_per_pass >= 0: the node-batched engine (0 = all nodes in one pass);
+    // -1: n separate models (own parameter tensors and buffers), one after the other.
+    auto measure = [&](std::int64_t nodes_per_pass, nn::ConvAlgorithm conv) {
       at::Tensor x = model->init_params(1).unsqueeze(0).repeat({n, 1});
       std::vector<at::Tensor> buffers = model->init_buffers(n);
       algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout());
@@ -70,13 +74,10 @@ std::vector<ThroughputResult> run_throughput_bench(
       for (std::int64_t step = 0; step < options.warmup_steps + options.steps; ++step) {
         const auto start = Clock::now();
         at::Tensor grad;
-        if (batched) {
-          x.requires_grad_(true);
-          nn::Context ctx{&model->layout(), x, &buffers, n, true};
-          models::node_batched_loss(model->forward(ctx, inputs), targets).backward();
-          grad = x.grad();
-          x.requires_grad_(false);
-          x.mutable_grad() = at::Tensor();
+        if (nodes_per_pass >= 0) {
+          grad = models::compute_gradients(*model, x, buffers, inputs, targets, nodes_per_pass,
+                                           conv)
+                     .grad;
         } else {
           // The official code's shape of work: n separate models, one after the other.
           std::vector<at::Tensor> grads;
@@ -104,16 +105,18 @@ std::vector<ThroughputResult> run_throughput_bench(
 
     ThroughputResult r;
     r.nodes = n;
-    // Alternate the order between node counts so neither mode always runs on a warmer cache.
-    r.batched_step_ms = measure(true);
-    r.per_node_step_ms = measure(false);
     const double images = static_cast<double>(n * options.batch_size);
+    r.batched_step_ms = measure(options.nodes_per_pass, nn::ConvAlgorithm::kPerNode);
+    r.per_node_step_ms = measure(-1, nn::ConvAlgorithm::kPerNode);
+    r.one_pass_grouped_step_ms = measure(0, nn::ConvAlgorithm::kGrouped);
     r.batched_images_per_s = images / (r.batched_step_ms / 1000.0);
     r.per_node_images_per_s = images / (r.per_node_step_ms / 1000.0);
+    r.one_pass_grouped_images_per_s = images / (r.one_pass_grouped_step_ms / 1000.0);
     r.speedup = r.per_node_step_ms / r.batched_step_ms;
-    std::snprintf(line, sizeof line, "%5lld  %15.1f  %7.0f  %16.1f  %7.0f  %6.2fx",
+    std::snprintf(line, sizeof line, "%5lld  %15.1f  %7.0f  %16.1f  %7.0f  %6.2fx  %14.1f  %7.0f",
                   static_cast<long long>(n), r.batched_step_ms, r.batched_images_per_s,
-                  r.per_node_step_ms, r.per_node_images_per_s, r.speedup);
+                  r.per_node_step_ms, r.per_node_images_per_s, r.speedup,
+                  r.one_pass_grouped_step_ms, r.one_pass_grouped_images_per_s);
     progress(line);
     results.push_back(r);
   }
@@ -123,6 +126,7 @@ std::vector<ThroughputResult> run_throughput_bench(
     j["model"] = model->name();
     j["batch_per_node"] = options.batch_size;
     j["runtime"] = runtime.description();
+    j["engine_nodes_per_pass"] = options.nodes_per_pass;
     j["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},
@@ -130,7 +134,9 @@ std::vector<ThroughputResult> run_throughput_bench(
                            {"per_node_step_ms", r.per_node_step_ms},
                            {"batched_images_per_s", r.batched_images_per_s},
                            {"per_node_images_per_s", r.per_node_images_per_s},
-                           {"speedup", r.speedup}});
+                           {"speedup", r.speedup},
+                           {"one_pass_grouped_step_ms", r.one_pass_grouped_step_ms},
+                           {"one_pass_grouped_images_per_s", r.one_pass_grouped_images_per_s}});
     }
     std::ofstream out(options.json_path);
     if (!out) throw UserError("bench: cannot write '" + options.json_path + "'");

@@ -22,6 +22,7 @@
 #include "lpdt/graph/spectral.h"
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
+#include "lpdt/models/node_batched_step.h"
 
 namespace lpdt::exp {
 namespace {
@@ -85,15 +86,6 @@ algo::DecentralizedOptions algorithm_options(const ExperimentConfig& config) {
       .qgm(config.algo.qgm)
       .xhat_init(std::string(to_string(config.algo.choco_init)))
       .accounting(std::string(to_string(config.ledger.accounting)));
-}
-
-std::string join(const std::vector<double>& values, const char* fmt) {
-  std::string out;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i) out += " ";
-    out += format(fmt, values[i]);
-  }
-  return out;
 }
 
 }  // namespace
@@ -184,6 +176,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
       config.run.max_steps_per_epoch > 0
           ? std::min<std::int64_t>(config.run.max_steps_per_epoch, loader.steps_per_epoch())
           : loader.steps_per_epoch();
+  // On the CPU one node per pass keeps activations in cache (docs/benchmarks.md).
+  const std::int64_t nodes_per_pass =
+      config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass : 1;
   const bool static_graph = topology->is_static();
   const at::Tensor static_mixing =
       static_graph ? topology->at(0).mixing_matrix(at::kFloat) : at::Tensor();
@@ -200,22 +195,18 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
     for (std::int64_t step = 0; step < steps_per_epoch; ++step, ++round) {
       lr = schedule.lr(epoch, step, steps_per_epoch);
       const data::Batch batch = loader.next();
-      x.requires_grad_(true);
-      nn::Context ctx{&model->layout(), x, &buffers, n, /*training=*/true};
-      const at::Tensor logits = model->forward(ctx, batch.inputs);  // [n, b, classes]
-      const at::Tensor loss = models::node_batched_loss(logits, batch.targets);
-      loss.backward();
+      const models::GradientResult gradients = models::compute_gradients(
+          *model, x, buffers, batch.inputs, batch.targets, nodes_per_pass,
+          nn::ConvAlgorithm::kPerNode);
       {
         torch::NoGradGuard no_grad;
-        const at::Tensor grad = x.grad();
-        x.requires_grad_(false);
-        x.mutable_grad() = at::Tensor();
         const at::Tensor mixing =
             static_graph ? static_mixing : topology->at(round).mixing_matrix(at::kFloat);
-        optimizer.step(x, grad, mixing, lr, round, ledger);
+        optimizer.step(x, gradients.grad, mixing, lr, round, ledger);
       }
-      const double step_loss = loss.item<double>() / static_cast<double>(n);
+      const double step_loss = gradients.loss.mean().item<double>();
       loss_sum += step_loss;
+      node_loss_sum += gradients.loss.to(at::kDouble);
       if (config.run.log_every > 0 && (step + 1) % config.run.log_every == 0) {
         progress(format("epoch %d step %lld/%lld  loss %.4f  lr %.4g  %.1f img/s", epoch + 1,
                         static_cast<long long>(step + 1), static_cast<long long>(steps_per_epoch),
@@ -237,7 +228,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
     summary.elapsed_s = seconds_since(start);
     const Evaluation& ev = summary.evaluation;
     for (std::size_t i = 0; i < ev.node_accuracy.size(); ++i) {
-      metrics_csv << summary.epoch << "," << i << "," << lr << "," << summary.train_loss << ","
+      metrics_csv << summary.epoch << "," << i << "," << lr << ","
+                  << node_loss_sum[i].item<double>() / static_cast<double>(steps_per_epoch) << ","
                   << ev.node_accuracy[i] << "," << ledger.bytes_sent_per_node()[i] << "\n";
     }
     metrics_csv.flush();
@@ -285,7 +277,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
                         {"device", "cpu"},
                         {"precision", "fp32"},
                         {"runtime", runtime.description()},
-                        {"intra_op_threads", runtime.intra_op_threads}};
+                        {"intra_op_threads", runtime.intra_op_threads},
+                        {"nodes_per_pass", nodes_per_pass},
+                        {"conv_algorithm", "per-node"}};
   summary["build"] = {{"version", build_info::kVersion},
                       {"git_revision", build_info::kGitRevision},
                       {"build_type", build_info::kBuildType},

@@ -19,9 +19,26 @@ Conv2d::Conv2d(Registry& registry, const std::string& name, const Conv2dOptions&
 
 at::Tensor Conv2d::forward(const Context& ctx, const at::Tensor& x) const {
   const std::int64_t k = ctx.k;
+  if (ctx.conv_algorithm == ConvAlgorithm::kPerNode && k > 1) {
+    const at::Tensor weights = ctx.param(weight_);  // [k, out, in, kh, kw]
+    const at::Tensor biases = options_.bias ? ctx.param(bias_) : at::Tensor();
+    std::vector<at::Tensor> outputs;
+    outputs.reserve(k);
+    for (std::int64_t i = 0; i < k; ++i) {
+      // Node i's channel slice, made dense in the input's memory format for oneDNN.
+      const at::Tensor xi = x.narrow(1, i * options_.in_channels, options_.in_channels)
+                                .contiguous(x.suggest_memory_format());
+      outputs.push_back(at::conv2d(xi, weights[i].contiguous(x.suggest_memory_format()),
+                                   options_.bias ? biases[i] : at::Tensor(),
+                                   {options_.stride, options_.stride},
+                                   {options_.padding, options_.padding}));
+    }
+    return at::cat(outputs, 1).contiguous(x.suggest_memory_format());
+  }
   // [k, out, in, kh, kw] -> [k*out, in, kh, kw]: group g convolves node g's channels only.
   const at::Tensor weight = ctx.param(weight_).reshape(
-      {k * options_.out_channels, options_.in_channels, options_.kernel, options_.kernel});
+      {k * options_.out_channels, options_.in_channels, options_.kernel, options_.kernel})
+      .contiguous(x.suggest_memory_format());
   at::Tensor bias;
   if (options_.bias) bias = ctx.param(bias_).reshape({k * options_.out_channels});
   return at::conv2d(x, weight, bias, {options_.stride, options_.stride},

@@ -1,6 +1,7 @@
 #include "lpdt/nn/evonorm.h"
 
 #include "lpdt/core/error.h"
+#include "lpdt/nn/node_layout.h"
 
 namespace lpdt::nn {
 
@@ -18,15 +19,17 @@ EvoNormS0::EvoNormS0(Registry& registry, const std::string& name, std::int64_t c
 }
 
 at::Tensor EvoNormS0::forward(const Context& ctx, const at::Tensor& x) const {
-  const std::int64_t b = x.size(0);
   const std::int64_t kc = x.size(1);
   const auto per_channel = [&](ParamRef ref) { return ctx.param(ref).reshape({1, kc, 1, 1}); };
-  const at::Tensor numerator = x * at::sigmoid(per_channel(v_) * x);
-  // Groups are consecutive channels, so node i's groups are rows [i*G, (i+1)*G): no mixing.
-  const at::Tensor grouped = x.reshape({b, ctx.k * groups_, -1});
-  const at::Tensor std =
-      (grouped.var(/*dim=*/2, /*unbiased=*/false, /*keepdim=*/true) + eps_).sqrt();
-  const at::Tensor normalised = (numerator.reshape({b, ctx.k * groups_, -1}) / std).view_as(x);
+  const at::Tensor numerator =
+      (x * at::sigmoid(per_channel(v_) * x)).contiguous(x.suggest_memory_format());
+  // Groups are consecutive channels, so node i's groups are [i*G, (i+1)*G): no mixing.
+  const std::int64_t groups = ctx.k * groups_;
+  const at::Tensor std = (group_view(x, groups)
+                              .var(group_reduce_dims(x), /*unbiased=*/false, /*keepdim=*/true) +
+                          eps_)
+                             .sqrt();
+  const at::Tensor normalised = ungroup(group_view(numerator, groups) / std, x);
   return normalised * per_channel(gamma_) + per_channel(beta_);
 }
 

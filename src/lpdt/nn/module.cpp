@@ -20,10 +20,16 @@ BufferRef Registry::add_buffer(const std::string& name, std::vector<std::int64_t
 
 at::Tensor Context::param(ParamRef ref) const {
   const LayerSegment& seg = layout->segments.at(ref.index);
+  if (segment_cache.empty()) {
+    std::vector<std::int64_t> sizes;
+    sizes.reserve(layout->segments.size());
+    for (const LayerSegment& s : layout->segments) sizes.push_back(s.numel);
+    segment_cache = params.split_with_sizes(sizes, 1);
+  }
   std::vector<std::int64_t> shape{k};
   shape.insert(shape.end(), seg.shape.begin(), seg.shape.end());
   // A column range of [k, P] split into the parameter's shape is still a view.
-  return params.narrow(1, seg.offset, seg.numel).view(shape);
+  return segment_cache[ref.index].view(shape);
 }
 
 at::Tensor& Context::buffer(BufferRef ref) const {

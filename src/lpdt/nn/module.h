@@ -67,6 +67,13 @@ class Registry {
   std::vector<BufferSpec> buffers_;
 };
 
+// How a convolution over k nodes runs. Both compute the same function (tested).
+//  - kGrouped: one grouped convolution (groups = k): one kernel launch, the GPU's choice.
+//  - kPerNode: k convolutions over each node's channel slice: on the CPU, oneDNN's grouped
+//    convolution with 16-64 channels per group is 1.6x slower than k plain ones
+//    (docs/benchmarks.md), while everything around the convolutions stays batched.
+enum class ConvAlgorithm { kGrouped, kPerNode };
+
 // The state a forward pass reads: k nodes' parameters and buffers.
 struct Context {
   const LayerLayout* layout = nullptr;
@@ -74,9 +81,15 @@ struct Context {
   std::vector<at::Tensor>* buffers = nullptr;  // each [k, shape...]; updated in training
   std::int64_t k = 1;
   bool training = true;
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::kPerNode;
 
   // Node-batched view of one parameter: [k, shape...].
   at::Tensor param(ParamRef ref) const;
+
+  // Filled on first use: params split once into its segments: one split's backward writes the whole [k, P] gradient
+  // in one pass, where a narrow per parameter would materialise a zero-filled [k, P] gradient
+  // for each of them (86 for ResNet-20).
+  mutable std::vector<at::Tensor> segment_cache = {};
   at::Tensor& buffer(BufferRef ref) const;
 };
 

@@ -1,0 +1,27 @@
+#pragma once
+// The gradient computation of one training step over k nodes.
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "lpdt/models/model.h"
+
+namespace lpdt::models {
+
+struct GradientResult {
+  at::Tensor grad;     // [k, P] float32: row i is node i's mean-loss gradient
+  at::Tensor loss;     // [k] float32: each node's mean loss (detached)
+};
+
+// Forward and backward of k nodes, `nodes_per_pass` nodes at a time (0 = all k in one pass).
+// One pass over all nodes is the GPU's choice (few, large kernels). On the CPU smaller passes
+// win: a pass's activations then stay in cache (docs/benchmarks.md). The result does not depend
+// on the pass size (tested).
+// x: [k, P] float32 parameters; buffers: each [k, ...], updated in place (BatchNorm);
+// inputs: [k, b, C, H, W] float32; targets: [k, b] int64.
+GradientResult compute_gradients(const Model& model, const at::Tensor& x,
+                                 std::vector<at::Tensor>& buffers, const at::Tensor& inputs,
+                                 const at::Tensor& targets, std::int64_t nodes_per_pass,
+                                 nn::ConvAlgorithm conv_algorithm);
+
+}  // namespace lpdt::models
