@@ -78,12 +78,12 @@ TEST(ExperimentConfigTest, DefaultsLoad) {
   EXPECT_EQ(config, ExperimentConfig{});
   EXPECT_EQ(config.run.name, "quickstart");
   EXPECT_EQ(config.run.seed, 1234u);
-  EXPECT_EQ(config.run.epochs, 3);
+  EXPECT_EQ(config.run.epochs, 15);
   EXPECT_EQ(config.data.dataset, DataConfig::Dataset::kFashionMnist);
   EXPECT_EQ(config.data.partition, DataConfig::Partition::kSkew);
   EXPECT_DOUBLE_EQ(config.data.skew, 0.8);
   EXPECT_EQ(config.data.batch_size, 32);
-  EXPECT_EQ(config.model.arch, ModelConfig::Arch::kResnet);
+  EXPECT_EQ(config.model.arch, ModelConfig::Arch::kLenet5);
   EXPECT_EQ(config.model.depth, 20);
   EXPECT_EQ(config.model.resnet_blocks_per_stage(), 3);
   EXPECT_EQ(config.graph.topology, GraphConfig::Topology::kDirectedRing);
@@ -127,7 +127,7 @@ augment = false
   EXPECT_EQ(config.graph.nodes, 16);
   EXPECT_EQ(config.data.batch_size, 16);
   EXPECT_FALSE(config.data.augment);
-  EXPECT_EQ(config.run.epochs, 3);  // untouched keys keep their defaults
+  EXPECT_EQ(config.run.epochs, 15);  // untouched keys keep their defaults
   EXPECT_EQ(resolved.where("optim.lr"), file.path() + ":3");
   EXPECT_EQ(resolved.where("graph.nodes"), file.path() + ":8");
   EXPECT_EQ(resolved.where("run.epochs"), "default");
@@ -358,14 +358,14 @@ TEST(ExperimentConfigErrorTest, MetropolisNeedsAnUndirectedTopology) {
 }
 
 TEST(ExperimentConfigErrorTest, ResnetDepthMustBe6nPlus2) {
-  const std::string message = load_error("[model]\ndepth = 21\n");
-  EXPECT_THAT(message, HasSubstr(":2: model.depth = 21 is not a ResNet depth: expected 6n+2 with "
+  const std::string message = load_error("[model]\narch = \"resnet\"\ndepth = 21\n");
+  EXPECT_THAT(message, HasSubstr(":3: model.depth = 21 is not a ResNet depth: expected 6n+2 with "
                                  "n >= 1 blocks per stage, e.g. 20, 32, 44, 56, 110, or 54 (the "
                                  "paper's ResNet-54"));
-  EXPECT_THAT(load_error("[model]\ndepth = 2\n"), HasSubstr("is not a ResNet depth"));
+  EXPECT_THAT(load_error("[model]\narch = \"resnet\"\ndepth = 2\n"), HasSubstr("is not a ResNet depth"));
   for (const int depth : {8, 20, 32, 44, 50, 56, 110}) {
     const auto config =
-        load_experiment_config(std::nullopt, {"model.depth=" + std::to_string(depth)});
+        load_experiment_config(std::nullopt, {"model.arch=resnet", "model.depth=" + std::to_string(depth)});
     EXPECT_EQ(config.model.resnet_blocks_per_stage(), (depth - 2) / 6);
   }
   // The paper's ResNet-54 is built as the official code builds it: n = int(52 / 6) = 8.
@@ -376,8 +376,8 @@ TEST(ExperimentConfigErrorTest, ResnetDepthMustBe6nPlus2) {
 }
 
 TEST(ExperimentConfigErrorTest, NormGroupsMustDivideTheChannels) {
-  EXPECT_THAT(load_error("[model]\ngroups = 3\n"),
-              HasSubstr(":2: model.groups = 3 does not divide the 16 channels of resnet's first "
+  EXPECT_THAT(load_error("[model]\narch = \"resnet\"\ngroups = 3\n"),
+              HasSubstr(":3: model.groups = 3 does not divide the 16 channels of resnet's first "
                         "stage: expected one of 1, 2, 4, 8, 16"));
   EXPECT_NO_THROW(load_experiment_config(std::nullopt, {"model.groups=3", "model.norm=batchnorm"}));
 }
@@ -415,10 +415,10 @@ TEST(ExperimentConfigErrorTest, OptimizerRules) {
 
 TEST(ExperimentConfigErrorTest, ReportsAllCrossKeyErrors) {
   const std::string message = load_error(
-      "[graph]\nmixing = \"metropolis\"\n[algo]\nkeep_fraction = 0.5\n[model]\ndepth = 19\n");
+      "[graph]\nmixing = \"metropolis\"\n[algo]\nkeep_fraction = 0.5\n[model]\narch = \"resnet\"\ndepth = 19\n");
   EXPECT_THAT(message, HasSubstr(":2: graph.mixing"));
   EXPECT_THAT(message, HasSubstr(":4: algo.keep_fraction"));
-  EXPECT_THAT(message, HasSubstr(":6: model.depth = 19"));
+  EXPECT_THAT(message, HasSubstr(":7: model.depth = 19"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -484,7 +484,7 @@ TEST(ExperimentConfigOutputTest, ResolvedTomlRecordsOriginsAndDocs) {
   EXPECT_THAT(text, HasSubstr("[optim]\n# Base learning rate. (float; > 0)\nlr = 0.05  # " +
                               file.path() + ":2\n"));
   EXPECT_THAT(text, HasSubstr("nodes = 4  # --set graph.nodes=4\n"));
-  EXPECT_THAT(text, HasSubstr("epochs = 3\n"));
+  EXPECT_THAT(text, HasSubstr("epochs = 15\n"));
   // Every key is written, sections in schema order.
   for (std::size_t i = 0; i < experiment_schema().size(); ++i) {
     std::string line(1, '\n');  // built by appending: GCC 12 -O3 warns on "\n" + std::string

@@ -17,15 +17,19 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
   // Evaluation must not move BatchNorm running statistics: work on copies.
   std::vector<at::Tensor> eval_buffers;
   for (const auto& b : buffers) eval_buffers.push_back(b.clone());
-  nn::Context ctx{&model.layout(), params, &eval_buffers, k, /*training=*/false};
   at::Tensor correct = at::zeros({k}, at::kLong);
   std::int64_t total = 0;
   for (const data::EvalBatch& batch : batches) {
     const auto& in = batch.inputs;  // [B, C, H, W]
-    const at::Tensor shared = in.unsqueeze(0).expand({k, in.size(0), in.size(1), in.size(2),
-                                                      in.size(3)});
-    const at::Tensor predictions = model.forward(ctx, shared).argmax(2);  // [k, B]
-    correct += predictions.eq(batch.targets.unsqueeze(0)).sum(1);
+    // One node per pass keeps the activations in cache on the CPU (docs/benchmarks.md).
+    for (std::int64_t i = 0; i < k; ++i) {
+      std::vector<at::Tensor> node_buffers;
+      for (const auto& b : eval_buffers) node_buffers.push_back(b.narrow(0, i, 1));
+      nn::Context ctx{&model.layout(), params.narrow(0, i, 1), &node_buffers, 1,
+                      /*training=*/false};
+      const at::Tensor predictions = model.forward(ctx, in.unsqueeze(0)).argmax(2);  // [1, B]
+      correct[i] += predictions.eq(batch.targets.unsqueeze(0)).sum().item<std::int64_t>();
+    }
     total += in.size(0);
   }
   std::vector<double> accuracy(k);

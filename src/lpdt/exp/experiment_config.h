@@ -28,7 +28,7 @@ struct RunConfig {
   std::uint64_t seed = 1234;
   Device device = Device::kCpu;
   int threads = 0;  // 0 = all cores
-  int epochs = 3;
+  int epochs = 15;
   int eval_every = 1;           // epochs
   int log_every = 50;           // steps; 0 = per-epoch logs only
   int max_steps_per_epoch = 0;  // 0 = the full epoch
@@ -67,7 +67,7 @@ struct ModelConfig {
   enum class Arch { kResnet, kVgg11, kLenet5, kMlp };
   enum class Norm { kEvonorm, kBatchnorm, kGroupnorm, kNone };
 
-  Arch arch = Arch::kResnet;
+  Arch arch = Arch::kLenet5;  // the quickstart; configs/ has the paper's ResNet-20 runs
   int depth = 20;  // ResNet only
   Norm norm = Norm::kEvonorm;
   int groups = 8;  // EvoNorm / GroupNorm groups
@@ -129,10 +129,10 @@ struct OptimConfig {
   double momentum = 0.9;
   bool nesterov = true;
   double weight_decay = 1e-4;
-  Schedule schedule = Schedule::kMultistep;
+  Schedule schedule = Schedule::kCosine;
   std::vector<int> milestones = {100, 150};  // epochs
   double gamma = 0.1;
-  Warmup warmup = Warmup::kOfficial;
+  Warmup warmup = Warmup::kNone;
 
   bool operator==(const OptimConfig&) const = default;
 };
