@@ -362,10 +362,11 @@ TEST(ExperimentConfigErrorTest, ResnetDepthMustBe6nPlus2) {
   EXPECT_THAT(message, HasSubstr(":3: model.depth = 21 is not a ResNet depth: expected 6n+2 with "
                                  "n >= 1 blocks per stage, e.g. 20, 32, 44, 56, 110, or 54 (the "
                                  "paper's ResNet-54"));
-  EXPECT_THAT(load_error("[model]\narch = \"resnet\"\ndepth = 2\n"), HasSubstr("is not a ResNet depth"));
+  EXPECT_THAT(load_error("[model]\narch = \"resnet\"\ndepth = 2\n"),
+              HasSubstr("is not a ResNet depth"));
   for (const int depth : {8, 20, 32, 44, 50, 56, 110}) {
-    const auto config =
-        load_experiment_config(std::nullopt, {"model.arch=resnet", "model.depth=" + std::to_string(depth)});
+    const auto config = load_experiment_config(
+        std::nullopt, {"model.arch=resnet", "model.depth=" + std::to_string(depth)});
     EXPECT_EQ(config.model.resnet_blocks_per_stage(), (depth - 2) / 6);
   }
   // The paper's ResNet-54 is built as the official code builds it: n = int(52 / 6) = 8.
@@ -415,7 +416,8 @@ TEST(ExperimentConfigErrorTest, OptimizerRules) {
 
 TEST(ExperimentConfigErrorTest, ReportsAllCrossKeyErrors) {
   const std::string message = load_error(
-      "[graph]\nmixing = \"metropolis\"\n[algo]\nkeep_fraction = 0.5\n[model]\narch = \"resnet\"\ndepth = 19\n");
+      "[graph]\nmixing = \"metropolis\"\n[algo]\nkeep_fraction = 0.5\n[model]\narch = "
+      "\"resnet\"\ndepth = 19\n");
   EXPECT_THAT(message, HasSubstr(":2: graph.mixing"));
   EXPECT_THAT(message, HasSubstr(":4: algo.keep_fraction"));
   EXPECT_THAT(message, HasSubstr(":7: model.depth = 19"));

@@ -52,7 +52,8 @@ TEST(PaperTable3, ResNet20DenseAndTopOnePercent) {
   const std::int64_t dense = measured_round_bytes(*model, 8, "none", 1.0);
   EXPECT_EQ(dense, 1093036);
   EXPECT_NEAR(table3_gb(8, dense), 42.85, 0.005);
-  const std::int64_t sparse = measured_round_bytes(*model, 16, "topk", compress::keep_from_drop(0.99));
+  const std::int64_t sparse =
+      measured_round_bytes(*model, 16, "topk", compress::keep_from_drop(0.99));
   EXPECT_EQ(sparse, 6 * 2767 + 3);
   EXPECT_NEAR(table3_gb(16, sparse), 0.651, kGbTolerance);
 }
@@ -64,7 +65,8 @@ TEST(PaperTable3, ResNet54DenseAndTopOnePercent) {
   const std::int64_t dense = measured_round_bytes(*model, 8, "none", 1.0);
   EXPECT_EQ(dense, 3041836);
   EXPECT_NEAR(table3_gb(8, dense), 119.2, 0.05);
-  const std::int64_t sparse = measured_round_bytes(*model, 16, "topk", compress::keep_from_drop(0.99));
+  const std::int64_t sparse =
+      measured_round_bytes(*model, 16, "topk", compress::keep_from_drop(0.99));
   EXPECT_EQ(sparse, 6 * 7687 + 3);
   EXPECT_NEAR(table3_gb(16, sparse), 1.808, kGbTolerance);
 }

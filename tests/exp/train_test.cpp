@@ -1,11 +1,11 @@
 // End to end: a small run on synthetic data writes a complete run folder and learns.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "lpdt/core/error.h"
 #include "lpdt/exp/experiment_config.h"
@@ -17,8 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("lpdt_test_" + name + "_" +
-                                                     std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("lpdt_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   return dir;
 }
@@ -29,9 +29,8 @@ ExperimentConfig small_synthetic_run(const fs::path& out) {
       {"run.out_dir=\"" + out.string() + "\"", "run.name=\"synthetic\"", "run.epochs=3",
        "run.log_every=0", "data.dataset=\"synthetic\"", "data.synthetic_samples_per_class=64",
        "data.synthetic_size=12", "data.batch_size=16", "data.augment=false",
-       "data.eval_batch_size=128", "model.arch=\"mlp\"", "model.norm=\"none\"",
-       "graph.nodes=4", "optim.lr=0.05", "optim.warmup=\"none\"", "optim.schedule=\"constant\"",
-       "data.skew=0.5"});
+       "data.eval_batch_size=128", "model.arch=\"mlp\"", "model.norm=\"none\"", "graph.nodes=4",
+       "optim.lr=0.05", "optim.warmup=\"none\"", "optim.schedule=\"constant\"", "data.skew=0.5"});
 }
 
 TEST(Train, SyntheticRunWritesRunFolderAndLearns) {

@@ -33,7 +33,8 @@ TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
   torch::manual_seed(7);
   // Nodes start from different parameters so a mix-up between nodes would show.
   const at::Tensor base = model->init_params(1234);
-  const at::Tensor params0 = base.unsqueeze(0).repeat({k, 1}) + 0.05 * torch::randn({k, base.numel()});
+  const at::Tensor params0 =
+      base.unsqueeze(0).repeat({k, 1}) + 0.05 * torch::randn({k, base.numel()});
   const at::Tensor x = torch::randn({k, b, c.channels, c.size, c.size});
   const at::Tensor y = torch::randint(0, 10, {k, b}, torch::kLong);
 

@@ -1,9 +1,9 @@
 // The gradient of a step does not depend on how many nodes go through one pass, nor on the
 // convolution algorithm.
+#include "lpdt/models/node_batched_step.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-
-#include "lpdt/models/node_batched_step.h"
 
 namespace lpdt::models {
 namespace {
@@ -26,8 +26,8 @@ TEST(ComputeGradients, PassSizeAndConvAlgorithmDoNotChangeTheResult) {
   const at::Tensor targets = torch::randint(0, 10, {k, b}, torch::kLong);
 
   std::vector<at::Tensor> reference_buffers = model->init_buffers(k);
-  const GradientResult reference = compute_gradients(*model, x, reference_buffers, inputs,
-                                                     targets, 0, nn::ConvAlgorithm::kGrouped);
+  const GradientResult reference = compute_gradients(*model, x, reference_buffers, inputs, targets,
+                                                     0, nn::ConvAlgorithm::kGrouped);
   for (std::int64_t pass : {1, 2, 3}) {
     std::vector<at::Tensor> buffers = model->init_buffers(k);
     const GradientResult r =

@@ -58,7 +58,7 @@ TEST(LayerGradients, GroupedConvAndLinear) {
   const at::Tensor params0 = torch::randn({k, registry.layout().total_numel}, torch::kDouble);
   check_param_gradient(params0, [&](const at::Tensor& p) {
     Context ctx{&registry.layout(), p, nullptr, k, true};
-    const at::Tensor h = conv.forward(ctx, x);                  // [b, k*3, 4, 4]
+    const at::Tensor h = conv.forward(ctx, x);                       // [b, k*3, 4, 4]
     const at::Tensor nodes = h.reshape({2, k, -1}).transpose(0, 1);  // [k, b, 48]
     return linear.forward(ctx, nodes);
   });

@@ -1,5 +1,4 @@
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "lpdt/cli/commands.h"
@@ -29,9 +28,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--json", options->json_path, "Also write the results as JSON");
   cmd->callback([options]() {
-    exp::run_throughput_bench(*options, [](const std::string& line) {
-      std::cout << line << std::endl;
-    });
+    exp::run_throughput_bench(*options,
+                              [](const std::string& line) { std::cout << line << std::endl; });
   });
 }
 

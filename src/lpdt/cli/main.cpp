@@ -1,7 +1,6 @@
 // lpdt: low precision decentralized training. The CLI is thin: it parses and calls exp/.
 // Exit codes: 0 ok, 2 usage or configuration error, 1 runtime error.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "lpdt/cli/commands.h"

@@ -32,7 +32,7 @@ class InternalError : public std::logic_error {
 
 }  // namespace lpdt
 
-#define LPDT_CHECK(cond, msg)                                        \
-  do {                                                               \
+#define LPDT_CHECK(cond, msg)                                             \
+  do {                                                                    \
     if (!(cond)) ::lpdt::fail_internal(#cond, __FILE__, __LINE__, (msg)); \
   } while (0)

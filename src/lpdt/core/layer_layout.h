@@ -13,9 +13,9 @@
 namespace lpdt {
 
 struct LayerSegment {
-  std::string name;            // e.g. "layer1.0.conv1.weight"
-  std::int64_t offset = 0;     // first column of the segment in the [k, P] buffer
-  std::int64_t numel = 0;      // number of scalars (columns)
+  std::string name;                 // e.g. "layer1.0.conv1.weight"
+  std::int64_t offset = 0;          // first column of the segment in the [k, P] buffer
+  std::int64_t numel = 0;           // number of scalars (columns)
   std::vector<std::int64_t> shape;  // the parameter's shape for one node
 };
 

@@ -1,8 +1,8 @@
 #pragma once
 // Deterministic random streams. Every stream is derived from (root seed, node, purpose) so that
-// runs are bit-identical across standard libraries, processes and MPI layouts (docs/reproducibility.md).
-// We use our own distributions: std::uniform_real_distribution and friends differ between
-// standard libraries.
+// runs are bit-identical across standard libraries, processes and MPI layouts
+// (docs/reproducibility.md). We use our own distributions: std::uniform_real_distribution and
+// friends differ between standard libraries.
 #include <cstdint>
 #include <string_view>
 

@@ -20,7 +20,8 @@ RuntimeInfo configure_runtime(int threads) {
   // Keep large blocks on the heap and never trim it: activations of every step are reused
   // instead of being mmap'ed and page-faulted in again.
   constexpr int kOneGiB = 1 << 30;
-  info.malloc_tuned = mallopt(M_MMAP_THRESHOLD, kOneGiB) == 1 && mallopt(M_TRIM_THRESHOLD, kOneGiB) == 1;
+  info.malloc_tuned =
+      mallopt(M_MMAP_THRESHOLD, kOneGiB) == 1 && mallopt(M_TRIM_THRESHOLD, kOneGiB) == 1;
   return info;
 }
 

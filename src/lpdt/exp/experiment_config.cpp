@@ -208,7 +208,8 @@ void add_keys(ConfigSchema& s) {
       .one_of(choices<GraphConfig::Topology>());
   s.add_int("graph.nodes", d.graph.nodes, "Number of nodes.").at_least(1);
   s.add_string("graph.mixing", name_of(d.graph.mixing),
-               "Mixing weights: uniform over each node's out-neighbours and itself (column-stochastic, as the official code), or metropolis (undirected "
+               "Mixing weights: uniform over each node's out-neighbours and itself "
+               "(column-stochastic, as the official code), or metropolis (undirected "
                "graphs only).")
       .one_of(choices<GraphConfig::Mixing>());
   s.add_int("graph.torus_rows", d.graph.torus_rows,

@@ -68,7 +68,7 @@ struct ModelConfig {
   enum class Norm { kEvonorm, kBatchnorm, kGroupnorm, kNone };
 
   Arch arch = Arch::kLenet5;  // the quickstart; configs/ has the paper's ResNet-20 runs
-  int depth = 20;  // ResNet only
+  int depth = 20;             // ResNet only
   Norm norm = Norm::kEvonorm;
   int groups = 8;  // EvoNorm / GroupNorm groups
 

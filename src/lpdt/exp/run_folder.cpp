@@ -44,8 +44,9 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw UserError("cannot rename '" + tmp.string() + "' to '" + path.string() + "': " +
-                          ec.message());
+  if (ec)
+    throw UserError("cannot rename '" + tmp.string() + "' to '" + path.string() +
+                    "': " + ec.message());
 }
 
 }  // namespace lpdt::exp

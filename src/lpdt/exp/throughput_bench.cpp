@@ -32,7 +32,8 @@ double median(std::vector<double> v) {
 }  // namespace
 
 std::vector<ThroughputResult> run_throughput_bench(
-    const ThroughputBenchOptions& options, const std::function<void(const std::string&)>& progress) {
+    const ThroughputBenchOptions& options,
+    const std::function<void(const std::string&)>& progress) {
   if (options.steps < 1 || options.batch_size < 1 || options.nodes.empty()) {
     throw ConfigError("bench: --steps, --batch and --nodes must be positive");
   }
@@ -50,8 +51,9 @@ std::vector<ThroughputResult> run_throughput_bench(
                 runtime.description().c_str(), static_cast<long long>(options.steps),
                 static_cast<long long>(options.warmup_steps));
   progress(line);
-  progress("nodes  engine ms/step  img/s    per-node ms/step  img/s    speedup  "
-           "one-pass ms/step  img/s");
+  progress(
+      "nodes  engine ms/step  img/s    per-node ms/step  img/s    speedup  "
+      "one-pass ms/step  img/s");
 
   std::vector<ThroughputResult> results;
   for (const std::int64_t n : options.nodes) {
@@ -75,9 +77,9 @@ std::vector<ThroughputResult> run_throughput_bench(
         const auto start = Clock::now();
         at::Tensor grad;
         if (nodes_per_pass >= 0) {
-          grad = models::compute_gradients(*model, x, buffers, inputs, targets, nodes_per_pass,
-                                           conv)
-                     .grad;
+          grad =
+              models::compute_gradients(*model, x, buffers, inputs, targets, nodes_per_pass, conv)
+                  .grad;
         } else {
           // The official code's shape of work: n separate models, one after the other.
           std::vector<at::Tensor> grads;

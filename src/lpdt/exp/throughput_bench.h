@@ -28,7 +28,7 @@ struct ThroughputResult {
   double per_node_step_ms = 0;  // median
   double batched_images_per_s = 0;
   double per_node_images_per_s = 0;
-  double speedup = 0;  // engine / per-node
+  double speedup = 0;                   // engine / per-node
   double one_pass_grouped_step_ms = 0;  // all nodes in one pass, grouped convolutions
   double one_pass_grouped_images_per_s = 0;
 };
@@ -36,7 +36,8 @@ struct ThroughputResult {
 // One full training step in each mode: forward, backward, local SGD + one Choco-SGD gossip round
 // on a directed ring. Modes: the engine (nodes_per_pass nodes per forward/backward pass, batched
 // optimizer and gossip), n separate models run in turn (the official code's approach), and the
-// engine with all nodes in one pass through grouped convolutions (the GPU's configuration). Prints a table through `progress` and returns the rows.
+// engine with all nodes in one pass through grouped convolutions (the GPU's configuration). Prints
+// a table through `progress` and returns the rows.
 std::vector<ThroughputResult> run_throughput_bench(
     const ThroughputBenchOptions& options, const std::function<void(const std::string&)>& progress);
 

@@ -61,8 +61,8 @@ algo::LrScheduleOptions schedule_options(const ExperimentConfig& config) {
   algo::LrScheduleOptions options;
   options.kind(std::string(to_string(config.optim.schedule)))
       .base_lr(config.optim.lr)
-      .milestones(std::vector<std::int64_t>(config.optim.milestones.begin(),
-                                            config.optim.milestones.end()))
+      .milestones(
+          std::vector<std::int64_t>(config.optim.milestones.begin(), config.optim.milestones.end()))
       .gamma(config.optim.gamma)
       .total_epochs(config.run.epochs)
       .warmup_epochs(config.optim.warmup == OptimConfig::Warmup::kOfficial ? 1 : 0)
@@ -119,20 +119,21 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
     augment.crop_padding = config.data.crop_padding;
     augment.horizontal_flip = true;
   }
-  data::NodeBatchedLoader loader(
-      train_set, partition,
-      data::LoaderOptions().batch_size(config.data.batch_size).seed(config.run.seed).augment(augment));
+  data::NodeBatchedLoader loader(train_set, partition,
+                                 data::LoaderOptions()
+                                     .batch_size(config.data.batch_size)
+                                     .seed(config.run.seed)
+                                     .augment(augment));
   const data::EvalBatches test_batches(test_set, config.data.eval_batch_size, augment);
 
   // Topology and model.
-  auto topology = graph::make_topology(
-      graph::TopologyOptions()
-          .name(std::string(to_string(config.graph.topology)))
-          .num_nodes(n)
-          .mixing(std::string(to_string(config.graph.mixing)))
-          .seed(config.run.seed)
-          .rows(config.graph.torus_rows)
-          .random_out_degree(config.graph.random_out_degree));
+  auto topology = graph::make_topology(graph::TopologyOptions()
+                                           .name(std::string(to_string(config.graph.topology)))
+                                           .num_nodes(n)
+                                           .mixing(std::string(to_string(config.graph.mixing)))
+                                           .seed(config.run.seed)
+                                           .rows(config.graph.torus_rows)
+                                           .random_out_degree(config.graph.random_out_degree));
   models::ModelOptions model_options;
   model_options.arch = std::string(to_string(config.model.arch));
   model_options.depth = config.model.depth;
@@ -168,8 +169,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   const double gap = graph::spectral_gap(*topology);
   progress(format("lpdt %s (%s): %s, %lld nodes on %s (spectral gap %.4f), %s, %lld params/node",
                   build_info::kVersion, build_info::kGitRevision, dataset_name.c_str(),
-                  static_cast<long long>(n), topology->label().c_str(), gap,
-                  model->name().c_str(), static_cast<long long>(model->num_params())));
+                  static_cast<long long>(n), topology->label().c_str(), gap, model->name().c_str(),
+                  static_cast<long long>(model->num_params())));
   progress("run folder: " + run_dir.string() + "; " + runtime.description());
 
   const std::int64_t steps_per_epoch =
@@ -177,8 +178,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
           ? std::min<std::int64_t>(config.run.max_steps_per_epoch, loader.steps_per_epoch())
           : loader.steps_per_epoch();
   // On the CPU one node per pass keeps activations in cache (docs/benchmarks.md).
-  const std::int64_t nodes_per_pass =
-      config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass : 1;
+  const std::int64_t nodes_per_pass = config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass : 1;
   const bool static_graph = topology->is_static();
   const at::Tensor static_mixing =
       static_graph ? topology->at(0).mixing_matrix(at::kFloat) : at::Tensor();
@@ -195,9 +195,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
     for (std::int64_t step = 0; step < steps_per_epoch; ++step, ++round) {
       lr = schedule.lr(epoch, step, steps_per_epoch);
       const data::Batch batch = loader.next();
-      const models::GradientResult gradients = models::compute_gradients(
-          *model, x, buffers, batch.inputs, batch.targets, nodes_per_pass,
-          nn::ConvAlgorithm::kPerNode);
+      const models::GradientResult gradients =
+          models::compute_gradients(*model, x, buffers, batch.inputs, batch.targets, nodes_per_pass,
+                                    nn::ConvAlgorithm::kPerNode);
       {
         torch::NoGradGuard no_grad;
         const at::Tensor mixing =
@@ -233,23 +233,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
                   << ev.node_accuracy[i] << "," << ledger.bytes_sent_per_node()[i] << "\n";
     }
     metrics_csv.flush();
-    epochs_csv << summary.epoch << "," << lr << "," << summary.train_loss << ","
-               << ev.mean_accuracy << "," << ev.min_accuracy << "," << ev.max_accuracy << ","
+    epochs_csv << summary.epoch << "," << lr << "," << summary.train_loss << "," << ev.mean_accuracy
+               << "," << ev.min_accuracy << "," << ev.max_accuracy << ","
                << ev.average_model_accuracy << "," << ev.consensus_distance << ","
                << summary.mean_gb_sent_per_node << "," << summary.elapsed_s << "\n";
     epochs_csv.flush();
-    progress(format("epoch %d/%d  loss %.4f  acc avg-model %.2f%%  nodes mean %.2f%% "
-                    "[min %.2f, max %.2f]  consensus %.3g  sent %.4f GB/node  %.0f s",
-                    summary.epoch, config.run.epochs, summary.train_loss,
-                    ev.average_model_accuracy, ev.mean_accuracy, ev.min_accuracy,
-                    ev.max_accuracy, ev.consensus_distance, summary.mean_gb_sent_per_node,
-                    summary.elapsed_s));
+    progress(
+        format("epoch %d/%d  loss %.4f  acc avg-model %.2f%%  nodes mean %.2f%% "
+               "[min %.2f, max %.2f]  consensus %.3g  sent %.4f GB/node  %.0f s",
+               summary.epoch, config.run.epochs, summary.train_loss, ev.average_model_accuracy,
+               ev.mean_accuracy, ev.min_accuracy, ev.max_accuracy, ev.consensus_distance,
+               summary.mean_gb_sent_per_node, summary.elapsed_s));
     result.epochs.push_back(summary);
   }
 
   // The official code's protocol (spec 5.4): extra gossip-only rounds, then the mean of the
   // nodes' local accuracies.
-  Evaluation final_evaluation = result.epochs.empty() ? Evaluation{} : result.epochs.back().evaluation;
+  Evaluation final_evaluation =
+      result.epochs.empty() ? Evaluation{} : result.epochs.back().evaluation;
   if (config.eval.protocol == EvalConfig::Protocol::kReference) {
     torch::NoGradGuard no_grad;
     for (int r = 0; r < config.eval.gossip_rounds; ++r, ++round) {
@@ -258,10 +259,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
       optimizer.gossip_round(x, mixing, round, ledger);
     }
     final_evaluation = evaluate(*model, x, buffers, test_batches, /*per_node=*/true);
-    progress(format("after %d gossip-only rounds: mean of node accuracies %.2f%% (the official "
-                    "code's \"averaged model\"), exact average %.2f%%",
-                    config.eval.gossip_rounds, final_evaluation.mean_accuracy,
-                    final_evaluation.average_model_accuracy));
+    progress(
+        format("after %d gossip-only rounds: mean of node accuracies %.2f%% (the official "
+               "code's \"averaged model\"), exact average %.2f%%",
+               config.eval.gossip_rounds, final_evaluation.mean_accuracy,
+               final_evaluation.average_model_accuracy));
   }
   result.final_evaluation = final_evaluation;
   result.bytes_sent_per_node = ledger.bytes_sent_per_node();
@@ -287,27 +289,27 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
                       {"torch", build_info::kTorchVersion}};
   summary["topology"] = {{"label", topology->label()}, {"spectral_gap", gap}};
   summary["model"] = {{"name", model->name()}, {"params_per_node", model->num_params()}};
-  summary["final"] = {
-      {"average_model_accuracy", final_evaluation.average_model_accuracy},
-      {"node_accuracy", final_evaluation.node_accuracy},
-      {"mean_node_accuracy", final_evaluation.mean_accuracy},
-      {"min_node_accuracy", final_evaluation.min_accuracy},
-      {"max_node_accuracy", final_evaluation.max_accuracy},
-      {"consensus_distance", final_evaluation.consensus_distance},
-      {"evaluation_protocol", std::string(to_string(config.eval.protocol))},
-      {"bytes_sent_per_node", result.bytes_sent_per_node},
-      {"mean_gb_sent_per_node", result.mean_gb_sent_per_node},
-      {"byte_accounting", std::string(metrics::to_string(ledger.mode()))},
-      {"steps", result.steps},
-      {"wall_time_s", result.wall_time_s},
-      {"train_images_per_s", result.train_images_per_s}};
+  summary["final"] = {{"average_model_accuracy", final_evaluation.average_model_accuracy},
+                      {"node_accuracy", final_evaluation.node_accuracy},
+                      {"mean_node_accuracy", final_evaluation.mean_accuracy},
+                      {"min_node_accuracy", final_evaluation.min_accuracy},
+                      {"max_node_accuracy", final_evaluation.max_accuracy},
+                      {"consensus_distance", final_evaluation.consensus_distance},
+                      {"evaluation_protocol", std::string(to_string(config.eval.protocol))},
+                      {"bytes_sent_per_node", result.bytes_sent_per_node},
+                      {"mean_gb_sent_per_node", result.mean_gb_sent_per_node},
+                      {"byte_accounting", std::string(metrics::to_string(ledger.mode()))},
+                      {"steps", result.steps},
+                      {"wall_time_s", result.wall_time_s},
+                      {"train_images_per_s", result.train_images_per_s}};
   write_text_file(run_dir / "summary.json", summary.dump(2) + "\n");
 
-  progress(format("done: average-model accuracy %.2f%%, node accuracy mean %.2f%% [%.2f, %.2f], "
-                  "%.4f GB sent per node, wall time %.1f s (%.0f train img/s)",
-                  final_evaluation.average_model_accuracy, final_evaluation.mean_accuracy,
-                  final_evaluation.min_accuracy, final_evaluation.max_accuracy,
-                  result.mean_gb_sent_per_node, result.wall_time_s, result.train_images_per_s));
+  progress(
+      format("done: average-model accuracy %.2f%%, node accuracy mean %.2f%% [%.2f, %.2f], "
+             "%.4f GB sent per node, wall time %.1f s (%.0f train img/s)",
+             final_evaluation.average_model_accuracy, final_evaluation.mean_accuracy,
+             final_evaluation.min_accuracy, final_evaluation.max_accuracy,
+             result.mean_gb_sent_per_node, result.wall_time_s, result.train_images_per_s));
   progress("results: " + (run_dir / "summary.json").string());
   return result;
 }

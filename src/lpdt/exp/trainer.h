@@ -14,7 +14,7 @@ namespace lpdt::exp {
 struct EpochSummary {
   int epoch = 0;  // 1-based: the number of epochs done
   double lr = 0;
-  double train_loss = 0;       // mean over the epoch's steps and nodes
+  double train_loss = 0;  // mean over the epoch's steps and nodes
   Evaluation evaluation;
   double mean_gb_sent_per_node = 0;  // cumulative
   double elapsed_s = 0;

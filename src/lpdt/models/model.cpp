@@ -19,8 +19,12 @@ at::Tensor Model::init_params(std::uint64_t seed) const {
     float* p = out + seg.offset;
     for (std::int64_t i = 0; i < seg.numel; ++i) {
       switch (init.kind) {
-        case nn::ParamInit::Kind::kZeros: p[i] = 0.0f; break;
-        case nn::ParamInit::Kind::kOnes: p[i] = 1.0f; break;
+        case nn::ParamInit::Kind::kZeros:
+          p[i] = 0.0f;
+          break;
+        case nn::ParamInit::Kind::kOnes:
+          p[i] = 1.0f;
+          break;
         case nn::ParamInit::Kind::kNormal:
           p[i] = static_cast<float>(init.a + init.b * rng.normal());
           break;
@@ -66,8 +70,7 @@ std::unique_ptr<Model> make_model(const ModelOptions& options) {
 at::Tensor node_batched_loss(const at::Tensor& logits, const at::Tensor& targets) {
   const auto k = logits.size(0), b = logits.size(1);
   const at::Tensor flat_logits = logits.reshape({k * b, logits.size(2)});
-  return at::cross_entropy_loss(flat_logits, targets.reshape({k * b}), {},
-                                at::Reduction::Sum) /
+  return at::cross_entropy_loss(flat_logits, targets.reshape({k * b}), {}, at::Reduction::Sum) /
          static_cast<double>(b);
 }
 

@@ -28,8 +28,7 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
     // Each node's mean cross-entropy; their sum's gradient in row i is node i's own gradient.
     const at::Tensor node_losses =
         at::cross_entropy_loss(logits.reshape({count * b, -1}),
-                               targets.narrow(0, start, count).reshape(-1), {},
-                               at::Reduction::None)
+                               targets.narrow(0, start, count).reshape(-1), {}, at::Reduction::None)
             .view({count, b})
             .mean(1);
     node_losses.sum().backward();

@@ -9,8 +9,8 @@
 namespace lpdt::models {
 
 struct GradientResult {
-  at::Tensor grad;     // [k, P] float32: row i is node i's mean-loss gradient
-  at::Tensor loss;     // [k] float32: each node's mean loss (detached)
+  at::Tensor grad;  // [k, P] float32: row i is node i's mean-loss gradient
+  at::Tensor loss;  // [k] float32: each node's mean loss (detached)
 };
 
 // Forward and backward of k nodes, `nodes_per_pass` nodes at a time (0 = all k in one pass).

@@ -19,8 +19,7 @@ ResNetCifar::ResNetCifar(const ModelOptions& options) {
   // With EvoNorm the reference has no activation after the residual add; BN/GN use ReLU.
   const bool relu = norm != nn::NormKind::kEvoNorm;
   using nn::Conv2dOptions;
-  stem_conv_.emplace(registry_, "conv1",
-                     Conv2dOptions{options.in_channels, 16, 3}.with_padding(1));
+  stem_conv_.emplace(registry_, "conv1", Conv2dOptions{options.in_channels, 16, 3}.with_padding(1));
   stem_norm_.emplace(registry_, "bn1", norm, 16, options.groups, relu);
   std::int64_t in = 16;
   const std::int64_t widths[3] = {16, 32, 64};
@@ -35,12 +34,14 @@ ResNetCifar::ResNetCifar(const ModelOptions& options) {
           nn::NormAct(registry_, prefix + ".bn1", norm, out, options.groups, relu),
           nn::Conv2d(registry_, prefix + ".conv2", Conv2dOptions{out, out, 3}.with_padding(1)),
           nn::NormAct(registry_, prefix + ".bn2", norm, out, options.groups, false),
-          std::nullopt, std::nullopt, relu};
+          std::nullopt,
+          std::nullopt,
+          relu};
       if (stride != 1 || in != out) {
         block.shortcut_conv.emplace(registry_, prefix + ".shortcut.0",
                                     Conv2dOptions{in, out, 1}.with_stride(stride));
-        block.shortcut_norm.emplace(registry_, prefix + ".shortcut.1", norm, out,
-                                    options.groups, false);
+        block.shortcut_norm.emplace(registry_, prefix + ".shortcut.1", norm, out, options.groups,
+                                    false);
       }
       blocks_.push_back(std::move(block));
       in = out;

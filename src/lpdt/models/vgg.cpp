@@ -14,8 +14,8 @@ Vgg11::Vgg11(const ModelOptions& options) {
   const nn::NormKind norm = nn::parse_norm_kind(options.norm);
   const bool relu = norm != nn::NormKind::kEvoNorm;
   constexpr std::int64_t kPool = 0;
-  const std::int64_t cfg[] = {64, kPool, 128, kPool, 256, 256, kPool, 512, 512, kPool,
-                              512, 512, kPool};
+  const std::int64_t cfg[] = {64,  kPool, 128,   kPool, 256, 256,  kPool,
+                              512, 512,   kPool, 512,   512, kPool};
   std::int64_t in = options.in_channels;
   int index = 0;
   for (std::int64_t width : cfg) {

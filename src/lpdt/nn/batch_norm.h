@@ -26,8 +26,8 @@ class BatchNorm2d {
 // GroupNorm per sample over groups of each node's channels (Wu & He 2018).
 class GroupNorm {
  public:
-  GroupNorm(Registry& registry, const std::string& name, std::int64_t channels,
-            std::int64_t groups, double eps = 1e-5);
+  GroupNorm(Registry& registry, const std::string& name, std::int64_t channels, std::int64_t groups,
+            double eps = 1e-5);
   // x: [b, k*C, H, W] float32 -> same shape
   at::Tensor forward(const Context& ctx, const at::Tensor& x) const;
 

@@ -36,9 +36,10 @@ at::Tensor Conv2d::forward(const Context& ctx, const at::Tensor& x) const {
     return at::cat(outputs, 1).contiguous(x.suggest_memory_format());
   }
   // [k, out, in, kh, kw] -> [k*out, in, kh, kw]: group g convolves node g's channels only.
-  const at::Tensor weight = ctx.param(weight_).reshape(
-      {k * options_.out_channels, options_.in_channels, options_.kernel, options_.kernel})
-      .contiguous(x.suggest_memory_format());
+  const at::Tensor weight = ctx.param(weight_)
+                                .reshape({k * options_.out_channels, options_.in_channels,
+                                          options_.kernel, options_.kernel})
+                                .contiguous(x.suggest_memory_format());
   at::Tensor bias;
   if (options_.bias) bias = ctx.param(bias_).reshape({k * options_.out_channels});
   return at::conv2d(x, weight, bias, {options_.stride, options_.stride},

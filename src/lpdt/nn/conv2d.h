@@ -10,9 +10,18 @@ struct Conv2dOptions {
   std::int64_t stride = 1;
   std::int64_t padding = 0;
   bool bias = false;
-  Conv2dOptions& with_stride(std::int64_t s) { stride = s; return *this; }
-  Conv2dOptions& with_padding(std::int64_t p) { padding = p; return *this; }
-  Conv2dOptions& with_bias(bool b) { bias = b; return *this; }
+  Conv2dOptions& with_stride(std::int64_t s) {
+    stride = s;
+    return *this;
+  }
+  Conv2dOptions& with_padding(std::int64_t p) {
+    padding = p;
+    return *this;
+  }
+  Conv2dOptions& with_bias(bool b) {
+    bias = b;
+    return *this;
+  }
 };
 
 // k nodes' convolutions as ONE grouped convolution (groups = k).

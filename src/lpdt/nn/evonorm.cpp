@@ -25,10 +25,9 @@ at::Tensor EvoNormS0::forward(const Context& ctx, const at::Tensor& x) const {
       (x * at::sigmoid(per_channel(v_) * x)).contiguous(x.suggest_memory_format());
   // Groups are consecutive channels, so node i's groups are [i*G, (i+1)*G): no mixing.
   const std::int64_t groups = ctx.k * groups_;
-  const at::Tensor std = (group_view(x, groups)
-                              .var(group_reduce_dims(x), /*unbiased=*/false, /*keepdim=*/true) +
-                          eps_)
-                             .sqrt();
+  const at::Tensor std =
+      (group_view(x, groups).var(group_reduce_dims(x), /*unbiased=*/false, /*keepdim=*/true) + eps_)
+          .sqrt();
   const at::Tensor normalised = ungroup(group_view(numerator, groups) / std, x);
   return normalised * per_channel(gamma_) + per_channel(beta_);
 }

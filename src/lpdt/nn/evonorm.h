@@ -10,8 +10,8 @@ namespace lpdt::nn {
 // beta = 0 at init.
 class EvoNormS0 {
  public:
-  EvoNormS0(Registry& registry, const std::string& name, std::int64_t channels,
-            std::int64_t groups, double eps = 1e-5);
+  EvoNormS0(Registry& registry, const std::string& name, std::int64_t channels, std::int64_t groups,
+            double eps = 1e-5);
   // x: [b, k*C, H, W] float32 -> same shape
   at::Tensor forward(const Context& ctx, const at::Tensor& x) const;
 

@@ -8,13 +8,13 @@ Linear::Linear(Registry& registry, const std::string& name, std::int64_t in_feat
                std::int64_t out_features, bool bias, double weight_std)
     : in_features_(in_features), out_features_(out_features), has_bias_(bias) {
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
-  weight_ = registry.add_param(join_name(name, "weight"), {out_features, in_features},
-                               weight_std > 0 ? ParamInit::normal(weight_std)
-                                              : ParamInit::uniform(-bound, bound));
+  weight_ = registry.add_param(
+      join_name(name, "weight"), {out_features, in_features},
+      weight_std > 0 ? ParamInit::normal(weight_std) : ParamInit::uniform(-bound, bound));
   if (bias) {
-    bias_ = registry.add_param(join_name(name, "bias"), {out_features},
-                               weight_std > 0 ? ParamInit::zeros()
-                                              : ParamInit::uniform(-bound, bound));
+    bias_ =
+        registry.add_param(join_name(name, "bias"), {out_features},
+                           weight_std > 0 ? ParamInit::zeros() : ParamInit::uniform(-bound, bound));
   }
 }
 

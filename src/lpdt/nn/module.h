@@ -52,8 +52,7 @@ class Registry {
  public:
   ParamRef add_param(const std::string& name, std::vector<std::int64_t> shape, ParamInit init,
                      bool trainable = true);
-  BufferRef add_buffer(const std::string& name, std::vector<std::int64_t> shape,
-                       double init_value);
+  BufferRef add_buffer(const std::string& name, std::vector<std::int64_t> shape, double init_value);
 
   const LayerLayout& layout() const { return layout_; }
   const std::vector<ParamInit>& inits() const { return inits_; }
@@ -77,7 +76,7 @@ enum class ConvAlgorithm { kGrouped, kPerNode };
 // The state a forward pass reads: k nodes' parameters and buffers.
 struct Context {
   const LayerLayout* layout = nullptr;
-  at::Tensor params;                  // [k, P] float32 (usually requires grad)
+  at::Tensor params;                           // [k, P] float32 (usually requires grad)
   std::vector<at::Tensor>* buffers = nullptr;  // each [k, shape...]; updated in training
   std::int64_t k = 1;
   bool training = true;
@@ -86,9 +85,9 @@ struct Context {
   // Node-batched view of one parameter: [k, shape...].
   at::Tensor param(ParamRef ref) const;
 
-  // Filled on first use: params split once into its segments: one split's backward writes the whole [k, P] gradient
-  // in one pass, where a narrow per parameter would materialise a zero-filled [k, P] gradient
-  // for each of them (86 for ResNet-20).
+  // Filled on first use: params split once into its segments: one split's backward writes the whole
+  // [k, P] gradient in one pass, where a narrow per parameter would materialise a zero-filled [k,
+  // P] gradient for each of them (86 for ResNet-20).
   mutable std::vector<at::Tensor> segment_cache = {};
   at::Tensor& buffer(BufferRef ref) const;
 };

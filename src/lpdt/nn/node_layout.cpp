@@ -15,8 +15,7 @@ at::Tensor channels_to_nodes(const at::Tensor& x, std::int64_t k) {
 }
 
 bool is_channels_last(const at::Tensor& x) {
-  return x.dim() == 4 && !x.is_contiguous() &&
-         x.is_contiguous(at::MemoryFormat::ChannelsLast);
+  return x.dim() == 4 && !x.is_contiguous() && x.is_contiguous(at::MemoryFormat::ChannelsLast);
 }
 
 at::Tensor group_view(const at::Tensor& x, std::int64_t groups) {

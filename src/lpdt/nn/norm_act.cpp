@@ -9,34 +9,47 @@ NormKind parse_norm_kind(const std::string& name) {
   if (name == "batchnorm") return NormKind::kBatchNorm;
   if (name == "groupnorm") return NormKind::kGroupNorm;
   if (name == "none") return NormKind::kNone;
-  throw ConfigError("model.norm = '" + name +
-                    "' is not a normalisation: expected one of evonorm, batchnorm, groupnorm, none");
+  throw ConfigError(
+      "model.norm = '" + name +
+      "' is not a normalisation: expected one of evonorm, batchnorm, groupnorm, none");
 }
 
 std::string to_string(NormKind kind) {
   switch (kind) {
-    case NormKind::kEvoNorm: return "evonorm";
-    case NormKind::kBatchNorm: return "batchnorm";
-    case NormKind::kGroupNorm: return "groupnorm";
-    case NormKind::kNone: return "none";
+    case NormKind::kEvoNorm:
+      return "evonorm";
+    case NormKind::kBatchNorm:
+      return "batchnorm";
+    case NormKind::kGroupNorm:
+      return "groupnorm";
+    case NormKind::kNone:
+      return "none";
   }
   return "?";
 }
 
-NormAct::NormAct(Registry& registry, const std::string& name, NormKind kind,
-                 std::int64_t channels, std::int64_t groups, bool relu)
+NormAct::NormAct(Registry& registry, const std::string& name, NormKind kind, std::int64_t channels,
+                 std::int64_t groups, bool relu)
     : kind_(kind), relu_(relu) {
   switch (kind) {
-    case NormKind::kEvoNorm: evonorm_.emplace(registry, name, channels, groups); break;
-    case NormKind::kBatchNorm: batch_norm_.emplace(registry, name, channels); break;
-    case NormKind::kGroupNorm: group_norm_.emplace(registry, name, channels, groups); break;
-    case NormKind::kNone: break;
+    case NormKind::kEvoNorm:
+      evonorm_.emplace(registry, name, channels, groups);
+      break;
+    case NormKind::kBatchNorm:
+      batch_norm_.emplace(registry, name, channels);
+      break;
+    case NormKind::kGroupNorm:
+      group_norm_.emplace(registry, name, channels, groups);
+      break;
+    case NormKind::kNone:
+      break;
   }
 }
 
 at::Tensor NormAct::forward(const Context& ctx, const at::Tensor& x) const {
   switch (kind_) {
-    case NormKind::kEvoNorm: return evonorm_->forward(ctx, x);
+    case NormKind::kEvoNorm:
+      return evonorm_->forward(ctx, x);
     case NormKind::kBatchNorm: {
       at::Tensor y = batch_norm_->forward(ctx, x);
       return relu_ ? at::relu(y) : y;
@@ -45,7 +58,8 @@ at::Tensor NormAct::forward(const Context& ctx, const at::Tensor& x) const {
       at::Tensor y = group_norm_->forward(ctx, x);
       return relu_ ? at::relu(y) : y;
     }
-    case NormKind::kNone: return relu_ ? at::relu(x) : x;
+    case NormKind::kNone:
+      return relu_ ? at::relu(x) : x;
   }
   return x;
 }
