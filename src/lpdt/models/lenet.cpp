@@ -1,6 +1,7 @@
 #include "lpdt/models/lenet.h"
 
 #include "lpdt/core/error.h"
+#include "lpdt/nn/layer_factory.h"
 #include "lpdt/nn/node_layout.h"
 
 namespace lpdt::models {
@@ -10,13 +11,14 @@ LeNet5::LeNet5(const ModelOptions& options) {
     throw ConfigError("model.arch = 'lenet5' needs inputs of at least 12x12; got " +
                       std::to_string(options.height) + "x" + std::to_string(options.width));
   }
-  conv1_.emplace(registry_, "conv1",
-                 nn::Conv2dOptions{options.in_channels, 6, 5}.with_padding(2).with_bias(true));
-  conv2_.emplace(registry_, "conv2", nn::Conv2dOptions{6, 16, 5}.with_bias(true));
+  const nn::LayerFactory make(registry_, nn::NormKind::kNone, 1, options.quant);
+  name_ = make.low_precision() ? "lenet5-int8" : "lenet5";
+  conv1_ = make.conv("conv1", nn::Conv2dOptions{options.in_channels, 6, 5}.with_padding(2).with_bias(true));
+  conv2_ = make.conv("conv2", nn::Conv2dOptions{6, 16, 5}.with_bias(true));
   const std::int64_t h = (options.height / 2 - 4) / 2, w = (options.width / 2 - 4) / 2;
-  fc1_.emplace(registry_, "fc1", 16 * h * w, 120);
-  fc2_.emplace(registry_, "fc2", 120, 84);
-  fc3_.emplace(registry_, "fc3", 84, options.num_classes);
+  fc1_ = make.linear("fc1", 16 * h * w, 120);
+  fc2_ = make.linear("fc2", 120, 84);
+  fc3_ = make.linear("fc3", 84, options.num_classes);
 }
 
 at::Tensor LeNet5::forward(const nn::Context& ctx, const at::Tensor& x) const {
@@ -31,9 +33,11 @@ at::Tensor LeNet5::forward(const nn::Context& ctx, const at::Tensor& x) const {
 
 Mlp::Mlp(const ModelOptions& options) {
   const std::int64_t in = options.in_channels * options.height * options.width;
-  fc1_.emplace(registry_, "fc1", in, 200);
-  fc2_.emplace(registry_, "fc2", 200, 200);
-  fc3_.emplace(registry_, "fc3", 200, options.num_classes);
+  const nn::LayerFactory make(registry_, nn::NormKind::kNone, 1, options.quant);
+  name_ = make.low_precision() ? "mlp-int8" : "mlp";
+  fc1_ = make.linear("fc1", in, 200);
+  fc2_ = make.linear("fc2", 200, 200);
+  fc3_ = make.linear("fc3", 200, options.num_classes);
 }
 
 at::Tensor Mlp::forward(const nn::Context& ctx, const at::Tensor& x) const {

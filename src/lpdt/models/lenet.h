@@ -2,8 +2,7 @@
 #include <optional>
 
 #include "lpdt/models/model.h"
-#include "lpdt/nn/conv2d.h"
-#include "lpdt/nn/linear.h"
+#include "lpdt/nn/layer.h"
 
 namespace lpdt::models {
 
@@ -12,23 +11,24 @@ namespace lpdt::models {
 class LeNet5 : public Model {
  public:
   explicit LeNet5(const ModelOptions& options);
-  std::string name() const override { return "lenet5"; }
+  std::string name() const override { return name_; }
   at::Tensor forward(const nn::Context& ctx, const at::Tensor& x) const override;
 
  private:
-  std::optional<nn::Conv2d> conv1_, conv2_;
-  std::optional<nn::Linear> fc1_, fc2_, fc3_;
+  std::string name_;
+  std::unique_ptr<nn::Layer> conv1_, conv2_, fc1_, fc2_, fc3_;
 };
 
 // A two-hidden-layer perceptron (200 units each, ReLU) on flattened inputs.
 class Mlp : public Model {
  public:
   explicit Mlp(const ModelOptions& options);
-  std::string name() const override { return "mlp"; }
+  std::string name() const override { return name_; }
   at::Tensor forward(const nn::Context& ctx, const at::Tensor& x) const override;
 
  private:
-  std::optional<nn::Linear> fc1_, fc2_, fc3_;
+  std::string name_;
+  std::unique_ptr<nn::Layer> fc1_, fc2_, fc3_;
 };
 
 }  // namespace lpdt::models

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lpdt/nn/module.h"
+#include "lpdt/quant/quant_options.h"
 
 namespace lpdt::models {
 
@@ -20,6 +21,8 @@ struct ModelOptions {
   std::int64_t height = 32;
   std::int64_t width = 32;
   std::int64_t num_classes = 10;
+  // Precision (fp32 or the paper's 8-bit training) and how to quantize.
+  quant::QuantOptions quant;
 };
 
 class Model {

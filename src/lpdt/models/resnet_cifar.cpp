@@ -1,6 +1,7 @@
 #include "lpdt/models/resnet_cifar.h"
 
 #include "lpdt/core/error.h"
+#include "lpdt/nn/layer_factory.h"
 #include "lpdt/nn/node_layout.h"
 
 namespace lpdt::models {
@@ -15,12 +16,15 @@ ResNetCifar::ResNetCifar(const ModelOptions& options) {
   }
   const std::int64_t n = (options.depth - 2) / 6;
   name_ = "resnet" + std::to_string(options.depth);
-  const nn::NormKind norm = nn::parse_norm_kind(options.norm);
+  const nn::LayerFactory make(registry_, nn::parse_norm_kind(options.norm), options.groups,
+                              options.quant);
+  if (make.low_precision()) name_ += "-int8";
   // With EvoNorm the reference has no activation after the residual add; BN/GN use ReLU.
-  const bool relu = norm != nn::NormKind::kEvoNorm;
+  const bool relu = make.norm_needs_relu();
+  relu_after_add_ = relu;
   using nn::Conv2dOptions;
-  stem_conv_.emplace(registry_, "conv1", Conv2dOptions{options.in_channels, 16, 3}.with_padding(1));
-  stem_norm_.emplace(registry_, "bn1", norm, 16, options.groups, relu);
+  stem_conv_ = make.conv("conv1", Conv2dOptions{options.in_channels, 16, 3}.with_padding(1));
+  stem_norm_ = make.norm("bn1", 16, relu);
   std::int64_t in = 16;
   const std::int64_t widths[3] = {16, 32, 64};
   for (int stage = 0; stage < 3; ++stage) {
@@ -28,39 +32,37 @@ ResNetCifar::ResNetCifar(const ModelOptions& options) {
       const std::int64_t out = widths[stage];
       const std::int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
       const std::string prefix = "layer" + std::to_string(stage + 1) + "." + std::to_string(i);
-      BasicBlock block{
-          nn::Conv2d(registry_, prefix + ".conv1",
-                     Conv2dOptions{in, out, 3}.with_stride(stride).with_padding(1)),
-          nn::NormAct(registry_, prefix + ".bn1", norm, out, options.groups, relu),
-          nn::Conv2d(registry_, prefix + ".conv2", Conv2dOptions{out, out, 3}.with_padding(1)),
-          nn::NormAct(registry_, prefix + ".bn2", norm, out, options.groups, false),
-          std::nullopt,
-          std::nullopt,
-          relu};
+      BasicBlock block;
+      block.conv1 =
+          make.conv(prefix + ".conv1", Conv2dOptions{in, out, 3}.with_stride(stride).with_padding(1));
+      block.norm1 = make.norm(prefix + ".bn1", out, relu);
+      block.conv2 = make.conv(prefix + ".conv2", Conv2dOptions{out, out, 3}.with_padding(1));
+      // The reference's 8-bit ResNet zero-initialises the residual branch's last gamma.
+      block.norm2 = make.norm(prefix + ".bn2", out, false, /*zero_gamma=*/make.low_precision());
       if (stride != 1 || in != out) {
-        block.shortcut_conv.emplace(registry_, prefix + ".shortcut.0",
-                                    Conv2dOptions{in, out, 1}.with_stride(stride));
-        block.shortcut_norm.emplace(registry_, prefix + ".shortcut.1", norm, out, options.groups,
-                                    false);
+        block.shortcut_conv =
+            make.conv(prefix + ".shortcut.0", Conv2dOptions{in, out, 1}.with_stride(stride));
+        block.shortcut_norm = make.norm(prefix + ".shortcut.1", out, false);
       }
+      block.add.emplace(make.residual_add(prefix + ".add"));
       blocks_.push_back(std::move(block));
       in = out;
     }
   }
-  fc_.emplace(registry_, "fc", 64, options.num_classes);
+  fc_ = make.linear("fc", 64, options.num_classes, true, make.low_precision() ? 0.01 : 0.0);
 }
 
 at::Tensor ResNetCifar::forward(const nn::Context& ctx, const at::Tensor& x) const {
   at::Tensor out = stem_norm_->forward(ctx, stem_conv_->forward(ctx, nn::nodes_to_channels(x)));
   for (const BasicBlock& block : blocks_) {
-    at::Tensor y = block.norm1.forward(ctx, block.conv1.forward(ctx, out));
-    y = block.norm2.forward(ctx, block.conv2.forward(ctx, y));
+    at::Tensor y = block.norm1->forward(ctx, block.conv1->forward(ctx, out));
+    y = block.norm2->forward(ctx, block.conv2->forward(ctx, y));
     at::Tensor residual = out;
     if (block.shortcut_conv) {
       residual = block.shortcut_norm->forward(ctx, block.shortcut_conv->forward(ctx, out));
     }
-    out = y + residual;
-    if (block.relu_after_add) out = at::relu(out);
+    out = block.add->forward(ctx, residual, y);
+    if (relu_after_add_) out = at::relu(out);
   }
   // Global average pool (the reference's AvgPool2d(8) on 8x8 maps; any input size here).
   const at::Tensor pooled = out.mean({2, 3});  // [b, k*64]

@@ -2,9 +2,8 @@
 #include <optional>
 
 #include "lpdt/models/model.h"
-#include "lpdt/nn/conv2d.h"
-#include "lpdt/nn/linear.h"
-#include "lpdt/nn/norm_act.h"
+#include "lpdt/nn/layer.h"
+#include "lpdt/nn/residual_add.h"
 
 namespace lpdt::models {
 
@@ -12,6 +11,8 @@ namespace lpdt::models {
 // resnet.py (spec section 6): conv3x3(C->16) -> norm -> 3 stages of n BasicBlocks (16, 32/2,
 // 64/2 channels) -> global average pool -> Linear(64, classes). ResNet-20: n = 3, 273,258
 // parameters with EvoNorm; the paper's "ResNet-54" is depth 54 (n = 8), 760,458 parameters.
+// At 8 bits (reference spec 7.5): QConv2d, Range EvoNorm everywhere (the last norm of each
+// residual branch with gamma = 0), quantized residual add, QLinear classifier ~ N(0, 0.01).
 class ResNetCifar : public Model {
  public:
   explicit ResNetCifar(const ModelOptions& options);
@@ -20,19 +21,15 @@ class ResNetCifar : public Model {
 
  private:
   struct BasicBlock {
-    nn::Conv2d conv1;
-    nn::NormAct norm1;
-    nn::Conv2d conv2;
-    nn::NormAct norm2;
-    std::optional<nn::Conv2d> shortcut_conv;
-    std::optional<nn::NormAct> shortcut_norm;
-    bool relu_after_add;
+    std::unique_ptr<nn::Layer> conv1, norm1, conv2, norm2;
+    std::unique_ptr<nn::Layer> shortcut_conv, shortcut_norm;  // null: identity shortcut
+    std::optional<nn::ResidualAdd> add;
   };
   std::string name_;
-  std::optional<nn::Conv2d> stem_conv_;
-  std::optional<nn::NormAct> stem_norm_;
+  bool relu_after_add_ = false;
+  std::unique_ptr<nn::Layer> stem_conv_, stem_norm_;
   std::vector<BasicBlock> blocks_;
-  std::optional<nn::Linear> fc_;
+  std::unique_ptr<nn::Layer> fc_;
 };
 
 }  // namespace lpdt::models

@@ -1,6 +1,7 @@
 #include "lpdt/models/vgg.h"
 
 #include "lpdt/core/error.h"
+#include "lpdt/nn/layer_factory.h"
 #include "lpdt/nn/node_layout.h"
 
 namespace lpdt::models {
@@ -11,8 +12,10 @@ Vgg11::Vgg11(const ModelOptions& options) {
                       std::to_string(options.height) + "x" + std::to_string(options.width) +
                       ": set data.pad_to = 32 for 28x28 datasets");
   }
-  const nn::NormKind norm = nn::parse_norm_kind(options.norm);
-  const bool relu = norm != nn::NormKind::kEvoNorm;
+  const nn::LayerFactory make(registry_, nn::parse_norm_kind(options.norm), options.groups,
+                              options.quant);
+  name_ = make.low_precision() ? "vgg11-int8" : "vgg11";
+  const bool relu = make.norm_needs_relu();
   constexpr std::int64_t kPool = 0;
   const std::int64_t cfg[] = {64,  kPool, 128,   kPool, 256, 256,  kPool,
                               512, 512,   kPool, 512,   512, kPool};
@@ -24,16 +27,17 @@ Vgg11::Vgg11(const ModelOptions& options) {
       stage.pool = true;
     } else {
       const std::string prefix = "features." + std::to_string(index);
-      stage.conv.emplace(registry_, prefix + ".conv",
-                         nn::Conv2dOptions{in, width, 3}.with_padding(1).with_bias(true));
-      stage.norm.emplace(registry_, prefix + ".norm", norm, width, options.groups, relu);
+      // The reference's 8-bit VGG convolutions have no bias.
+      stage.conv = make.conv(prefix + ".conv", nn::Conv2dOptions{in, width, 3}.with_padding(1).with_bias(
+                                                   !make.low_precision()));
+      stage.norm = make.norm(prefix + ".norm", width, relu);
       in = width;
     }
     ++index;
     stages_.push_back(std::move(stage));
   }
-  fc1_.emplace(registry_, "classifier.1", 512, 512);
-  fc2_.emplace(registry_, "classifier.3", 512, options.num_classes);
+  fc1_ = make.linear("classifier.1", 512, 512);
+  fc2_ = make.linear("classifier.3", 512, options.num_classes);
 }
 
 at::Tensor Vgg11::forward(const nn::Context& ctx, const at::Tensor& x) const {

@@ -1,4 +1,5 @@
 #pragma once
+#include "lpdt/nn/layer.h"
 #include "lpdt/nn/module.h"
 
 namespace lpdt::nn {
@@ -25,13 +26,13 @@ struct Conv2dOptions {
 };
 
 // k nodes' convolutions as ONE grouped convolution (groups = k).
-class Conv2d {
+class Conv2d : public Layer {
  public:
   // Weight init: N(0, sqrt(2 / (kernel^2 * out_channels))) as the reference ResNet (He et al.
   // 2015, fan-out); bias zero-initialised (reference VGG).
   Conv2d(Registry& registry, const std::string& name, const Conv2dOptions& options);
   // x: [b, k*in, H, W] float32 -> [b, k*out, H', W'] float32
-  at::Tensor forward(const Context& ctx, const at::Tensor& x) const;
+  at::Tensor forward(const Context& ctx, const at::Tensor& x) const override;
   const Conv2dOptions& options() const { return options_; }
 
  private:

@@ -18,6 +18,11 @@ BufferRef Registry::add_buffer(const std::string& name, std::vector<std::int64_t
   return BufferRef{buffers_.size() - 1};
 }
 
+quant::SiteId Registry::add_quant_site(const std::string& name) {
+  quant_sites_.push_back(name);
+  return static_cast<quant::SiteId>(quant_sites_.size() - 1);
+}
+
 at::Tensor Context::param(ParamRef ref) const {
   const LayerSegment& seg = layout->segments.at(ref.index);
   if (segment_cache.empty()) {

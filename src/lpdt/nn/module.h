@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lpdt/core/layer_layout.h"
+#include "lpdt/quant/stochastic_draws.h"
 
 namespace lpdt::nn {
 
@@ -53,17 +54,21 @@ class Registry {
   ParamRef add_param(const std::string& name, std::vector<std::int64_t> shape, ParamInit init,
                      bool trainable = true);
   BufferRef add_buffer(const std::string& name, std::vector<std::int64_t> shape, double init_value);
+  // A place where stochastic rounding draws (quant/stochastic_draws.h): its id keys the draws.
+  quant::SiteId add_quant_site(const std::string& name);
 
   const LayerLayout& layout() const { return layout_; }
   const std::vector<ParamInit>& inits() const { return inits_; }
   const std::vector<bool>& trainable() const { return trainable_; }
   const std::vector<BufferSpec>& buffers() const { return buffers_; }
+  const std::vector<std::string>& quant_sites() const { return quant_sites_; }
 
  private:
   LayerLayout layout_;
   std::vector<ParamInit> inits_;
   std::vector<bool> trainable_;
   std::vector<BufferSpec> buffers_;
+  std::vector<std::string> quant_sites_;
 };
 
 // How a convolution over k nodes runs. Both compute the same function (tested).
@@ -81,6 +86,9 @@ struct Context {
   std::int64_t k = 1;
   bool training = true;
   ConvAlgorithm conv_algorithm = ConvAlgorithm::kPerNode;
+  // Whose stochastic-rounding draws this pass makes (8-bit models): seed, step, and the global
+  // id of local node 0.
+  quant::DrawKey draws = {};
 
   // Node-batched view of one parameter: [k, shape...].
   at::Tensor param(ParamRef ref) const;

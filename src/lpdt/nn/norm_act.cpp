@@ -8,10 +8,13 @@ NormKind parse_norm_kind(const std::string& name) {
   if (name == "evonorm") return NormKind::kEvoNorm;
   if (name == "batchnorm") return NormKind::kBatchNorm;
   if (name == "groupnorm") return NormKind::kGroupNorm;
+  if (name == "rangeevonorm") return NormKind::kRangeEvoNorm;
+  if (name == "rangebatchnorm") return NormKind::kRangeBatchNorm;
   if (name == "none") return NormKind::kNone;
   throw ConfigError(
       "model.norm = '" + name +
-      "' is not a normalisation: expected one of evonorm, batchnorm, groupnorm, none");
+      "' is not a normalisation: expected one of evonorm, batchnorm, groupnorm, rangeevonorm, "
+      "rangebatchnorm, none");
 }
 
 std::string to_string(NormKind kind) {
@@ -22,6 +25,10 @@ std::string to_string(NormKind kind) {
       return "batchnorm";
     case NormKind::kGroupNorm:
       return "groupnorm";
+    case NormKind::kRangeEvoNorm:
+      return "rangeevonorm";
+    case NormKind::kRangeBatchNorm:
+      return "rangebatchnorm";
     case NormKind::kNone:
       return "none";
   }
@@ -43,6 +50,9 @@ NormAct::NormAct(Registry& registry, const std::string& name, NormKind kind, std
       break;
     case NormKind::kNone:
       break;
+    case NormKind::kRangeEvoNorm:
+    case NormKind::kRangeBatchNorm:
+      LPDT_CHECK(false, "NormAct: range norms are separate layers (use LayerFactory)");
   }
 }
 
@@ -60,6 +70,9 @@ at::Tensor NormAct::forward(const Context& ctx, const at::Tensor& x) const {
     }
     case NormKind::kNone:
       return relu_ ? at::relu(x) : x;
+    case NormKind::kRangeEvoNorm:
+    case NormKind::kRangeBatchNorm:
+      break;
   }
   return x;
 }

@@ -1,0 +1,39 @@
+#include "lpdt/nn/q_conv2d.h"
+
+#include <cmath>
+
+#include "lpdt/nn/quantized_params.h"
+#include "lpdt/quant/gradient_bifurcation.h"
+
+namespace lpdt::nn {
+
+QConv2d::QConv2d(Registry& registry, const std::string& name, const Conv2dOptions& options,
+                 const quant::QuantOptions& quant)
+    : options_(options), quant_(quant), input_(registry, join_name(name, "quantize_input"), quant) {
+  // Reference init, as Conv2d: N(0, sqrt(2 / (kernel^2 * out_channels))).
+  const double std =
+      std::sqrt(2.0 / static_cast<double>(options.kernel * options.kernel * options.out_channels));
+  weight_ = registry.add_param(
+      join_name(name, "weight"),
+      {options.out_channels, options.in_channels, options.kernel, options.kernel},
+      ParamInit::normal(std));
+  if (options.bias) {
+    bias_ = registry.add_param(join_name(name, "bias"), {options.out_channels}, ParamInit::zeros());
+  }
+  grad_site_ = registry.add_quant_site(join_name(name, "quantize_grad"));
+}
+
+at::Tensor QConv2d::forward(const Context& ctx, const at::Tensor& x) const {
+  const std::int64_t k = ctx.k;
+  const at::Tensor qx = input_.forward(ctx, x);
+  const at::Tensor qw = quantized_param(ctx, weight_, quant_)
+                            .reshape({k * options_.out_channels, options_.in_channels,
+                                      options_.kernel, options_.kernel})
+                            .contiguous(qx.suggest_memory_format());
+  at::Tensor qb;
+  if (options_.bias) qb = quantized_param(ctx, bias_, quant_).reshape({k * options_.out_channels});
+  return quant::bifurcated_conv2d(qx, qw, qb, options_.stride, options_.padding, k,
+                                  gradient_request(ctx, quant_, grad_site_));
+}
+
+}  // namespace lpdt::nn

@@ -1,0 +1,33 @@
+#include "lpdt/nn/q_linear.h"
+
+#include <cmath>
+
+#include "lpdt/nn/quantized_params.h"
+#include "lpdt/quant/gradient_bifurcation.h"
+
+namespace lpdt::nn {
+
+QLinear::QLinear(Registry& registry, const std::string& name, std::int64_t in_features,
+                 std::int64_t out_features, const quant::QuantOptions& quant, bool bias,
+                 double weight_std)
+    : quant_(quant), input_(registry, join_name(name, "quantize_input"), quant), has_bias_(bias) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  weight_ = registry.add_param(
+      join_name(name, "weight"), {out_features, in_features},
+      weight_std > 0 ? ParamInit::normal(weight_std) : ParamInit::uniform(-bound, bound));
+  if (bias) {
+    bias_ =
+        registry.add_param(join_name(name, "bias"), {out_features},
+                           weight_std > 0 ? ParamInit::zeros() : ParamInit::uniform(-bound, bound));
+  }
+  grad_site_ = registry.add_quant_site(join_name(name, "quantize_grad"));
+}
+
+at::Tensor QLinear::forward(const Context& ctx, const at::Tensor& x) const {
+  const at::Tensor qx = input_.forward(ctx, x);
+  const at::Tensor qw = quantized_param(ctx, weight_, quant_);
+  const at::Tensor qb = has_bias_ ? quantized_param(ctx, bias_, quant_) : at::Tensor();
+  return quant::bifurcated_linear(qx, qw, qb, gradient_request(ctx, quant_, grad_site_));
+}
+
+}  // namespace lpdt::nn

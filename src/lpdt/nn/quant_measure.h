@@ -1,0 +1,25 @@
+#pragma once
+#include "lpdt/nn/module.h"
+#include "lpdt/quant/quant_options.h"
+
+namespace lpdt::nn {
+
+// The reference's QuantMeasure (reference spec 7.2): fake-quantizes an activation with a per-node
+// range. Training: the mean over samples of each sample's min/max, stochastic rounding, and the
+// running range updated r <- (1 - m) r + m batch (m = quant.range_momentum, 0.9 as the
+// reference). Evaluation: the running range, rounding quant.eval_rounding. Straight-through
+// gradient. The running range is a per-node buffer (not gossiped: docs/quantization.md).
+class QuantMeasure {
+ public:
+  QuantMeasure(Registry& registry, const std::string& name, const quant::QuantOptions& options);
+  // x: [b, k*C, H, W] or [k, b, F] float32 -> fake-quantized, x's shape (canonical layout)
+  at::Tensor forward(const Context& ctx, const at::Tensor& x) const;
+
+ private:
+  quant::QuantOptions options_;
+  BufferRef running_min_;
+  BufferRef running_max_;
+  quant::SiteId site_;
+};
+
+}  // namespace lpdt::nn

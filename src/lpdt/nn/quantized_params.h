@@ -1,0 +1,18 @@
+#pragma once
+// Helpers the 8-bit layers share.
+#include "lpdt/nn/module.h"
+#include "lpdt/quant/affine_quantizer.h"
+
+namespace lpdt::nn {
+
+// A parameter fake-quantized with each node's [min, max] and round-to-nearest (weights, biases,
+// normaliser scales: reference spec 7.2), straight-through gradient. -> [k, shape...] float32
+at::Tensor quantized_param(const Context& ctx, ParamRef ref, const quant::QuantOptions& quant);
+// Any node-leading [k, ...] tensor quantized the same way.
+at::Tensor quantize_nearest(const at::Tensor& x, std::int64_t k, const quant::QuantOptions& quant);
+// What a layer's backward uses to quantize the gradient it passes on: grad_bits, stochastic,
+// draws keyed by (ctx.draws, site).
+quant::QuantizeRequest gradient_request(const Context& ctx, const quant::QuantOptions& quant,
+                                        quant::SiteId site);
+
+}  // namespace lpdt::nn

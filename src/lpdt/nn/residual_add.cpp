@@ -1,0 +1,24 @@
+#include "lpdt/nn/residual_add.h"
+
+#include "lpdt/nn/quantized_params.h"
+#include "lpdt/quant/fake_quant_ops.h"
+
+namespace lpdt::nn {
+
+ResidualAdd::ResidualAdd(Registry& registry, const std::string& name,
+                         const quant::QuantOptions& quant)
+    : quant_(quant) {
+  if (!quant.low_precision()) return;
+  quantize_residual_.emplace(registry, join_name(name, "quantize_residual"), quant);
+  quantize_x_.emplace(registry, join_name(name, "quantize_input"), quant);
+  grad_site_ = registry.add_quant_site(join_name(name, "quantize_grad"));
+}
+
+at::Tensor ResidualAdd::forward(const Context& ctx, const at::Tensor& residual,
+                                const at::Tensor& x) const {
+  if (!quant_.low_precision()) return residual + x;
+  const at::Tensor sum = quantize_residual_->forward(ctx, residual) + quantize_x_->forward(ctx, x);
+  return quant::quantize_gradient(sum, ctx.k, gradient_request(ctx, quant_, grad_site_));
+}
+
+}  // namespace lpdt::nn

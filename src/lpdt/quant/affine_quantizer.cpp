@@ -1,0 +1,213 @@
+#include "lpdt/quant/affine_quantizer.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::quant {
+namespace {
+
+// The reference clamps the step size away from 0 (an all-equal tensor).
+constexpr double kMinScale = 1e-8;
+
+// Per (node, sample) min and max: [k * samples] pairs.
+void sample_min_max(const at::Tensor& xc, const NodeView& v, std::vector<float>& mins,
+                    std::vector<float>& maxs) {
+  const float* x = xc.data_ptr<float>();
+  const std::int64_t items = v.nodes * v.samples;
+  mins.assign(items, std::numeric_limits<float>::infinity());
+  maxs.assign(items, -std::numeric_limits<float>::infinity());
+  at::parallel_for(0, items, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t item = begin; item < end; ++item) {
+      const std::int64_t node = item / v.samples, sample = item % v.samples;
+      float lo = std::numeric_limits<float>::infinity();
+      float hi = -lo;
+      for (std::int64_t r = 0; r < v.rows; ++r) {
+        const float* p = x + v.offset(node, sample, r);
+#pragma omp simd reduction(min : lo) reduction(max : hi)
+        for (std::int64_t c = 0; c < v.cols; ++c) {
+          lo = std::min(lo, p[c]);
+          hi = std::max(hi, p[c]);
+        }
+      }
+      mins[item] = lo;
+      maxs[item] = hi;
+    }
+  });
+}
+
+// Quantizes one contiguous run of n elements whose node-local indices start at index0.
+// Out = float: write the dequantized value; Out = uint8_t: write the code.
+template <typename Out>
+void quantize_run(const float* x, Out* out, std::int64_t n, const AffineParams& p, float qmax,
+                  bool stochastic, std::uint64_t stream, std::uint64_t index0) {
+  for (std::int64_t c = 0; c < n; ++c) {
+    float y = p.quantize(x[c]);
+    if (stochastic) y += centered_uniform(stream, index0 + static_cast<std::uint64_t>(c));
+    // The reference clamps after adding the noise, then rounds half to even (torch.round).
+    const float q = std::nearbyint(std::clamp(y, 0.0f, qmax));
+    if constexpr (std::is_same_v<Out, float>) {
+      out[c] = p.dequantize(q);
+    } else {
+      out[c] = static_cast<Out>(q);
+    }
+  }
+}
+
+template <typename Out>
+void quantize_all(const at::Tensor& xc, Out* out, const NodeView& v,
+                  const std::vector<AffineParams>& params, const QuantizeRequest& request) {
+  const float* x = xc.data_ptr<float>();
+  const float qmax = static_cast<float>((std::int64_t{1} << request.bits) - 1);
+  const bool stochastic = request.rounding == Rounding::kStochastic;
+  std::vector<std::uint64_t> streams(v.nodes, 0);
+  if (stochastic) {
+    for (std::int64_t i = 0; i < v.nodes; ++i) streams[i] = draw_stream(request.key, i, request.site);
+  }
+  const std::int64_t items = v.nodes * v.samples;
+  at::parallel_for(0, items, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t item = begin; item < end; ++item) {
+      const std::int64_t node = item / v.samples, sample = item % v.samples;
+      for (std::int64_t r = 0; r < v.rows; ++r) {
+        const std::int64_t offset = v.offset(node, sample, r);
+        const auto index0 = static_cast<std::uint64_t>((sample * v.rows + r) * v.cols);
+        quantize_run(x + offset, out + offset, v.cols, params[node], qmax, stochastic,
+                     streams[node], index0);
+      }
+    }
+  });
+}
+
+std::vector<AffineParams> node_params(const NodeRange& range, std::int64_t k, int bits,
+                                      QuantScheme scheme) {
+  LPDT_CHECK(range.min.numel() == k && range.max.numel() == k, "quantize: range is not [k]");
+  const at::Tensor lo = range.min.to(at::kFloat).contiguous(),
+                   hi = range.max.to(at::kFloat).contiguous();
+  std::vector<AffineParams> params(k);
+  for (std::int64_t i = 0; i < k; ++i) {
+    params[i] = affine_params(lo.data_ptr<float>()[i], hi.data_ptr<float>()[i], bits, scheme);
+  }
+  return params;
+}
+
+void check_input(const at::Tensor& x, const QuantizeRequest& request) {
+  LPDT_CHECK(x.scalar_type() == at::kFloat && x.device().is_cpu(),
+             "quantize: expected a float32 CPU tensor");
+  LPDT_CHECK(request.bits >= 2 && request.bits <= 16, "quantize: bits must be in [2, 16]");
+}
+
+}  // namespace
+
+NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
+  const at::Tensor xc = canonical_layout(x);
+  const NodeView v = node_view(xc, k);
+  std::vector<float> mins, maxs;
+  sample_min_max(xc, v, mins, maxs);
+  NodeRange range{at::empty({k}, at::kFloat), at::empty({k}, at::kFloat)};
+  for (std::int64_t i = 0; i < k; ++i) {
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    for (std::int64_t s = 0; s < v.samples; ++s) {
+      lo = std::min(lo, mins[i * v.samples + s]);
+      hi = std::max(hi, maxs[i * v.samples + s]);
+    }
+    range.min.data_ptr<float>()[i] = lo;
+    range.max.data_ptr<float>()[i] = hi;
+  }
+  return range;
+}
+
+NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
+  const at::Tensor xc = canonical_layout(x);
+  const NodeView v = node_view(xc, k);
+  std::vector<float> mins, maxs;
+  sample_min_max(xc, v, mins, maxs);
+  NodeRange range{at::empty({k}, at::kFloat), at::empty({k}, at::kFloat)};
+  for (std::int64_t i = 0; i < k; ++i) {
+    double lo = 0.0, hi = 0.0;
+    for (std::int64_t s = 0; s < v.samples; ++s) {
+      lo += mins[i * v.samples + s];
+      hi += maxs[i * v.samples + s];
+    }
+    range.min.data_ptr<float>()[i] = static_cast<float>(lo / static_cast<double>(v.samples));
+    range.max.data_ptr<float>()[i] = static_cast<float>(hi / static_cast<double>(v.samples));
+  }
+  return range;
+}
+
+AffineParams affine_params(float min, float max, int bits, QuantScheme scheme) {
+  const double qmax = static_cast<double>((std::int64_t{1} << bits) - 1);
+  AffineParams p;
+  p.scheme = scheme;
+  if (scheme == QuantScheme::kReference) {
+    // Reference spec 7.1: the range as given; scale computed in double, used in float32.
+    p.scale = static_cast<float>(std::max((static_cast<double>(max) - min) / qmax, kMinScale));
+    p.min = min;
+    p.zero_point = -min / p.scale;
+    return p;
+  }
+  // gemmlowp: widen the range to contain 0, then nudge the zero point to an integer code so that
+  // real 0 is exactly representable.
+  const double lo = std::min<double>(min, 0.0), hi = std::max<double>(max, 0.0);
+  p.scale = static_cast<float>(std::max((hi - lo) / qmax, kMinScale));
+  p.zero_point = static_cast<float>(std::clamp(std::nearbyint(-lo / p.scale), 0.0, qmax));
+  return p;
+}
+
+at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
+                         const QuantizeRequest& request) {
+  check_input(x, request);
+  const at::Tensor xc = canonical_layout(x);
+  const NodeView v = node_view(xc, k);
+  at::Tensor out = at::empty_like(xc);
+  quantize_all(xc, out.data_ptr<float>(), v, node_params(range, k, request.bits, request.scheme),
+               request);
+  return out;
+}
+
+QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
+                         const QuantizeRequest& request) {
+  check_input(x, request);
+  LPDT_CHECK(request.bits <= 8, "quantize: codes are 8-bit (bits <= 8)");
+  LPDT_CHECK(request.scheme == QuantScheme::kGemmlowp,
+             "quantize: integer codes need the gemmlowp scheme (an integer zero point)");
+  const at::Tensor xc = canonical_layout(x);
+  const NodeView v = node_view(xc, k);
+  const std::vector<AffineParams> params = node_params(range, k, request.bits, request.scheme);
+  QuantizedTensor q;
+  q.codes = at::empty_like(xc, xc.options().dtype(at::kByte));
+  quantize_all(xc, q.codes.data_ptr<std::uint8_t>(), v, params, request);
+  q.scale = at::empty({k}, at::kFloat);
+  q.zero_point = at::empty({k}, at::kFloat);
+  for (std::int64_t i = 0; i < k; ++i) {
+    q.scale.data_ptr<float>()[i] = params[i].scale;
+    q.zero_point.data_ptr<float>()[i] = params[i].zero_point;
+  }
+  return q;
+}
+
+at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
+  const NodeView v = node_view(q.codes, k);
+  at::Tensor out = at::empty_like(q.codes, q.codes.options().dtype(at::kFloat));
+  const std::uint8_t* codes = q.codes.data_ptr<std::uint8_t>();
+  float* o = out.data_ptr<float>();
+  for (std::int64_t node = 0; node < k; ++node) {
+    const float scale = q.scale.data_ptr<float>()[node];
+    const float zero_point = q.zero_point.data_ptr<float>()[node];
+    for (std::int64_t s = 0; s < v.samples; ++s) {
+      for (std::int64_t r = 0; r < v.rows; ++r) {
+        const std::int64_t offset = v.offset(node, s, r);
+        for (std::int64_t c = 0; c < v.cols; ++c) {
+          o[offset + c] = (static_cast<float>(codes[offset + c]) - zero_point) * scale;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace lpdt::quant

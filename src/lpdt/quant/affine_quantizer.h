@@ -1,0 +1,76 @@
+#pragma once
+// The uniform affine quantizer of gemmlowp / Banner et al. 2018 (paper section 3, reference spec
+// 7.1), per node, with round-to-nearest-even or stochastic rounding (docs/quantization.md).
+//
+//   gemmlowp scheme:  lo = min(min, 0), hi = max(max, 0)
+//                     scale = max((hi - lo) / qmax, 1e-8),  zero_point = round(-lo / scale)
+//                     q = round(clamp(x / scale + zero_point [+ u], 0, qmax)),  u ~ U[-1/2, 1/2)
+//                     real = scale * (q - zero_point)
+//   reference scheme: scale = max((max - min) / qmax, 1e-8)
+//                     q = round(clamp((x - min) / scale [+ u], 0, qmax)),  real = q * scale + min
+//
+// qmax = 2^bits - 1; round() is round-half-to-even, as torch.round.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+#include "lpdt/quant/node_view.h"
+#include "lpdt/quant/quant_options.h"
+#include "lpdt/quant/stochastic_draws.h"
+
+namespace lpdt::quant {
+
+// Each node's range: min and max, each [k] float32.
+struct NodeRange {
+  at::Tensor min;
+  at::Tensor max;
+};
+
+// min/max over each node's whole tensor (weights, gradients: "per-tensor" in the reference).
+// x: any layout accepted by canonical_layout, k nodes.
+NodeRange tensor_range(const at::Tensor& x, std::int64_t k);
+// Mean over samples of each sample's min/max (the reference's QuantMeasure in training).
+NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k);
+
+// One node's quantization parameters, derived from its range.
+struct AffineParams {
+  float scale = 1.0f;
+  float zero_point = 0.0f;  // gemmlowp: an integer code; reference: -min / scale (not integral)
+  float min = 0.0f;         // reference scheme only
+  QuantScheme scheme = QuantScheme::kGemmlowp;
+  float quantize(float x) const {  // before rounding and clamping
+    return scheme == QuantScheme::kGemmlowp ? x / scale + zero_point : (x - min) / scale;
+  }
+  float dequantize(float q) const {
+    return scheme == QuantScheme::kGemmlowp ? (q - zero_point) * scale : q * scale + min;
+  }
+};
+AffineParams affine_params(float min, float max, int bits, QuantScheme scheme);
+
+struct QuantizeRequest {
+  int bits = 8;
+  QuantScheme scheme = QuantScheme::kGemmlowp;
+  Rounding rounding = Rounding::kNearest;
+  DrawKey key;      // stochastic rounding: whose draws
+  SiteId site = 0;  // stochastic rounding: which site
+};
+
+// Quantize-dequantize: the simulated backend. x: see canonical_layout; returns float32 in x's
+// canonical layout, same shape. No autograd (see fake_quant_ops.h).
+at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
+                         const QuantizeRequest& request);
+
+// 8-bit codes and their parameters: the integer backend's input. codes: uint8, x's shape in its
+// canonical layout; scale, zero_point: [k] float32 (real = scale * (codes - zero_point)).
+struct QuantizedTensor {
+  at::Tensor codes;
+  at::Tensor scale;
+  at::Tensor zero_point;
+};
+// Same rounding decisions as fake_quantize (tested): dequantize(quantize(x)) == fake_quantize(x).
+QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
+                         const QuantizeRequest& request);
+// codes -> float32 (same layout): scale * (codes - zero_point) per node.
+at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k);
+
+}  // namespace lpdt::quant

@@ -1,0 +1,40 @@
+#pragma once
+// Random draws for stochastic rounding, counter-based: the draw for element e of node n's tensor
+// at quantization site s in training step t is a hash of (seed, n, t, s, e). So a draw does not
+// depend on how nodes are grouped into passes, on the thread count, on the backend (simulated or
+// integer) or on the process layout (simulator or MPI), and costs a few integer operations that
+// vectorise (a sequential generator per node would cost ~1 ns per element, more than the
+// quantization itself).
+#include <cstdint>
+
+namespace lpdt::quant {
+
+// Which draw of a step: one per quantization site (forward activations, backward gradients).
+// Sites are numbered when a model is built (nn::Registry::add_quant_site).
+using SiteId = std::uint32_t;
+
+// Identifies the draws of one forward/backward: a model's step, for nodes first_node ... of the
+// run (global node ids, so that a rank of an MPI run draws what the simulator draws).
+struct DrawKey {
+  std::uint64_t seed = 0;
+  std::int64_t step = 0;
+  std::int64_t first_node = 0;
+};
+
+// The 64-bit key of one (seed, node, step, site): SplitMix64 finalisers chained.
+std::uint64_t draw_stream(const DrawKey& key, std::int64_t local_node, SiteId site);
+
+// Uniform in [-0.5, 0.5) with 24 random bits: a 64-bit mix (two multiply-xorshift rounds) of the
+// stream key and the element index.
+inline float centered_uniform(std::uint64_t stream, std::uint64_t index) {
+  std::uint64_t h = stream ^ (index * 0x9E3779B97F4A7C15ull);
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  h ^= h >> 32;
+  constexpr float kTwoToMinus24 = 1.0f / 16777216.0f;
+  return static_cast<float>(static_cast<std::uint32_t>(h >> 8) & 0xFFFFFFu) * kTwoToMinus24 - 0.5f;
+}
+
+}  // namespace lpdt::quant

@@ -1,0 +1,201 @@
+// The quantizer kernels against a plain scalar reference written from the formulas of
+// affine_quantizer.h, on random inputs.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "lpdt/quant/affine_quantizer.h"
+#include "lpdt/quant/fake_quant_ops.h"
+
+namespace lpdt::quant {
+namespace {
+
+// One node's elements in its own channels-last order: [b, k*C, H, W] -> node i's [b*H*W*C].
+at::Tensor node_elements(const at::Tensor& x, std::int64_t k, std::int64_t i) {
+  const auto b = x.size(0), c = x.size(1) / k, h = x.size(2), w = x.size(3);
+  return x.view({b, k, c, h, w}).select(1, i).permute({0, 2, 3, 1}).contiguous().view(-1);
+}
+
+// The scalar reference: the documented formulas, element by element, in float as the kernel.
+at::Tensor reference_fake_quantize(const at::Tensor& elements, float min, float max, int bits,
+                                   QuantScheme scheme, bool stochastic, std::uint64_t stream) {
+  const double qmax = std::pow(2.0, bits) - 1.0;
+  float scale, zero_point = 0.0f;
+  if (scheme == QuantScheme::kReference) {
+    scale = static_cast<float>(std::max((double(max) - min) / qmax, 1e-8));
+  } else {
+    const double lo = std::min<double>(min, 0.0), hi = std::max<double>(max, 0.0);
+    scale = static_cast<float>(std::max((hi - lo) / qmax, 1e-8));
+    zero_point = static_cast<float>(std::clamp(std::nearbyint(-lo / scale), 0.0, qmax));
+  }
+  at::Tensor out = at::empty_like(elements);
+  const float* x = elements.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  for (std::int64_t e = 0; e < elements.numel(); ++e) {
+    float y = scheme == QuantScheme::kReference ? (x[e] - min) / scale : x[e] / scale + zero_point;
+    if (stochastic) y += centered_uniform(stream, static_cast<std::uint64_t>(e));
+    y = std::min(std::max(y, 0.0f), static_cast<float>(qmax));
+    const float q = std::nearbyint(y);
+    o[e] = scheme == QuantScheme::kReference ? q * scale + min : (q - zero_point) * scale;
+  }
+  return out;
+}
+
+at::Tensor random_activation(std::int64_t b, std::int64_t kc, std::int64_t h, std::int64_t w,
+                             std::int64_t seed) {
+  torch::manual_seed(seed);
+  return (torch::randn({b, kc, h, w}) * 2.0 + 0.3).contiguous(at::MemoryFormat::ChannelsLast);
+}
+
+struct Case {
+  int bits;
+  QuantScheme scheme;
+  Rounding rounding;
+};
+
+class FakeQuantizeVsReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FakeQuantizeVsReference, EveryElementOfEveryNode) {
+  const Case c = GetParam();
+  const std::int64_t k = 3;
+  const at::Tensor x = random_activation(2, k * 5, 3, 7, 11);
+  QuantizeRequest request{c.bits, c.scheme, c.rounding, DrawKey{42, 7, 4}, 3};
+  const NodeRange range = tensor_range(x, k);
+  const at::Tensor out = fake_quantize(x, k, range, request);
+  for (std::int64_t i = 0; i < k; ++i) {
+    const at::Tensor xi = node_elements(x, k, i);
+    const float lo = xi.min().item<float>(), hi = xi.max().item<float>();
+    EXPECT_EQ(range.min[i].item<float>(), lo);
+    EXPECT_EQ(range.max[i].item<float>(), hi);
+    const at::Tensor expected =
+        reference_fake_quantize(xi, lo, hi, c.bits, c.scheme, c.rounding == Rounding::kStochastic,
+                                draw_stream(request.key, i, request.site));
+    EXPECT_TRUE(at::equal(node_elements(out, k, i), expected)) << "node " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SchemesBitsRoundings, FakeQuantizeVsReference,
+    ::testing::Values(Case{8, QuantScheme::kGemmlowp, Rounding::kNearest},
+                      Case{8, QuantScheme::kGemmlowp, Rounding::kStochastic},
+                      Case{8, QuantScheme::kReference, Rounding::kNearest},
+                      Case{8, QuantScheme::kReference, Rounding::kStochastic},
+                      Case{4, QuantScheme::kGemmlowp, Rounding::kStochastic},
+                      Case{16, QuantScheme::kReference, Rounding::kNearest}));
+
+TEST(AffineParams, GemmlowpRepresentsZeroExactly) {
+  torch::manual_seed(1);
+  for (int trial = 0; trial < 200; ++trial) {
+    const float lo = -std::abs(torch::randn({1}).item<float>()) * 3.0f;
+    const float hi = std::abs(torch::randn({1}).item<float>()) * 5.0f;
+    const AffineParams p = affine_params(lo, hi, 8, QuantScheme::kGemmlowp);
+    EXPECT_EQ(p.zero_point, std::nearbyint(p.zero_point));
+    EXPECT_EQ(p.dequantize(p.zero_point), 0.0f);
+    EXPECT_EQ(std::nearbyint(p.quantize(0.0f)), p.zero_point);
+  }
+  // A range that excludes 0 is widened to include it.
+  const AffineParams positive = affine_params(2.0f, 4.0f, 8, QuantScheme::kGemmlowp);
+  EXPECT_EQ(positive.zero_point, 0.0f);
+  EXPECT_FLOAT_EQ(positive.scale, 4.0f / 255.0f);
+}
+
+TEST(FakeQuantize, UsesAtMostTwoToTheBitsValuesPerNode) {
+  const std::int64_t k = 2;
+  const at::Tensor x = random_activation(8, k * 16, 8, 8, 3);
+  for (int bits : {2, 4, 8}) {
+    QuantizeRequest request{bits, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{1, 0, 0},
+                            0};
+    const at::Tensor out = fake_quantize(x, k, tensor_range(x, k), request);
+    for (std::int64_t i = 0; i < k; ++i) {
+      const auto distinct = std::get<0>(at::_unique(node_elements(out, k, i))).numel();
+      EXPECT_LE(distinct, std::int64_t{1} << bits) << bits << " bits";
+      EXPECT_GT(distinct, (std::int64_t{1} << bits) / 2) << bits << " bits";
+    }
+  }
+}
+
+TEST(StochasticRounding, IsUnbiased) {
+  // Values strictly between grid points: the mean of many independent roundings converges to
+  // the value; round-to-nearest does not.
+  const std::int64_t n = 64, draws = 4000;
+  const at::Tensor x = at::linspace(-0.9, 0.95, n).reshape({1, n});  // one node
+  const NodeRange range{at::full({1}, -1.0f), at::full({1}, 1.0f)};
+  at::Tensor sum = at::zeros({1, n}, at::kDouble);
+  for (std::int64_t t = 0; t < draws; ++t) {
+    QuantizeRequest request{4, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{5, t, 0}, 1};
+    sum += fake_quantize(x, 1, range, request).to(at::kDouble);
+  }
+  const at::Tensor mean = sum / static_cast<double>(draws);
+  const double step = 2.0 / 15.0;  // 4 bits over [-1, 1]
+  // Each rounding is a Bernoulli over one step: std of the mean <= step / (2 sqrt(draws)).
+  const double tolerance = 5.0 * step / (2.0 * std::sqrt(static_cast<double>(draws)));
+  EXPECT_LT((mean - x.to(at::kDouble)).abs().max().item<double>(), tolerance);
+  QuantizeRequest nearest{4, QuantScheme::kGemmlowp, Rounding::kNearest, {}, 0};
+  EXPECT_GT((fake_quantize(x, 1, range, nearest) - x).abs().max().item<double>(), tolerance);
+}
+
+TEST(StochasticRounding, DrawsDoNotDependOnHowNodesAreGrouped) {
+  const std::int64_t k = 4;
+  const at::Tensor x = random_activation(3, k * 6, 5, 5, 9);
+  const DrawKey key{77, 12, 8};  // nodes 8..11 of a larger run
+  QuantizeRequest all{8, QuantScheme::kGemmlowp, Rounding::kStochastic, key, 2};
+  const at::Tensor together = fake_quantize(x, k, tensor_range(x, k), all);
+  for (std::int64_t i = 0; i < k; ++i) {
+    const at::Tensor xi = x.narrow(1, i * 6, 6).contiguous(at::MemoryFormat::ChannelsLast);
+    QuantizeRequest alone = all;
+    alone.key.first_node = key.first_node + i;
+    const at::Tensor single = fake_quantize(xi, 1, tensor_range(xi, 1), alone);
+    EXPECT_TRUE(at::equal(single, together.narrow(1, i * 6, 6))) << "node " << i;
+  }
+  // A different step draws differently.
+  QuantizeRequest later = all;
+  later.key.step += 1;
+  EXPECT_FALSE(at::equal(together, fake_quantize(x, k, tensor_range(x, k), later)));
+}
+
+TEST(Quantize, CodesDequantizeToTheFakeQuantizedValues) {
+  const std::int64_t k = 3;
+  const at::Tensor x = random_activation(4, k * 8, 6, 6, 21);
+  QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{3, 1, 0}, 5};
+  const NodeRange range = sample_mean_range(x, k);
+  const QuantizedTensor q = quantize(x, k, range, request);
+  EXPECT_EQ(q.codes.scalar_type(), at::kByte);
+  EXPECT_TRUE(at::equal(dequantize(q, k), fake_quantize(x, k, range, request)));
+}
+
+TEST(Ranges, SampleMeanRangeMatchesTheReferenceDefinition) {
+  const std::int64_t k = 2;
+  const at::Tensor x = random_activation(5, k * 4, 3, 3, 4);
+  const NodeRange range = sample_mean_range(x, k);
+  const at::Tensor per_node = x.view({5, k, 4, 3, 3}).flatten(2);  // [b, k, C*H*W]
+  const at::Tensor expected_min = std::get<0>(per_node.min(2)).mean(0);
+  const at::Tensor expected_max = std::get<0>(per_node.max(2)).mean(0);
+  EXPECT_TRUE(at::allclose(range.min, expected_min, 1e-6, 1e-6));
+  EXPECT_TRUE(at::allclose(range.max, expected_max, 1e-6, 1e-6));
+  // Node-leading [k, b, F] tensors: samples are dim 1.
+  const at::Tensor flat = torch::randn({k, 6, 10});
+  const NodeRange r2 = sample_mean_range(flat, k);
+  EXPECT_TRUE(at::allclose(r2.max, std::get<0>(flat.max(2)).mean(1), 1e-6, 1e-6));
+}
+
+TEST(FakeQuantOps, StraightThroughAndGradientQuantization) {
+  const std::int64_t k = 2;
+  const at::Tensor x = torch::randn({k, 4, 9}).requires_grad_(true);
+  QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kNearest, DrawKey{1, 2, 0}, 4};
+  const at::Tensor probe = torch::randn({k, 4, 9});
+  (fake_quantize_ste(x, k, tensor_range(x.detach(), k), request) * probe).sum().backward();
+  EXPECT_TRUE(at::equal(x.grad(), probe));  // straight-through: no clipping mask
+
+  const at::Tensor y = x.detach().clone().requires_grad_(true);
+  const at::Tensor out = quantize_gradient(y, k, request);
+  EXPECT_TRUE(at::equal(out, y));  // identity forward
+  (out * probe).sum().backward();
+  QuantizeRequest stochastic = request;
+  stochastic.rounding = Rounding::kStochastic;
+  EXPECT_TRUE(at::equal(y.grad(), fake_quantize(probe, k, tensor_range(probe, k), stochastic)));
+  EXPECT_FALSE(at::equal(y.grad(), probe));
+}
+
+}  // namespace
+}  // namespace lpdt::quant
