@@ -16,6 +16,7 @@ struct Case {
   std::int64_t depth;
   std::int64_t channels, size;
   nn::ConvAlgorithm conv = nn::ConvAlgorithm::kPerNode;
+  std::string precision = "fp32";
 };
 
 class BatchedVsSeparate : public ::testing::TestWithParam<Case> {};
@@ -28,8 +29,11 @@ TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
   options.depth = c.depth;
   options.in_channels = c.channels;
   options.height = options.width = c.size;
+  options.quant.precision = quant::parse_precision(c.precision);
   const auto model = make_model(options);
   const std::int64_t k = 3, b = 4;
+  // 8-bit models: node i of the batch draws what a separate model with first_node = i draws.
+  const quant::DrawKey draws{99, 5, 0};
   torch::manual_seed(7);
   // Nodes start from different parameters so a mix-up between nodes would show.
   const at::Tensor base = model->init_params(1234);
@@ -43,6 +47,7 @@ TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
   // VGG's dropout draws random masks in training: compare it in evaluation mode.
   const bool training = c.arch != "vgg11";
   nn::Context ctx{&model->layout(), params, &buffers, k, training, c.conv};
+  ctx.draws = draws;
   const at::Tensor logits = model->forward(ctx, x);
   ASSERT_EQ(logits.sizes(), (std::vector<std::int64_t>{k, b, 10}));
   node_batched_loss(logits, y).backward();
@@ -51,6 +56,8 @@ TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
     at::Tensor p = params0.narrow(0, i, 1).clone().requires_grad_(true);
     std::vector<at::Tensor> node_buffers = model->init_buffers(1);
     nn::Context node_ctx{&model->layout(), p, &node_buffers, 1, training};
+    node_ctx.draws = draws;
+    node_ctx.draws.first_node = i;
     const at::Tensor node_logits = model->forward(node_ctx, x.narrow(0, i, 1));
     node_batched_loss(node_logits, y.narrow(0, i, 1)).backward();
     EXPECT_TRUE(torch::allclose(node_logits[0], logits[i], kOutputTolerance, kOutputTolerance))
@@ -72,10 +79,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"resnet", "batchnorm", 8, 1, 28},
                       Case{"resnet", "groupnorm", 8, 3, 16, nn::ConvAlgorithm::kGrouped},
                       Case{"lenet5", "none", 0, 1, 28}, Case{"mlp", "none", 0, 1, 28},
-                      Case{"vgg11", "evonorm", 0, 3, 32}),
+                      Case{"vgg11", "evonorm", 0, 3, 32},
+                      Case{"resnet", "evonorm", 8, 1, 28, nn::ConvAlgorithm::kPerNode, "int8"},
+                      Case{"resnet", "batchnorm", 8, 3, 16, nn::ConvAlgorithm::kPerNode, "int8"},
+                      Case{"lenet5", "none", 0, 1, 28, nn::ConvAlgorithm::kPerNode, "int8"},
+                      Case{"mlp", "none", 0, 1, 28, nn::ConvAlgorithm::kPerNode, "int8"}),
     [](const auto& info) {
       return info.param.arch + "_" + info.param.norm +
-             (info.param.conv == nn::ConvAlgorithm::kGrouped ? "_grouped" : "_per_node");
+             (info.param.conv == nn::ConvAlgorithm::kGrouped ? "_grouped" : "_per_node") + "_" +
+             info.param.precision;
     });
 
 TEST(ModelParamCounts, MatchTheReference) {

@@ -6,33 +6,12 @@
 #include "lpdt/nn/conv2d.h"
 #include "lpdt/nn/evonorm.h"
 #include "lpdt/nn/linear.h"
+#include "finite_difference.h"
 
 namespace lpdt::nn {
 namespace {
 
-constexpr double kStep = 1e-6;
-constexpr double kRelTolerance = 1e-5;
-
-// Checks d(sum(w * f(params)))/d(params) against finite differences on every coordinate.
-template <typename F>
-void check_param_gradient(const at::Tensor& params0, F f) {
-  torch::manual_seed(3);
-  const at::Tensor probe = torch::randn_like(f(params0));
-  at::Tensor params = params0.clone().requires_grad_(true);
-  (f(params) * probe).sum().backward();
-  const at::Tensor grad = params.grad().flatten();
-  at::Tensor flat = params0.clone().flatten();
-  for (std::int64_t i = 0; i < flat.numel(); ++i) {
-    at::Tensor plus = flat.clone(), minus = flat.clone();
-    plus[i] += kStep;
-    minus[i] -= kStep;
-    const double numeric = ((f(plus.view_as(params0)) * probe).sum().template item<double>() -
-                            (f(minus.view_as(params0)) * probe).sum().template item<double>()) /
-                           (2 * kStep);
-    EXPECT_NEAR(grad[i].item<double>(), numeric, kRelTolerance * (1.0 + std::abs(numeric)))
-        << "coordinate " << i;
-  }
-}
+using testing::check_param_gradient;
 
 TEST(LayerGradients, EvoNormS0) {
   Registry registry;

@@ -81,6 +81,15 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("model.depth", c.model.depth);
   v("model.norm", c.model.norm);
   v("model.groups", c.model.groups);
+  v("model.precision", c.model.precision);
+
+  v("quant.backend", c.quant.backend);
+  v("quant.scheme", c.quant.scheme);
+  v("quant.bits", c.quant.bits);
+  v("quant.grad_bits", c.quant.grad_bits);
+  v("quant.eval_rounding", c.quant.eval_rounding);
+  v("quant.range_momentum", c.quant.range_momentum);
+  v("quant.range_evonorm", c.quant.range_evonorm);
 
   v("graph.topology", c.graph.topology);
   v("graph.nodes", c.graph.nodes);
@@ -198,8 +207,43 @@ void add_keys(ConfigSchema& s) {
       .at_least(1);
   s.add_string("model.norm", name_of(d.model.norm), "Normalisation layers.")
       .one_of(choices<ModelConfig::Norm>());
-  s.add_int("model.groups", d.model.groups, "Channel groups of EvoNorm-S0 and GroupNorm.")
+  s.add_int("model.groups", d.model.groups,
+            "Channel groups of EvoNorm-S0, Range EvoNorm and GroupNorm.")
       .at_least(1);
+  s.add_string("model.precision", name_of(d.model.precision),
+               "fp32, or int8: the paper's 8-bit training (weights, activations and layer "
+               "gradients quantized; evonorm becomes Range EvoNorm, batchnorm Range BatchNorm).")
+      .one_of(choices<ModelConfig::Precision>());
+
+  // [quant]
+  s.add_string("quant.backend", name_of(d.quant.backend),
+               "int8 arithmetic: simulated (quantize-dequantize in float, any device) or integer "
+               "(real int8 x int8 -> int32 on the CPU through oneDNN; same function).")
+      .one_of(choices<QuantConfig::Backend>());
+  s.add_string("quant.scheme", name_of(d.quant.scheme),
+               "gemmlowp (range widened to contain 0, integer zero point) or reference (the "
+               "official code's min/max formula; simulated backend only).")
+      .one_of(choices<QuantConfig::Scheme>());
+  s.add_int("quant.bits", d.quant.bits, "Bits of weights, activations and normaliser scales.")
+      .at_least(2)
+      .at_most(16);
+  s.add_int("quant.grad_bits", d.quant.grad_bits,
+            "Bits of the layer gradients passed backwards (gradient bifurcation).")
+      .at_least(2)
+      .at_most(16);
+  s.add_string("quant.eval_rounding", name_of(d.quant.eval_rounding),
+               "Activation rounding in evaluation: nearest (deterministic) or stochastic (the "
+               "official code).")
+      .one_of(choices<QuantConfig::Rounding>());
+  s.add_float("quant.range_momentum", d.quant.range_momentum,
+               "Weight of the newest batch in the running activation ranges used in evaluation "
+               "(the official code: 0.9).")
+      .greater_than(0.0)
+      .at_most(1.0);
+  s.add_string("quant.range_evonorm", name_of(d.quant.range_evonorm),
+               "Range EvoNorm variant: reference (official code: mean of 16 chunk ranges, "
+               "Banner's constant) or paper (eq. 5: one range per group, 1/sqrt(2 ln(c/g))).")
+      .one_of(choices<QuantConfig::RangeEvonorm>());
 
   // [graph]
   s.add_string("graph.topology", name_of(d.graph.topology),
@@ -314,12 +358,39 @@ void add_checks(ConfigSchema& s) {
                  return std::nullopt;
                }});
 
+  s.add_check({{"quant.backend", "quant.scheme", "quant.bits", "quant.grad_bits"},
+               [](const Config& c) -> Problem {
+                 if (c.get_string("quant.backend") != "integer") return std::nullopt;
+                 if (c.get_string("quant.scheme") != "gemmlowp") {
+                   return std::string(
+                       "quant.backend = \"integer\" needs quant.scheme = \"gemmlowp\" (an "
+                       "integer zero point makes the padding of integer convolutions exact)");
+                 }
+                 if (c.get_int("quant.bits") != 8 || c.get_int("quant.grad_bits") != 8) {
+                   return std::string(
+                       "quant.backend = \"integer\" computes with 8-bit codes: set quant.bits "
+                       "= 8 and quant.grad_bits = 8, or quant.backend = \"simulated\"");
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check({{"model.norm", "model.precision"}, [](const Config& c) -> Problem {
+                 if (c.get_string("model.precision") == "int8" &&
+                     c.get_string("model.norm") == "groupnorm") {
+                   return std::string(
+                       "model.norm = \"groupnorm\" has no 8-bit version: with model.precision = "
+                       "\"int8\" use evonorm (Range EvoNorm), batchnorm (Range BatchNorm) or none");
+                 }
+                 return std::nullopt;
+               }});
+
   s.add_check({{"model.groups", "model.norm", "model.arch"}, [](const Config& c) -> Problem {
                  const std::string& norm = c.get_string("model.norm");
                  const std::string& arch = c.get_string("model.arch");
                  const std::int64_t groups = c.get_int("model.groups");
                  const auto channels = first_stage_channels(arch);
-                 if ((norm == "evonorm" || norm == "groupnorm") && channels &&
+                 if ((norm == "evonorm" || norm == "groupnorm" || norm == "rangeevonorm") &&
+                     channels &&
                      *channels % groups != 0) {
                    std::vector<std::string> divisors;
                    for (std::int64_t d = 1; d <= *channels; ++d) {

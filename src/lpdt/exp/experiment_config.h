@@ -65,11 +65,13 @@ struct DataConfig {
 // [model]
 struct ModelConfig {
   enum class Arch { kResnet, kVgg11, kLenet5, kMlp };
-  enum class Norm { kEvonorm, kBatchnorm, kGroupnorm, kNone };
+  enum class Norm { kEvonorm, kBatchnorm, kGroupnorm, kRangeEvonorm, kRangeBatchnorm, kNone };
+  enum class Precision { kFp32, kInt8 };
 
   Arch arch = Arch::kLenet5;  // the quickstart; configs/ has the paper's ResNet-20 runs
   int depth = 20;             // ResNet only
-  Norm norm = Norm::kEvonorm;
+  Norm norm = Norm::kEvonorm;  // at int8, evonorm means Range EvoNorm (paper section 3)
+  Precision precision = Precision::kFp32;
   int groups = 8;  // EvoNorm / GroupNorm groups
 
   // ResNet blocks per stage, n = (depth - 2) / 6 truncated as the official code does: depth 20
@@ -77,6 +79,24 @@ struct ModelConfig {
   int resnet_blocks_per_stage() const { return (depth - 2) / 6; }
 
   bool operator==(const ModelConfig&) const = default;
+};
+
+// [quant]: how int8 models quantize (docs/quantization.md)
+struct QuantConfig {
+  enum class Backend { kSimulated, kInteger };
+  enum class Scheme { kGemmlowp, kReference };
+  enum class Rounding { kNearest, kStochastic };
+  enum class RangeEvonorm { kReference, kPaper };
+
+  Backend backend = Backend::kSimulated;
+  Scheme scheme = Scheme::kGemmlowp;
+  int bits = 8;
+  int grad_bits = 8;
+  Rounding eval_rounding = Rounding::kNearest;
+  double range_momentum = 0.9;
+  RangeEvonorm range_evonorm = RangeEvonorm::kReference;
+
+  bool operator==(const QuantConfig&) const = default;
 };
 
 // [graph]
@@ -163,6 +183,7 @@ struct ExperimentConfig {
   RunConfig run;
   DataConfig data;
   ModelConfig model;
+  QuantConfig quant;
   GraphConfig graph;
   AlgoConfig algo;
   OptimConfig optim;
@@ -188,7 +209,13 @@ LPDT_CONFIG_ENUM_NAMES(DataConfig::Dataset, "fashion-mnist", "mnist", "cifar10",
 LPDT_CONFIG_ENUM_NAMES(DataConfig::Partition, "skew", "dirichlet", "shards", "iid")
 LPDT_CONFIG_ENUM_NAMES(DataConfig::SkewMode, "lpdt", "reference")
 LPDT_CONFIG_ENUM_NAMES(ModelConfig::Arch, "resnet", "vgg11", "lenet5", "mlp")
-LPDT_CONFIG_ENUM_NAMES(ModelConfig::Norm, "evonorm", "batchnorm", "groupnorm", "none")
+LPDT_CONFIG_ENUM_NAMES(ModelConfig::Norm, "evonorm", "batchnorm", "groupnorm", "rangeevonorm",
+                       "rangebatchnorm", "none")
+LPDT_CONFIG_ENUM_NAMES(ModelConfig::Precision, "fp32", "int8")
+LPDT_CONFIG_ENUM_NAMES(QuantConfig::Backend, "simulated", "integer")
+LPDT_CONFIG_ENUM_NAMES(QuantConfig::Scheme, "gemmlowp", "reference")
+LPDT_CONFIG_ENUM_NAMES(QuantConfig::Rounding, "nearest", "stochastic")
+LPDT_CONFIG_ENUM_NAMES(QuantConfig::RangeEvonorm, "reference", "paper")
 LPDT_CONFIG_ENUM_NAMES(GraphConfig::Topology, "directed-ring", "ring", "torus", "complete",
                        "exponential", "random", "one-peer-exponential")
 LPDT_CONFIG_ENUM_NAMES(GraphConfig::Mixing, "uniform", "metropolis")

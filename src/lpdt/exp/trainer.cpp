@@ -88,6 +88,20 @@ algo::DecentralizedOptions algorithm_options(const ExperimentConfig& config) {
       .accounting(std::string(to_string(config.ledger.accounting)));
 }
 
+// The model's quantization, from [model] and [quant].
+quant::QuantOptions quant_options(const ExperimentConfig& config) {
+  quant::QuantOptions q;
+  q.precision = quant::parse_precision(std::string(to_string(config.model.precision)));
+  q.backend = quant::parse_backend(std::string(to_string(config.quant.backend)));
+  q.scheme = quant::parse_scheme(std::string(to_string(config.quant.scheme)));
+  q.bits = config.quant.bits;
+  q.grad_bits = config.quant.grad_bits;
+  q.eval_rounding = quant::parse_rounding(std::string(to_string(config.quant.eval_rounding)));
+  q.range_momentum = config.quant.range_momentum;
+  q.range_evonorm = std::string(to_string(config.quant.range_evonorm));
+  return q;
+}
+
 }  // namespace
 
 TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) {
@@ -143,6 +157,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   model_options.height = config.data.pad_to > 0 ? config.data.pad_to : train_set.height();
   model_options.width = config.data.pad_to > 0 ? config.data.pad_to : train_set.width();
   model_options.num_classes = train_set.num_classes;
+  model_options.quant = quant_options(config);
   const auto model = models::make_model(model_options);
 
   // Every node starts from the same model, as the official code's identical per-rank seed.
@@ -197,7 +212,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
       const data::Batch batch = loader.next();
       const models::GradientResult gradients =
           models::compute_gradients(*model, x, buffers, batch.inputs, batch.targets, nodes_per_pass,
-                                    nn::ConvAlgorithm::kPerNode);
+                                    nn::ConvAlgorithm::kPerNode,
+                                    quant::DrawKey{config.run.seed, round, 0});
       {
         torch::NoGradGuard no_grad;
         const at::Tensor mixing =
@@ -277,7 +293,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   summary["seed"] = config.run.seed;
   summary["backend"] = {{"engine", "node-batched"},
                         {"device", "cpu"},
-                        {"precision", "fp32"},
+                        {"precision", std::string(to_string(config.model.precision))},
+                        {"quant_backend", config.model.precision == ModelConfig::Precision::kInt8
+                                              ? std::string(to_string(config.quant.backend))
+                                              : "none"},
                         {"runtime", runtime.description()},
                         {"intra_op_threads", runtime.intra_op_threads},
                         {"nodes_per_pass", nodes_per_pass},

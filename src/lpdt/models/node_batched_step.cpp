@@ -9,7 +9,7 @@ namespace lpdt::models {
 GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  std::vector<at::Tensor>& buffers, const at::Tensor& inputs,
                                  const at::Tensor& targets, std::int64_t nodes_per_pass,
-                                 nn::ConvAlgorithm conv_algorithm) {
+                                 nn::ConvAlgorithm conv_algorithm, const quant::DrawKey& draws) {
   const std::int64_t k = x.size(0);
   const std::int64_t pass = nodes_per_pass <= 0 ? k : std::min(nodes_per_pass, k);
   GradientResult result;
@@ -23,6 +23,8 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
     pass_buffers.reserve(buffers.size());
     for (const auto& b : buffers) pass_buffers.push_back(b.narrow(0, start, count));
     nn::Context ctx{&model.layout(), xs, &pass_buffers, count, /*training=*/true, conv_algorithm};
+    ctx.draws = draws;
+    ctx.draws.first_node = draws.first_node + start;
     const at::Tensor logits = model.forward(ctx, inputs.narrow(0, start, count));
     const auto b = logits.size(1);
     // Each node's mean cross-entropy; their sum's gradient in row i is node i's own gradient.

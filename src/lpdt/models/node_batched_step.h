@@ -18,10 +18,12 @@ struct GradientResult {
 // win: a pass's activations then stay in cache (docs/benchmarks.md). The result does not depend
 // on the pass size (tested).
 // x: [k, P] float32 parameters; buffers: each [k, ...], updated in place (BatchNorm);
-// inputs: [k, b, C, H, W] float32; targets: [k, b] int64.
+// inputs: [k, b, C, H, W] float32; targets: [k, b] int64. draws: the stochastic-rounding draws of
+// this step (8-bit models), draws.first_node the global id of row 0 of x.
 GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  std::vector<at::Tensor>& buffers, const at::Tensor& inputs,
                                  const at::Tensor& targets, std::int64_t nodes_per_pass,
-                                 nn::ConvAlgorithm conv_algorithm);
+                                 nn::ConvAlgorithm conv_algorithm,
+                                 const quant::DrawKey& draws = {});
 
 }  // namespace lpdt::models

@@ -12,8 +12,9 @@ at::Tensor hard_sigmoid(const at::Tensor& x) { return at::clamp(x / 6.0 + 0.5, 0
 
 std::int64_t range_chunks(std::int64_t n) {
   constexpr std::int64_t kReferenceChunks = 16;
+  // A chunk needs two elements for a range (and ln m > 0 in the scale factor).
   for (std::int64_t c = kReferenceChunks; c > 1; --c) {
-    if (n % c == 0) return c;
+    if (n % c == 0 && n / c >= 2) return c;
   }
   return 1;
 }

@@ -12,7 +12,8 @@ at::Tensor hard_sigmoid(const at::Tensor& x);
 
 // Chunks a range statistic splits a group of n elements into: the reference's 16 when they
 // divide n, otherwise the largest count below 16 that does (the reference itself falls back to
-// 14 chunks for shapes 16 does not divide, in its MobileNetV2). n >= 1.
+// 14 chunks for shapes 16 does not divide, in its MobileNetV2); every chunk keeps at least two
+// elements. n >= 1.
 std::int64_t range_chunks(std::int64_t n);
 // Banner et al.'s range-to-std constant for chunks of m elements (reference spec 7.3):
 // 0.5 * 0.35 * (1 + sqrt(pi * ln 4)) / sqrt(2 ln m).

@@ -38,8 +38,10 @@ at::Tensor quantized_output_gradient(const at::Tensor& grad, std::int64_t k,
 
 struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qx, const at::Tensor& qw,
-                            const at::Tensor& qb, std::int64_t stride, std::int64_t padding,
-                            std::int64_t k, const QuantizeRequest& grad_request) {
+                            const at::Tensor& qb_or_empty, std::int64_t stride,
+                            std::int64_t padding, std::int64_t k,
+                            const QuantizeRequest& grad_request) {
+    const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
     ctx->save_for_backward({qx, qw});
     ctx->saved_data["stride"] = stride;
     ctx->saved_data["padding"] = padding;
@@ -74,7 +76,8 @@ struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
 
 struct BifurcatedLinear : torch::autograd::Function<BifurcatedLinear> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qx, const at::Tensor& qw,
-                            const at::Tensor& qb, const QuantizeRequest& grad_request) {
+                            const at::Tensor& qb_or_empty, const QuantizeRequest& grad_request) {
+    const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
     ctx->save_for_backward({qx, qw});
     ctx->saved_data["bias"] = qb.defined();
     save_grad_request(ctx, grad_request);
@@ -99,12 +102,15 @@ struct BifurcatedLinear : torch::autograd::Function<BifurcatedLinear> {
 at::Tensor bifurcated_conv2d(const at::Tensor& qx, const at::Tensor& qw, const at::Tensor& qb,
                              std::int64_t stride, std::int64_t padding, std::int64_t k,
                              const QuantizeRequest& grad_request) {
-  return BifurcatedConv2d::apply(qx, qw, qb, stride, padding, k, grad_request);
+  // Custom autograd functions take defined tensors only: no bias travels as an empty tensor.
+  return BifurcatedConv2d::apply(qx, qw, qb.defined() ? qb : at::empty({0}, qx.options()), stride,
+                                 padding, k, grad_request);
 }
 
 at::Tensor bifurcated_linear(const at::Tensor& qx, const at::Tensor& qw, const at::Tensor& qb,
                              const QuantizeRequest& grad_request) {
-  return BifurcatedLinear::apply(qx, qw, qb, grad_request);
+  return BifurcatedLinear::apply(qx, qw, qb.defined() ? qb : at::empty({0}, qx.options()),
+                                 grad_request);
 }
 
 }  // namespace lpdt::quant

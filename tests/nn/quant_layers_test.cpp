@@ -1,0 +1,237 @@
+// The 8-bit layers: gradient bifurcation against the float path on the same quantized inputs,
+// Range EvoNorm / Range BatchNorm against finite differences and against the reference
+// formulas (reference spec 7.3 / 7.4) written out for one node.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "finite_difference.h"
+#include "lpdt/nn/q_conv2d.h"
+#include "lpdt/nn/q_linear.h"
+#include "lpdt/nn/range_batch_norm.h"
+#include "lpdt/nn/range_evonorm.h"
+#include "lpdt/quant/affine_quantizer.h"
+
+namespace lpdt::nn {
+namespace {
+
+using testing::check_param_gradient;
+
+constexpr double kFloatTolerance = 1e-5;
+
+std::vector<at::Tensor> fresh_buffers(const Registry& registry, std::int64_t k) {
+  std::vector<at::Tensor> buffers;
+  for (const BufferSpec& spec : registry.buffers()) {
+    std::vector<std::int64_t> shape{k};
+    shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
+    buffers.push_back(at::full(shape, spec.init_value, at::kFloat));
+  }
+  return buffers;
+}
+
+quant::QuantOptions int8() {
+  quant::QuantOptions q;
+  q.precision = quant::Precision::kInt8;
+  return q;
+}
+
+// The quantizations a QConv2d / QLinear makes, recomputed from their definitions: sites are
+// numbered in construction order (input QuantMeasure = 0, layer gradient = 1).
+struct Expected {
+  at::Tensor qx, qw, qb;
+};
+Expected expected_quantization(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                               std::int64_t k, const quant::DrawKey& draws) {
+  Expected e;
+  quant::QuantizeRequest activation{8, quant::QuantScheme::kGemmlowp,
+                                    quant::Rounding::kStochastic, draws, 0};
+  e.qx = quant::fake_quantize(x, k, quant::sample_mean_range(x, k), activation);
+  quant::QuantizeRequest nearest{8, quant::QuantScheme::kGemmlowp, quant::Rounding::kNearest, {},
+                                 0};
+  e.qw = quant::fake_quantize(w, k, quant::tensor_range(w, k), nearest);
+  if (b.defined()) e.qb = quant::fake_quantize(b, k, quant::tensor_range(b, k), nearest);
+  return e;
+}
+
+at::Tensor quantized_gradient(const at::Tensor& g, std::int64_t k, const quant::DrawKey& draws) {
+  const at::Tensor gc = quant::canonical_layout(g);
+  quant::QuantizeRequest request{8, quant::QuantScheme::kGemmlowp, quant::Rounding::kStochastic,
+                                 draws, 1};
+  return quant::fake_quantize(gc, k, quant::tensor_range(gc, k), request);
+}
+
+TEST(QConv2d, BifurcatedGradientsEqualTheFloatPathOnQuantizedInputs) {
+  Registry registry;
+  const std::int64_t k = 2, in = 3, out = 4, b = 5;
+  QConv2d conv(registry, "conv", Conv2dOptions{in, out, 3}.with_padding(1).with_stride(2).with_bias(true),
+               int8());
+  torch::manual_seed(2);
+  const at::Tensor params0 = torch::randn({k, registry.layout().total_numel}) * 0.3;
+  const at::Tensor x0 = torch::randn({b, k * in, 9, 9}).contiguous(at::MemoryFormat::ChannelsLast);
+  const quant::DrawKey draws{5, 3, 0};
+
+  at::Tensor params = params0.clone().requires_grad_(true);
+  at::Tensor x = x0.clone().requires_grad_(true);
+  std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+  Context ctx{&registry.layout(), params, &buffers, k, true};
+  ctx.draws = draws;
+  const at::Tensor y = conv.forward(ctx, x);
+  const at::Tensor probe = torch::randn_like(y);
+  (y * probe).sum().backward();
+
+  // The float path: conv(qx, qw, qb) with autograd, the layer gradient from Q(probe).
+  Context plain{&registry.layout(), params0, nullptr, k, true};
+  const at::Tensor w = plain.param(ParamRef{0}).contiguous(), bias = plain.param(ParamRef{1}).contiguous();
+  const Expected e = expected_quantization(x0, w, bias, k, draws);
+  const at::Tensor qw = e.qw.clone().requires_grad_(true), qb = e.qb.clone().requires_grad_(true);
+  const at::Tensor qx = e.qx.clone().requires_grad_(true);
+  const auto conv_of = [&](const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bb) {
+    return at::conv2d(input, weight.reshape({k * out, in, 3, 3}), bb.reshape({k * out}), {2, 2},
+                      {1, 1}, {1, 1}, k);
+  };
+  const at::Tensor y_float = conv_of(qx.detach(), qw, qb);
+  EXPECT_TRUE(at::allclose(y, y_float, kFloatTolerance, kFloatTolerance));
+  (y_float * probe).sum().backward();
+  const at::Tensor grad_params = params.grad();
+  EXPECT_TRUE(at::allclose(grad_params.narrow(1, 0, w[0].numel()), qw.grad().reshape({k, -1}),
+                           kFloatTolerance, kFloatTolerance))
+      << "weight gradient: float output gradient, quantized input";
+  EXPECT_TRUE(at::allclose(grad_params.narrow(1, w[0].numel(), out), qb.grad(), kFloatTolerance,
+                           kFloatTolerance));
+  const at::Tensor y_layer = conv_of(qx, qw.detach(), qb.detach());
+  y_layer.backward(quantized_gradient(probe, k, draws).contiguous(y_layer.suggest_memory_format()));
+  EXPECT_TRUE(at::allclose(x.grad(), qx.grad(), kFloatTolerance, kFloatTolerance))
+      << "layer gradient: the 8-bit output gradient through the quantized weight";
+  // And the layer gradient is not the float one.
+  const at::Tensor qx2 = e.qx.clone().requires_grad_(true);
+  conv_of(qx2, qw.detach(), qb.detach()).backward(probe);
+  EXPECT_FALSE(at::allclose(x.grad(), qx2.grad(), 1e-7, 1e-7));
+}
+
+TEST(QLinear, BifurcatedGradientsEqualTheFloatPathOnQuantizedInputs) {
+  Registry registry;
+  const std::int64_t k = 3, in = 7, out = 5, b = 6;
+  QLinear linear(registry, "fc", in, out, int8());
+  torch::manual_seed(4);
+  const at::Tensor params0 = torch::randn({k, registry.layout().total_numel});
+  const at::Tensor x0 = torch::randn({k, b, in});
+  const quant::DrawKey draws{8, 1, 2};
+  at::Tensor params = params0.clone().requires_grad_(true);
+  at::Tensor x = x0.clone().requires_grad_(true);
+  std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+  Context ctx{&registry.layout(), params, &buffers, k, true};
+  ctx.draws = draws;
+  const at::Tensor y = linear.forward(ctx, x);
+  const at::Tensor probe = torch::randn_like(y);
+  (y * probe).sum().backward();
+
+  Context plain{&registry.layout(), params0, nullptr, k, true};
+  const Expected e = expected_quantization(x0, plain.param(ParamRef{0}).contiguous(),
+                                           plain.param(ParamRef{1}).contiguous(), k, draws);
+  const at::Tensor qw = e.qw.clone().requires_grad_(true), qb = e.qb.clone().requires_grad_(true);
+  const at::Tensor y_float = at::baddbmm(qb.unsqueeze(1), e.qx, qw.transpose(1, 2));
+  EXPECT_TRUE(at::allclose(y, y_float, kFloatTolerance, kFloatTolerance));
+  (y_float * probe).sum().backward();
+  EXPECT_TRUE(at::allclose(params.grad().narrow(1, 0, out * in), qw.grad().reshape({k, -1}),
+                           kFloatTolerance, kFloatTolerance));
+  EXPECT_TRUE(at::allclose(params.grad().narrow(1, out * in, out), qb.grad(), kFloatTolerance,
+                           kFloatTolerance));
+  EXPECT_TRUE(at::allclose(x.grad(), at::bmm(quantized_gradient(probe, k, draws), e.qw),
+                           kFloatTolerance, kFloatTolerance));
+}
+
+// Reference spec 7.3 written out for one node, NCHW, without quantizers.
+at::Tensor reference_range_evonorm(const at::Tensor& x, const at::Tensor& v, const at::Tensor& gamma,
+                                   const at::Tensor& beta, std::int64_t groups) {
+  const auto b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  const at::Tensor n = x * at::clamp(x * v.view({1, c, 1, 1}) / 6 + 0.5, 0, 1);
+  const std::int64_t m = c * h * w / (groups * 16);
+  const at::Tensor y = x.reshape({b, groups, 16, m});
+  const at::Tensor rng = (std::get<0>(y.max(-1)) - std::get<0>(y.min(-1))).mean(-1);
+  const double sf = 0.5 * 0.35 * (1 + std::sqrt(M_PI * std::log(4.0))) / std::sqrt(2 * std::log(double(m)));
+  const at::Tensor s = 1.0 / (rng * sf + 1e-5);
+  return (n.reshape({b, groups, -1}) * s.unsqueeze(-1)).reshape({b, c, h, w}) *
+             gamma.view({1, c, 1, 1}) +
+         beta.view({1, c, 1, 1});
+}
+
+TEST(RangeEvoNorm, MatchesTheReferenceFormulaPerNode) {
+  Registry registry;
+  const std::int64_t k = 2, c = 16, groups = 8;
+  quant::QuantOptions fp32;
+  RangeEvoNorm norm(registry, "norm", c, groups, fp32);
+  torch::manual_seed(6);
+  const at::Tensor params = torch::rand({k, registry.layout().total_numel}) + 0.5;
+  const at::Tensor x = torch::randn({3, k * c, 4, 4}).contiguous(at::MemoryFormat::ChannelsLast);
+  Context ctx{&registry.layout(), params, nullptr, k, true};
+  const at::Tensor y = norm.forward(ctx, x);
+  for (std::int64_t i = 0; i < k; ++i) {
+    const at::Tensor expected = reference_range_evonorm(
+        x.narrow(1, i * c, c).contiguous(), ctx.param(ParamRef{2})[i], ctx.param(ParamRef{0})[i],
+        ctx.param(ParamRef{1})[i], groups);
+    EXPECT_TRUE(at::allclose(y.narrow(1, i * c, c), expected, kFloatTolerance, kFloatTolerance))
+        << "node " << i;
+  }
+}
+
+TEST(RangeEvoNorm, ChunksFallBackBelowSixteen) {
+  EXPECT_EQ(range_chunks(16 * 98), 16);
+  EXPECT_EQ(range_chunks(392), 14);  // 8 channels of 7x7 per group (ResNet-20 on 28x28)
+  EXPECT_EQ(range_chunks(16), 8);   // chunks of at least two elements
+  EXPECT_EQ(range_chunks(14), 7);
+  EXPECT_EQ(range_chunks(17), 1);
+  EXPECT_NEAR(range_scale_factor(128), 0.540205 / std::sqrt(2 * std::log(128.0)), 1e-5);
+}
+
+class RangeEvoNormGradients : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RangeEvoNormGradients, AgreeWithFiniteDifferences) {
+  Registry registry;
+  quant::QuantOptions fp32;
+  fp32.range_evonorm = GetParam();
+  RangeEvoNorm norm(registry, "norm", 4, 2, fp32);
+  const std::int64_t k = 2;
+  torch::manual_seed(9);
+  const at::Tensor x = torch::randn({2, k * 4, 4, 4}, torch::kDouble);
+  const at::Tensor params0 = torch::rand({k, registry.layout().total_numel}, torch::kDouble) + 0.5;
+  check_param_gradient(params0, [&](const at::Tensor& p) {
+    Context ctx{&registry.layout(), p, nullptr, k, true};
+    return norm.forward(ctx, x);
+  });
+  Context ctx{&registry.layout(), params0, nullptr, k, true};
+  check_param_gradient(x, [&](const at::Tensor& input) { return norm.forward(ctx, input); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, RangeEvoNormGradients, ::testing::Values("reference", "paper"));
+
+TEST(RangeBatchNorm, GradientsAndRunningStatistics) {
+  Registry registry;
+  quant::QuantOptions fp32;
+  RangeBatchNorm norm(registry, "bn", 3, fp32, /*relu=*/false);
+  const std::int64_t k = 2;
+  torch::manual_seed(10);
+  const at::Tensor x = torch::randn({4, k * 3, 4, 4}, torch::kDouble);
+  const at::Tensor params0 = torch::rand({k, registry.layout().total_numel}, torch::kDouble) + 0.5;
+  std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+  for (auto& b : buffers) b = b.to(at::kDouble);
+  check_param_gradient(params0, [&](const at::Tensor& p) {
+    Context ctx{&registry.layout(), p, &buffers, k, true};
+    return norm.forward(ctx, x);
+  });
+  // Running statistics move towards the batch's (momentum 0.9 on the newest batch).
+  std::vector<at::Tensor> fresh = fresh_buffers(registry, k);
+  for (auto& b : fresh) b = b.to(at::kDouble);
+  Context train{&registry.layout(), params0, &fresh, k, true};
+  norm.forward(train, x);
+  const at::Tensor batch_mean = x.transpose(0, 1).reshape({k, 3, -1}).mean(-1);
+  EXPECT_TRUE(at::allclose(fresh[0], 0.9 * batch_mean, 1e-9, 1e-9));
+  // Evaluation uses them: a constant shift of the input moves the output by scale * gamma.
+  Context eval{&registry.layout(), params0, &fresh, k, false};
+  const at::Tensor y0 = norm.forward(eval, x), y1 = norm.forward(eval, x + 1.0);
+  EXPECT_TRUE(at::allclose((y1 - y0).mean({0, 2, 3}),
+                           (fresh[1] * eval.param(ParamRef{0})).reshape({k * 3}), 1e-9, 1e-9));
+}
+
+}  // namespace
+}  // namespace lpdt::nn
