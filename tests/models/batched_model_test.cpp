@@ -90,6 +90,49 @@ INSTANTIATE_TEST_SUITE_P(
              info.param.precision;
     });
 
+// Whole 8-bit models: the integer backend against the simulated one on the same draws. Float
+// rounding differences can flip an occasional rounding decision downstream, so the tolerance is
+// looser than for single layers (tests/nn/quant_layers_test.cpp), and still far below the
+// difference a wrong kernel makes.
+class IntegerVsSimulated : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(IntegerVsSimulated, LogitsAndGradientsAgree) {
+  ModelOptions options;
+  options.arch = GetParam();
+  options.depth = 8;
+  options.in_channels = 1;
+  options.height = options.width = 16;
+  if (options.arch == "lenet5") options.height = options.width = 28;
+  options.quant.precision = quant::Precision::kInt8;
+  ModelOptions integer_options = options;
+  integer_options.quant.backend = quant::QuantBackend::kInteger;
+  const auto simulated = make_model(options);
+  const auto integer = make_model(integer_options);
+  const std::int64_t k = 2, b = 4;
+  torch::manual_seed(3);
+  const at::Tensor params0 = simulated->init_params(7).unsqueeze(0).repeat({k, 1}) +
+                             0.02 * torch::randn({k, simulated->num_params()});
+  const at::Tensor x = torch::randn({k, b, 1, options.height, options.width});
+  const at::Tensor y = torch::randint(0, 10, {k, b}, torch::kLong);
+  std::vector<at::Tensor> logits, grads;
+  for (const Model* model : {simulated.get(), integer.get()}) {
+    at::Tensor params = params0.clone().requires_grad_(true);
+    std::vector<at::Tensor> buffers = model->init_buffers(k);
+    nn::Context ctx{&model->layout(), params, &buffers, k, true};
+    ctx.draws = quant::DrawKey{11, 2, 0};
+    logits.push_back(model->forward(ctx, x));
+    node_batched_loss(logits.back(), y).backward();
+    grads.push_back(params.grad());
+  }
+  const auto relative = [](const at::Tensor& a, const at::Tensor& b) {
+    return ((a - b).norm() / b.norm()).item<double>();
+  };
+  EXPECT_LT(relative(logits[1].detach(), logits[0].detach()), 1e-3);
+  EXPECT_LT(relative(grads[1], grads[0]), 1e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, IntegerVsSimulated, ::testing::Values("resnet", "lenet5"));
+
 TEST(ModelParamCounts, MatchTheReference) {
   // Spec section 6: ResNet-20 273,258; ResNet-54 760,458; VGG-11 9,496,522 (CIFAR-10, EvoNorm).
   ModelOptions options;

@@ -12,6 +12,7 @@
 #include "lpdt/nn/range_batch_norm.h"
 #include "lpdt/nn/range_evonorm.h"
 #include "lpdt/quant/affine_quantizer.h"
+#include "lpdt/quant/int8_gemm.h"
 
 namespace lpdt::nn {
 namespace {
@@ -139,6 +140,70 @@ TEST(QLinear, BifurcatedGradientsEqualTheFloatPathOnQuantizedInputs) {
                            kFloatTolerance));
   EXPECT_TRUE(at::allclose(x.grad(), at::bmm(quantized_gradient(probe, k, draws), e.qw),
                            kFloatTolerance, kFloatTolerance));
+}
+
+// The integer backend computes the simulated backend's function (design.md): same outputs and
+// gradients up to float rounding, given the same draws.
+template <typename MakeLayer>
+void expect_backends_agree(MakeLayer make_layer, const at::Tensor& x0, std::int64_t k) {
+  quant::QuantOptions simulated = int8(), integer = int8();
+  integer.backend = quant::QuantBackend::kInteger;
+  Registry registry_sim, registry_int;
+  const auto layer_sim = make_layer(registry_sim, simulated);
+  const auto layer_int = make_layer(registry_int, integer);
+  ASSERT_EQ(registry_sim.layout().total_numel, registry_int.layout().total_numel);
+  torch::manual_seed(12);
+  const at::Tensor params0 = torch::randn({k, registry_sim.layout().total_numel}) * 0.5;
+  at::Tensor probe;
+  std::vector<at::Tensor> outputs, grad_x, grad_params;
+  for (auto* pair : {&layer_sim, &layer_int}) {
+    const Registry& registry = pair == &layer_sim ? registry_sim : registry_int;
+    at::Tensor params = params0.clone().requires_grad_(true);
+    at::Tensor x = x0.clone().requires_grad_(true);
+    std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+    Context ctx{&registry.layout(), params, &buffers, k, true};
+    ctx.draws = quant::DrawKey{21, 4, 0};
+    const at::Tensor y = (*pair)->forward(ctx, x);
+    if (!probe.defined()) probe = torch::randn_like(y);
+    (y * probe).sum().backward();
+    outputs.push_back(y.detach());
+    grad_x.push_back(x.grad());
+    grad_params.push_back(params.grad());
+  }
+  const auto relative = [](const at::Tensor& a, const at::Tensor& b) {
+    return ((a - b).abs().max() / (b.abs().max() + 1e-12)).item<double>();
+  };
+  EXPECT_LT(relative(outputs[1], outputs[0]), 1e-5) << "forward";
+  EXPECT_LT(relative(grad_x[1], grad_x[0]), 1e-5) << "layer gradient";
+  EXPECT_LT(relative(grad_params[1], grad_params[0]), 1e-5) << "weight gradient";
+}
+
+TEST(IntegerBackend, QConv2dMatchesSimulated) {
+  if (!quant::have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";
+  const std::int64_t k = 2;
+  torch::manual_seed(13);
+  const at::Tensor x = torch::randn({3, k * 4, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast);
+  for (const Conv2dOptions& options :
+       {Conv2dOptions{4, 6, 3}.with_padding(1), Conv2dOptions{4, 6, 3}.with_padding(1).with_stride(2).with_bias(true),
+        Conv2dOptions{4, 6, 1}.with_stride(2)}) {
+    expect_backends_agree(
+        [&](Registry& r, const quant::QuantOptions& q) {
+          return std::make_unique<QConv2d>(r, "conv", options, q);
+        },
+        x, k);
+  }
+}
+
+TEST(IntegerBackend, QLinearMatchesSimulated) {
+  if (!quant::have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";
+  const std::int64_t k = 3;
+  torch::manual_seed(14);
+  const at::Tensor x = torch::randn({k, 5, 12});
+  expect_backends_agree(
+      [&](Registry& r, const quant::QuantOptions& q) {
+        return std::make_unique<QLinear>(r, "fc", 12, 7, q);
+      },
+      x, k);
 }
 
 // Reference spec 7.3 written out for one node, NCHW, without quantizers.

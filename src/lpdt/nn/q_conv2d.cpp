@@ -4,6 +4,7 @@
 
 #include "lpdt/nn/quantized_params.h"
 #include "lpdt/quant/gradient_bifurcation.h"
+#include "lpdt/quant/integer_layers.h"
 
 namespace lpdt::nn {
 
@@ -25,6 +26,24 @@ QConv2d::QConv2d(Registry& registry, const std::string& name, const Conv2dOption
 
 at::Tensor QConv2d::forward(const Context& ctx, const at::Tensor& x) const {
   const std::int64_t k = ctx.k;
+  if (quant_.backend == quant::QuantBackend::kInteger) {
+    quant::QuantizeRequest request;
+    const quant::NodeRange range = input_.measure(ctx, x, request);
+    const quant::QuantizedTensor qx = quant::quantize(x.detach(), k, range, request);
+    at::Tensor qb;
+    if (options_.bias) qb = quantized_param(ctx, bias_, quant_).reshape({k * options_.out_channels});
+    quant::ConvGeometry g;
+    g.batch = x.size(0);
+    g.in_channels = options_.in_channels;
+    g.out_channels = options_.out_channels;
+    g.height = x.size(2);
+    g.width = x.size(3);
+    g.kernel = options_.kernel;
+    g.stride = options_.stride;
+    g.padding = options_.padding;
+    return quant::integer_conv2d(x, qx, ctx.param(weight_), param_codes(ctx, weight_, quant_), qb,
+                                 g, k, gradient_request(ctx, quant_, grad_site_));
+  }
   const at::Tensor qx = input_.forward(ctx, x);
   const at::Tensor qw = quantized_param(ctx, weight_, quant_)
                             .reshape({k * options_.out_channels, options_.in_channels,

@@ -4,6 +4,7 @@
 
 #include "lpdt/nn/quantized_params.h"
 #include "lpdt/quant/gradient_bifurcation.h"
+#include "lpdt/quant/integer_layers.h"
 
 namespace lpdt::nn {
 
@@ -24,6 +25,15 @@ QLinear::QLinear(Registry& registry, const std::string& name, std::int64_t in_fe
 }
 
 at::Tensor QLinear::forward(const Context& ctx, const at::Tensor& x) const {
+  if (quant_.backend == quant::QuantBackend::kInteger) {
+    quant::QuantizeRequest request;
+    const quant::NodeRange range = input_.measure(ctx, x, request);
+    const at::Tensor xc = x.contiguous();
+    const quant::QuantizedTensor qx = quant::quantize(xc.detach(), ctx.k, range, request);
+    const at::Tensor qb = has_bias_ ? quantized_param(ctx, bias_, quant_) : at::Tensor();
+    return quant::integer_linear(xc, qx, ctx.param(weight_), param_codes(ctx, weight_, quant_), qb,
+                                 gradient_request(ctx, quant_, grad_site_));
+  }
   const at::Tensor qx = input_.forward(ctx, x);
   const at::Tensor qw = quantized_param(ctx, weight_, quant_);
   const at::Tensor qb = has_bias_ ? quantized_param(ctx, bias_, quant_) : at::Tensor();

@@ -16,6 +16,12 @@ QuantMeasure::QuantMeasure(Registry& registry, const std::string& name,
 
 at::Tensor QuantMeasure::forward(const Context& ctx, const at::Tensor& x) const {
   quant::QuantizeRequest request;
+  const quant::NodeRange range = measure(ctx, x, request);
+  return quant::fake_quantize_ste(x, ctx.k, range, request);
+}
+
+quant::NodeRange QuantMeasure::measure(const Context& ctx, const at::Tensor& x,
+                                       quant::QuantizeRequest& request) const {
   request.bits = options_.bits;
   request.scheme = options_.scheme;
   request.key = ctx.draws;
@@ -34,7 +40,7 @@ at::Tensor QuantMeasure::forward(const Context& ctx, const at::Tensor& x) const 
     range = {running_min.reshape({ctx.k}), running_max.reshape({ctx.k})};
     request.rounding = options_.eval_rounding;
   }
-  return quant::fake_quantize_ste(x, ctx.k, range, request);
+  return range;
 }
 
 }  // namespace lpdt::nn

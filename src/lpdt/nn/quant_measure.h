@@ -1,5 +1,6 @@
 #pragma once
 #include "lpdt/nn/module.h"
+#include "lpdt/quant/affine_quantizer.h"
 #include "lpdt/quant/quant_options.h"
 
 namespace lpdt::nn {
@@ -14,6 +15,10 @@ class QuantMeasure {
   QuantMeasure(Registry& registry, const std::string& name, const quant::QuantOptions& options);
   // x: [b, k*C, H, W] or [k, b, F] float32 -> fake-quantized, x's shape (canonical layout)
   at::Tensor forward(const Context& ctx, const at::Tensor& x) const;
+  // The range and request forward uses (updating the running range in training), for layers
+  // that quantize x to codes themselves (the integer backend).
+  quant::NodeRange measure(const Context& ctx, const at::Tensor& x,
+                           quant::QuantizeRequest& request) const;
 
  private:
   quant::QuantOptions options_;

@@ -16,6 +16,16 @@ at::Tensor quantized_param(const Context& ctx, ParamRef ref, const quant::QuantO
   return quantize_nearest(ctx.param(ref), ctx.k, quant);
 }
 
+quant::QuantizedTensor param_codes(const Context& ctx, ParamRef ref,
+                                   const quant::QuantOptions& quant) {
+  const at::Tensor p = ctx.param(ref).detach();
+  quant::QuantizeRequest request;
+  request.bits = quant.bits;
+  request.scheme = quant.scheme;
+  request.rounding = quant::Rounding::kNearest;
+  return quant::quantize(p, ctx.k, quant::tensor_range(p, ctx.k), request);
+}
+
 quant::QuantizeRequest gradient_request(const Context& ctx, const quant::QuantOptions& quant,
                                         quant::SiteId site) {
   quant::QuantizeRequest request;

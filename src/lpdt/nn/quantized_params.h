@@ -10,6 +10,9 @@ namespace lpdt::nn {
 at::Tensor quantized_param(const Context& ctx, ParamRef ref, const quant::QuantOptions& quant);
 // Any node-leading [k, ...] tensor quantized the same way.
 at::Tensor quantize_nearest(const at::Tensor& x, std::int64_t k, const quant::QuantOptions& quant);
+// The codes of a parameter (integer backend): the same rounding as quantized_param.
+quant::QuantizedTensor param_codes(const Context& ctx, ParamRef ref,
+                                   const quant::QuantOptions& quant);
 // What a layer's backward uses to quantize the gradient it passes on: grad_bits, stochastic,
 // draws keyed by (ctx.draws, site).
 quant::QuantizeRequest gradient_request(const Context& ctx, const quant::QuantOptions& quant,

@@ -2,33 +2,13 @@
 
 #include <torch/torch.h>
 
+#include "lpdt/quant/request_io.h"
+
 namespace lpdt::quant {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-void save_request(AutogradContext* ctx, std::int64_t k, const QuantizeRequest& r) {
-  ctx->saved_data["k"] = k;
-  ctx->saved_data["bits"] = static_cast<std::int64_t>(r.bits);
-  ctx->saved_data["scheme"] = static_cast<std::int64_t>(r.scheme);
-  ctx->saved_data["seed"] = static_cast<std::int64_t>(r.key.seed);
-  ctx->saved_data["step"] = r.key.step;
-  ctx->saved_data["first_node"] = r.key.first_node;
-  ctx->saved_data["site"] = static_cast<std::int64_t>(r.site);
-}
-
-QuantizeRequest load_request(AutogradContext* ctx) {
-  QuantizeRequest r;
-  r.bits = static_cast<int>(ctx->saved_data["bits"].toInt());
-  r.scheme = static_cast<QuantScheme>(ctx->saved_data["scheme"].toInt());
-  r.key.seed = static_cast<std::uint64_t>(ctx->saved_data["seed"].toInt());
-  r.key.step = ctx->saved_data["step"].toInt();
-  r.key.first_node = ctx->saved_data["first_node"].toInt();
-  r.site = static_cast<SiteId>(ctx->saved_data["site"].toInt());
-  r.rounding = Rounding::kStochastic;
-  return r;
-}
 
 struct FakeQuantizeSte : torch::autograd::Function<FakeQuantizeSte> {
   static at::Tensor forward(AutogradContext*, const at::Tensor& x, std::int64_t k,
@@ -44,7 +24,8 @@ struct FakeQuantizeSte : torch::autograd::Function<FakeQuantizeSte> {
 struct QuantizeGradient : torch::autograd::Function<QuantizeGradient> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, std::int64_t k,
                             const QuantizeRequest& request) {
-    save_request(ctx, k, request);
+    ctx->saved_data["k"] = k;
+    save_request(ctx, request);
     return x.view_as(x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {

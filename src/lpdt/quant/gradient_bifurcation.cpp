@@ -2,32 +2,13 @@
 
 #include <torch/torch.h>
 
+#include "lpdt/quant/request_io.h"
+
 namespace lpdt::quant {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-void save_grad_request(AutogradContext* ctx, const QuantizeRequest& r) {
-  ctx->saved_data["bits"] = static_cast<std::int64_t>(r.bits);
-  ctx->saved_data["scheme"] = static_cast<std::int64_t>(r.scheme);
-  ctx->saved_data["seed"] = static_cast<std::int64_t>(r.key.seed);
-  ctx->saved_data["step"] = r.key.step;
-  ctx->saved_data["first_node"] = r.key.first_node;
-  ctx->saved_data["site"] = static_cast<std::int64_t>(r.site);
-}
-
-QuantizeRequest load_grad_request(AutogradContext* ctx) {
-  QuantizeRequest r;
-  r.bits = static_cast<int>(ctx->saved_data["bits"].toInt());
-  r.scheme = static_cast<QuantScheme>(ctx->saved_data["scheme"].toInt());
-  r.key.seed = static_cast<std::uint64_t>(ctx->saved_data["seed"].toInt());
-  r.key.step = ctx->saved_data["step"].toInt();
-  r.key.first_node = ctx->saved_data["first_node"].toInt();
-  r.site = static_cast<SiteId>(ctx->saved_data["site"].toInt());
-  r.rounding = Rounding::kStochastic;
-  return r;
-}
 
 // The output gradient at grad_bits: each node's own [min, max], stochastic rounding.
 at::Tensor quantized_output_gradient(const at::Tensor& grad, std::int64_t k,
@@ -47,7 +28,7 @@ struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
     ctx->saved_data["padding"] = padding;
     ctx->saved_data["k"] = k;
     ctx->saved_data["bias"] = qb.defined();
-    save_grad_request(ctx, grad_request);
+    save_request(ctx, grad_request);
     return at::convolution(qx, qw, qb, {stride, stride}, {padding, padding}, {1, 1}, false, {0, 0},
                            k);
   }
@@ -66,7 +47,7 @@ struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
                                  {s, s}, {p, p}, {1, 1}, false, {0, 0}, k, {false, true, bias});
     // Layer gradient: the output gradient at grad_bits.
     const at::Tensor gq =
-        quantized_output_gradient(gy, k, load_grad_request(ctx)).contiguous(qx.suggest_memory_format());
+        quantized_output_gradient(gy, k, load_request(ctx)).contiguous(qx.suggest_memory_format());
     auto [grad_x, unused_w, unused_b] = at::convolution_backward(
         gq, qx, qw, c10::nullopt, {s, s}, {p, p}, {1, 1}, false, {0, 0}, k, {true, false, false});
     return {grad_x, grad_w, bias ? grad_b : at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
@@ -80,7 +61,7 @@ struct BifurcatedLinear : torch::autograd::Function<BifurcatedLinear> {
     const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
     ctx->save_for_backward({qx, qw});
     ctx->saved_data["bias"] = qb.defined();
-    save_grad_request(ctx, grad_request);
+    save_request(ctx, grad_request);
     const at::Tensor weight_t = qw.transpose(1, 2);  // [k, in, out]
     return qb.defined() ? at::baddbmm(qb.unsqueeze(1), qx, weight_t) : at::bmm(qx, weight_t);
   }
@@ -91,7 +72,7 @@ struct BifurcatedLinear : torch::autograd::Function<BifurcatedLinear> {
     const at::Tensor gy = grad[0].contiguous();  // [k, b, out]
     const at::Tensor grad_w = at::bmm(gy.transpose(1, 2), qx);  // [k, out, in]
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum(1) : at::Tensor();
-    const at::Tensor gq = quantized_output_gradient(gy, qx.size(0), load_grad_request(ctx));
+    const at::Tensor gq = quantized_output_gradient(gy, qx.size(0), load_request(ctx));
     const at::Tensor grad_x = at::bmm(gq, qw);  // [k, b, in]
     return {grad_x, grad_w, grad_b, at::Tensor()};
   }

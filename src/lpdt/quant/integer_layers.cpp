@@ -1,0 +1,134 @@
+#include "lpdt/quant/integer_layers.h"
+
+#include <torch/torch.h>
+
+#include "lpdt/quant/request_io.h"
+
+namespace lpdt::quant {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+void save_geometry(AutogradContext* ctx, const ConvGeometry& g) {
+  ctx->saved_data["batch"] = g.batch;
+  ctx->saved_data["in_channels"] = g.in_channels;
+  ctx->saved_data["out_channels"] = g.out_channels;
+  ctx->saved_data["height"] = g.height;
+  ctx->saved_data["width"] = g.width;
+  ctx->saved_data["kernel"] = g.kernel;
+  ctx->saved_data["stride"] = g.stride;
+  ctx->saved_data["padding"] = g.padding;
+}
+
+ConvGeometry load_geometry(AutogradContext* ctx) {
+  ConvGeometry g;
+  g.batch = ctx->saved_data["batch"].toInt();
+  g.in_channels = ctx->saved_data["in_channels"].toInt();
+  g.out_channels = ctx->saved_data["out_channels"].toInt();
+  g.height = ctx->saved_data["height"].toInt();
+  g.width = ctx->saved_data["width"].toInt();
+  g.kernel = ctx->saved_data["kernel"].toInt();
+  g.stride = ctx->saved_data["stride"].toInt();
+  g.padding = ctx->saved_data["padding"].toInt();
+  return g;
+}
+
+QuantizedTensor quantized_gradient(const at::Tensor& grad, std::int64_t k,
+                                   const QuantizeRequest& request) {
+  const at::Tensor g = canonical_layout(grad);
+  return quantize(g, k, tensor_range(g, k), request);
+}
+
+struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
+                            const at::Tensor& qb_or_empty, const at::Tensor& x_codes,
+                            const at::Tensor& x_scale, const at::Tensor& x_zero,
+                            const at::Tensor& w_codes, const at::Tensor& w_scale,
+                            const at::Tensor& w_zero, const ConvGeometry& g, std::int64_t k,
+                            const QuantizeRequest& grad_request) {
+    const QuantizedTensor qx{x_codes, x_scale, x_zero}, qw{w_codes, w_scale, w_zero};
+    const at::Tensor packed = pack_conv_weight(w_codes);
+    const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
+    ctx->save_for_backward({x_codes, x_scale, x_zero, w_codes, w_scale, w_zero, packed});
+    ctx->saved_data["bias"] = qb.defined();
+    ctx->saved_data["k"] = k;
+    save_geometry(ctx, g);
+    save_request(ctx, grad_request);
+    return int8_conv2d(qx, qw, packed, qb, g, k);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto s = ctx->get_saved_variables();
+    const QuantizedTensor qx{s[0], s[1], s[2]}, qw{s[3], s[4], s[5]};
+    const at::Tensor& packed = s[6];
+    const ConvGeometry g = load_geometry(ctx);
+    const std::int64_t k = ctx->saved_data["k"].toInt();
+    const at::Tensor gy = grad[0].contiguous(at::MemoryFormat::ChannelsLast);
+    // Weight gradient in float: the float output gradient and the dequantized input codes.
+    const at::Tensor x_real = dequantize(qx, k);
+    const at::Tensor w_real = dequantize(qw, k)
+                                  .view({k * g.out_channels, g.in_channels, g.kernel, g.kernel})
+                                  .contiguous(at::MemoryFormat::ChannelsLast);
+    auto [unused_x, grad_w, unused_b] = at::convolution_backward(
+        gy, x_real, w_real, c10::nullopt, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1},
+        false, {0, 0}, k, {false, true, false});
+    const at::Tensor grad_b =
+        ctx->saved_data["bias"].toBool() ? gy.sum({0, 2, 3}) : at::Tensor();
+    // Layer gradient in int8: the output gradient at 8 bits through the weight codes.
+    const at::Tensor grad_x = int8_conv2d_input_grad(quantized_gradient(gy, k, load_request(ctx)),
+                                                     qw, packed, g, k);
+    return {grad_x,       grad_w.view(qw.codes.sizes()), grad_b,       at::Tensor(),
+            at::Tensor(), at::Tensor(),                  at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(),                  at::Tensor(), at::Tensor()};
+  }
+};
+
+struct IntegerLinear : torch::autograd::Function<IntegerLinear> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
+                            const at::Tensor& qb_or_empty, const at::Tensor& x_codes,
+                            const at::Tensor& x_scale, const at::Tensor& x_zero,
+                            const at::Tensor& w_codes, const at::Tensor& w_scale,
+                            const at::Tensor& w_zero, const QuantizeRequest& grad_request) {
+    const QuantizedTensor qx{x_codes, x_scale, x_zero}, qw{w_codes, w_scale, w_zero};
+    const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
+    ctx->save_for_backward({x_codes, x_scale, x_zero, w_codes, w_scale, w_zero});
+    ctx->saved_data["bias"] = qb.defined();
+    save_request(ctx, grad_request);
+    return int8_linear(qx, qw, qb);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto s = ctx->get_saved_variables();
+    const QuantizedTensor qx{s[0], s[1], s[2]}, qw{s[3], s[4], s[5]};
+    const std::int64_t k = qx.codes.size(0);
+    const at::Tensor gy = grad[0].contiguous();  // [k, b, out]
+    const at::Tensor grad_w = at::bmm(gy.transpose(1, 2), dequantize(qx, k));  // [k, out, in]
+    const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum(1) : at::Tensor();
+    const at::Tensor grad_x =
+        int8_linear_input_grad(quantized_gradient(gy, k, load_request(ctx)), qw);
+    return {grad_x,       grad_w,       grad_b,       at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor or_empty(const at::Tensor& t, const at::Tensor& like) {
+  // Custom autograd functions take defined tensors only: no bias travels as an empty tensor.
+  return t.defined() ? t : at::empty({0}, like.options());
+}
+
+}  // namespace
+
+at::Tensor integer_conv2d(const at::Tensor& x, const QuantizedTensor& qx, const at::Tensor& w,
+                          const QuantizedTensor& qw, const at::Tensor& qb, const ConvGeometry& g,
+                          std::int64_t k, const QuantizeRequest& grad_request) {
+  return IntegerConv2d::apply(x, w, or_empty(qb, x), qx.codes, qx.scale, qx.zero_point, qw.codes,
+                              qw.scale, qw.zero_point, g, k, grad_request);
+}
+
+at::Tensor integer_linear(const at::Tensor& x, const QuantizedTensor& qx, const at::Tensor& w,
+                          const QuantizedTensor& qw, const at::Tensor& qb,
+                          const QuantizeRequest& grad_request) {
+  return IntegerLinear::apply(x, w, or_empty(qb, x), qx.codes, qx.scale, qx.zero_point, qw.codes,
+                              qw.scale, qw.zero_point, grad_request);
+}
+
+}  // namespace lpdt::quant

@@ -1,0 +1,114 @@
+// The integer backend's kernels against plain references on random inputs: the int8 GEMM against
+// loops, the integer convolution / linear layer and their layer gradients against float
+// arithmetic on the dequantized codes (what the simulated backend computes).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "lpdt/quant/int8_conv.h"
+#include "lpdt/quant/int8_gemm.h"
+
+namespace lpdt::quant {
+namespace {
+
+constexpr double kFloatTolerance = 1e-4;  // relative to the output's magnitude
+
+void expect_close(const at::Tensor& actual, const at::Tensor& expected, const char* what) {
+  const double scale = expected.abs().max().item<double>() + 1e-12;
+  const double error = (actual - expected).abs().max().item<double>();
+  EXPECT_LT(error / scale, kFloatTolerance) << what << ": max error " << error << " of " << scale;
+}
+
+TEST(Int8Gemm, MatchesTheReferenceLoops) {
+  if (!have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";
+  torch::manual_seed(1);
+  struct Dims {
+    std::int64_t m, n, k, lda;
+    bool transposed;
+  };
+  // Shapes of a convolution's forward (K = patch) and layer gradient (small K, strided A).
+  for (const Dims d : {Dims{37, 19, 53, 56, false}, Dims{37, 19, 53, 56, true},
+                       Dims{189, 45, 6, 12, true}, Dims{189, 45, 6, 12, false}}) {
+    const std::int64_t m = d.m, n = d.n, k = d.k, lda = d.lda;
+    const bool transposed = d.transposed;
+    const at::Tensor a = torch::randint(0, 256, {m, lda}, torch::kInt).to(at::kByte);
+    const at::Tensor b = transposed ? torch::randint(-128, 128, {n, k}, torch::kInt).to(at::kChar)
+                                    : torch::randint(-128, 128, {k, n}, torch::kInt).to(at::kChar);
+    const std::int64_t ldb = transposed ? k : n;
+    at::Tensor fast = at::empty({m, n}, at::kInt), slow = at::empty({m, n}, at::kInt);
+    gemm_u8s8s32(m, n, k, a.data_ptr<std::uint8_t>(), lda, 131, b.data_ptr<std::int8_t>(), ldb,
+                 transposed, -7, fast.data_ptr<std::int32_t>(), n);
+    gemm_u8s8s32_reference(m, n, k, a.data_ptr<std::uint8_t>(), lda, 131,
+                           b.data_ptr<std::int8_t>(), ldb, transposed, -7,
+                           slow.data_ptr<std::int32_t>(), n);
+    EXPECT_TRUE(at::equal(fast, slow)) << "transposed " << transposed;
+  }
+}
+
+QuantizedTensor random_codes(const at::Tensor& x, std::int64_t k, std::uint64_t seed) {
+  QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{seed, 0, 0},
+                          0};
+  return quantize(x, k, tensor_range(x, k), request);
+}
+
+struct ConvCase {
+  std::int64_t kernel, stride, padding;
+  bool bias;
+};
+
+class Int8ConvVsFloat : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
+  if (!have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";
+  const ConvCase c = GetParam();
+  const std::int64_t k = 2;
+  ConvGeometry g;
+  g.batch = 3, g.in_channels = 5, g.out_channels = 6, g.height = 9, g.width = 7;
+  g.kernel = c.kernel, g.stride = c.stride, g.padding = c.padding;
+  torch::manual_seed(2);
+  const at::Tensor x = (torch::randn({g.batch, k * g.in_channels, g.height, g.width}) + 0.4)
+                           .contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor w = torch::randn({k, g.out_channels, g.in_channels, g.kernel, g.kernel});
+  const at::Tensor bias = c.bias ? torch::randn({k * g.out_channels}) : at::Tensor();
+  const QuantizedTensor qx = random_codes(x, k, 3), qw = random_codes(w, k, 4);
+  const at::Tensor packed = pack_conv_weight(qw.codes);
+  const at::Tensor x_real = dequantize(qx, k);
+  const at::Tensor w_real = dequantize(qw, k).view({k * g.out_channels, g.in_channels, g.kernel,
+                                                    g.kernel});
+  const at::Tensor y = int8_conv2d(qx, qw, packed, bias, g, k);
+  const at::Tensor expected = at::conv2d(x_real, w_real, bias, {g.stride, g.stride},
+                                         {g.padding, g.padding}, {1, 1}, k);
+  ASSERT_EQ(y.sizes(), expected.sizes());
+  expect_close(y, expected, "forward");
+
+  const at::Tensor gy = torch::randn_like(expected).contiguous(at::MemoryFormat::ChannelsLast);
+  const QuantizedTensor qg = random_codes(gy, k, 5);
+  const at::Tensor dx = int8_conv2d_input_grad(qg, qw, packed, g, k);
+  auto [expected_dx, unused_w, unused_b] = at::convolution_backward(
+      dequantize(qg, k), x_real, w_real, c10::nullopt, {g.stride, g.stride},
+      {g.padding, g.padding}, {1, 1}, false, {0, 0}, k, {true, false, false});
+  ASSERT_EQ(dx.sizes(), expected_dx.sizes());
+  expect_close(dx, expected_dx, "layer gradient");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Int8ConvVsFloat,
+                         ::testing::Values(ConvCase{3, 1, 1, false}, ConvCase{3, 2, 1, true},
+                                           ConvCase{1, 2, 0, false}, ConvCase{5, 1, 2, true},
+                                           ConvCase{3, 1, 0, false}));
+
+TEST(Int8Linear, ForwardAndLayerGradientMatchFloat) {
+  if (!have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";
+  const std::int64_t k = 3, b = 7, in = 11, out = 5;
+  torch::manual_seed(6);
+  const at::Tensor x = torch::randn({k, b, in}), w = torch::randn({k, out, in});
+  const at::Tensor bias = torch::randn({k, out});
+  const QuantizedTensor qx = random_codes(x, k, 1), qw = random_codes(w, k, 2);
+  expect_close(int8_linear(qx, qw, bias),
+               at::baddbmm(bias.unsqueeze(1), dequantize(qx, k), dequantize(qw, k).transpose(1, 2)),
+               "forward");
+  const QuantizedTensor qg = random_codes(torch::randn({k, b, out}), k, 3);
+  expect_close(int8_linear_input_grad(qg, qw), at::bmm(dequantize(qg, k), dequantize(qw, k)),
+               "layer gradient");
+}
+
+}  // namespace
+}  // namespace lpdt::quant
