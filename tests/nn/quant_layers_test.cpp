@@ -240,6 +240,60 @@ TEST(RangeEvoNorm, MatchesTheReferenceFormulaPerNode) {
   }
 }
 
+// The fused CPU operation against the composite version: outputs and gradients, fp32 and 8-bit.
+struct FusedCase {
+  std::string variant;
+  bool int8;
+  std::int64_t channels, groups, size;
+};
+
+class RangeEvoNormFused : public ::testing::TestWithParam<FusedCase> {};
+
+TEST_P(RangeEvoNormFused, MatchesTheCompositeVersion) {
+  const FusedCase c = GetParam();
+  quant::QuantOptions options = c.int8 ? int8() : quant::QuantOptions{};
+  options.range_evonorm = c.variant;
+  Registry registry;
+  RangeEvoNorm norm(registry, "norm", c.channels, c.groups, options);
+  const std::int64_t k = 2, b = 3;
+  torch::manual_seed(15);
+  const at::Tensor params0 = torch::rand({k, registry.layout().total_numel}) + 0.5;
+  const at::Tensor x0 = torch::randn({b, k * c.channels, c.size, c.size})
+                            .contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor probe;
+  std::vector<at::Tensor> out, grad_x, grad_p;
+  for (bool fused : {false, true}) {
+    norm.use_fused_kernel(fused);
+    at::Tensor params = params0.clone().requires_grad_(true);
+    at::Tensor x = x0.clone().requires_grad_(true);
+    std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+    Context ctx{&registry.layout(), params, &buffers, k, true};
+    ctx.draws = quant::DrawKey{3, 1, 0};
+    const at::Tensor y = norm.forward(ctx, x);
+    if (!probe.defined()) probe = torch::randn_like(y);
+    (y * probe).sum().backward();
+    out.push_back(y.detach());
+    grad_x.push_back(x.grad());
+    grad_p.push_back(params.grad());
+  }
+  const auto relative = [](const at::Tensor& a, const at::Tensor& b) {
+    return ((a - b).abs().max() / (b.abs().max() + 1e-12)).item<double>();
+  };
+  EXPECT_LT(relative(out[1], out[0]), 1e-5) << "forward";
+  EXPECT_LT(relative(grad_x[1], grad_x[0]), 1e-4) << "input gradient";
+  EXPECT_LT(relative(grad_p[1], grad_p[0]), 1e-4) << "parameter gradient";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, RangeEvoNormFused,
+    ::testing::Values(FusedCase{"reference", false, 16, 8, 6}, FusedCase{"reference", false, 64, 8, 7},
+                      FusedCase{"paper", false, 8, 2, 5}, FusedCase{"reference", true, 16, 8, 6},
+                      FusedCase{"reference", true, 32, 8, 7}, FusedCase{"paper", true, 8, 4, 4}),
+    [](const auto& info) {
+      return info.param.variant + (info.param.int8 ? "_int8_" : "_fp32_") +
+             std::to_string(info.param.channels) + "ch_" + std::to_string(info.param.size) + "px";
+    });
+
 TEST(RangeEvoNorm, ChunksFallBackBelowSixteen) {
   EXPECT_EQ(range_chunks(16 * 98), 16);
   EXPECT_EQ(range_chunks(392), 14);  // 8 channels of 7x7 per group (ResNet-20 on 28x28)

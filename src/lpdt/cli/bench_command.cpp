@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "lpdt/cli/commands.h"
+#include "lpdt/exp/precision_bench.h"
 #include "lpdt/exp/throughput_bench.h"
 
 namespace lpdt::cli {
@@ -27,9 +28,31 @@ void add_bench_command(CLI::App& app) {
                   "The engine's nodes per forward/backward pass (0 = all)")
       ->capture_default_str();
   cmd->add_option("--json", options->json_path, "Also write the results as JSON");
-  cmd->callback([options]() {
-    exp::run_throughput_bench(*options,
-                              [](const std::string& line) { std::cout << line << std::endl; });
+  auto precision = std::make_shared<bool>(false);
+  auto modes = std::make_shared<std::vector<std::string>>(exp::PrecisionBenchOptions().modes);
+  cmd->add_flag("--precision", *precision,
+                "Compare precisions instead (fp32, int8 simulated, int8 integer): step time and "
+                "the activation memory a pass holds for backward, in the same run");
+  cmd->add_option("--modes", *modes, "Precisions compared by --precision")->capture_default_str();
+  cmd->callback([options, precision, modes]() {
+    const auto print = [](const std::string& line) { std::cout << line << std::endl; };
+    if (*precision) {
+      exp::PrecisionBenchOptions p;
+      p.arch = options->arch;
+      p.depth = options->depth;
+      p.nodes = options->nodes;
+      p.batch_size = options->batch_size;
+      p.steps = options->steps;
+      p.warmup_steps = options->warmup_steps;
+      p.threads = options->threads;
+      p.channels = options->channels;
+      p.size = options->size;
+      p.modes = *modes;
+      p.json_path = options->json_path;
+      exp::run_precision_bench(p, print);
+      return;
+    }
+    exp::run_throughput_bench(*options, print);
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include "lpdt/core/error.h"
 #include "lpdt/nn/quantized_params.h"
+#include "lpdt/nn/range_evonorm_kernel.h"
 #include "lpdt/quant/fake_quant_ops.h"
 
 namespace lpdt::nn {
@@ -50,6 +51,41 @@ RangeEvoNorm::RangeEvoNorm(Registry& registry, const std::string& name, std::int
 }
 
 at::Tensor RangeEvoNorm::forward(const Context& ctx, const at::Tensor& x_in) const {
+  const bool q = quant_.low_precision();
+  if (!fused_ || !range_evonorm_fused_supports(x_in) ||
+      (q && quant_.scheme != quant::QuantScheme::kGemmlowp)) {
+    return forward_composite(ctx, x_in);
+  }
+  const std::int64_t k = ctx.k, kc = k * channels_, cg = channels_ / groups_;
+  RangeEvoNormShape shape;
+  shape.k = k;
+  shape.channels = channels_;
+  shape.groups = groups_;
+  if (paper_variant_) {
+    shape.chunks = 1;
+    shape.range_factor = 1.0 / std::sqrt(2.0 * std::log(static_cast<double>(cg)));
+  } else {
+    const std::int64_t group_numel = cg * x_in.size(2) * x_in.size(3);
+    shape.chunks = range_chunks(group_numel);
+    shape.range_factor = range_scale_factor(group_numel / shape.chunks);
+  }
+  quant::QuantizedTensor codes;
+  if (q) {
+    quant::QuantizeRequest request;
+    const quant::NodeRange range = input_->measure(ctx, x_in, request);
+    codes = quant::quantize(x_in.detach(), k, range, request);
+    shape.scale_bits = quant_.bits;
+    shape.scale_scheme = quant_.scheme;
+  }
+  const auto param = [&](ParamRef ref) {
+    return (q ? quantized_param(ctx, ref, quant_) : ctx.param(ref)).reshape({kc});
+  };
+  at::Tensor out = range_evonorm_fused(x_in, codes, param(v_), param(gamma_), param(beta_), shape);
+  if (q) out = quant::quantize_gradient(out, k, gradient_request(ctx, quant_, grad_site_));
+  return out;
+}
+
+at::Tensor RangeEvoNorm::forward_composite(const Context& ctx, const at::Tensor& x_in) const {
   const bool q = quant_.low_precision();
   const std::int64_t k = ctx.k, b = x_in.size(0), h = x_in.size(2), w = x_in.size(3);
   const std::int64_t kc = k * channels_, cg = channels_ / groups_;

@@ -37,8 +37,13 @@ class RangeEvoNorm : public Layer {
                std::int64_t groups, const quant::QuantOptions& quant, bool zero_gamma = false);
   // x: [b, k*C, H, W] float32 (channels-last) -> same shape
   at::Tensor forward(const Context& ctx, const at::Tensor& x) const override;
+  // The fused CPU operation (range_evonorm_kernel.h) is used for float32 CPU inputs (and, at 8
+  // bits, the gemmlowp scheme); off: the composite ATen version, as on other devices.
+  void use_fused_kernel(bool on) { fused_ = on; }
 
  private:
+  at::Tensor forward_composite(const Context& ctx, const at::Tensor& x) const;
+  bool fused_ = true;
   std::int64_t channels_;
   std::int64_t groups_;
   quant::QuantOptions quant_;

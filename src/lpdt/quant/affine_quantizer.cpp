@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
 
 namespace lpdt::quant {
@@ -14,6 +15,19 @@ namespace {
 
 // The reference clamps the step size away from 0 (an all-equal tensor).
 constexpr double kMinScale = 1e-8;
+
+// The min and max of n contiguous floats.
+LPDT_CPU_CLONES void run_min_max(const float* __restrict p, std::int64_t n, float& lo_out,
+                                 float& hi_out) {
+  float lo = lo_out, hi = hi_out;
+#pragma omp simd reduction(min : lo) reduction(max : hi)
+  for (std::int64_t c = 0; c < n; ++c) {
+    lo = std::min(lo, p[c]);
+    hi = std::max(hi, p[c]);
+  }
+  lo_out = lo;
+  hi_out = hi;
+}
 
 // Per (node, sample) min and max: [k * samples] pairs.
 void sample_min_max(const at::Tensor& xc, const NodeView& v, std::vector<float>& mins,
@@ -27,36 +41,56 @@ void sample_min_max(const at::Tensor& xc, const NodeView& v, std::vector<float>&
       const std::int64_t node = item / v.samples, sample = item % v.samples;
       float lo = std::numeric_limits<float>::infinity();
       float hi = -lo;
-      for (std::int64_t r = 0; r < v.rows; ++r) {
-        const float* p = x + v.offset(node, sample, r);
-#pragma omp simd reduction(min : lo) reduction(max : hi)
-        for (std::int64_t c = 0; c < v.cols; ++c) {
-          lo = std::min(lo, p[c]);
-          hi = std::max(hi, p[c]);
-        }
-      }
+      for (std::int64_t r = 0; r < v.rows; ++r) run_min_max(x + v.offset(node, sample, r), v.cols, lo, hi);
       mins[item] = lo;
       maxs[item] = hi;
     }
   });
 }
 
-// Quantizes one contiguous run of n elements whose node-local indices start at index0.
-// Out = float: write the dequantized value; Out = uint8_t: write the code.
-template <typename Out>
-void quantize_run(const float* x, Out* out, std::int64_t n, const AffineParams& p, float qmax,
-                  bool stochastic, std::uint64_t stream, std::uint64_t index0) {
+// Round half to even for 0 <= y < 2^22, branch-free: adding and subtracting 1.5 * 2^23 leaves
+// the float rounding of y to an integer in the default rounding mode (no -ffast-math here, so the
+// compiler keeps both operations). The same result as std::nearbyint, and it vectorises.
+inline float round_half_even(float y) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  return (y + kMagic) - kMagic;
+}
+
+// Quantizes one contiguous run of n elements whose node-local indices start at index0 and writes
+// the dequantized values (simulated backend). The reference clamps after adding the noise, then
+// rounds half to even (torch.round). Loops without calls: they vectorise (cpu_dispatch.h).
+LPDT_CPU_CLONES void fake_quantize_run(const float* __restrict x, float* __restrict out,
+                                       std::int64_t n, float scale, float zero_point, float min,
+                                       bool reference_scheme, float qmax, bool stochastic,
+                                       std::uint64_t stream, std::uint64_t index0) {
   for (std::int64_t c = 0; c < n; ++c) {
-    float y = p.quantize(x[c]);
+    float y = reference_scheme ? (x[c] - min) / scale : x[c] / scale + zero_point;
     if (stochastic) y += centered_uniform(stream, index0 + static_cast<std::uint64_t>(c));
-    // The reference clamps after adding the noise, then rounds half to even (torch.round).
-    const float q = std::nearbyint(std::clamp(y, 0.0f, qmax));
-    if constexpr (std::is_same_v<Out, float>) {
-      out[c] = p.dequantize(q);
-    } else {
-      out[c] = static_cast<Out>(q);
-    }
+    const float q = round_half_even(std::min(std::max(y, 0.0f), qmax));
+    out[c] = reference_scheme ? q * scale + min : (q - zero_point) * scale;
   }
+}
+
+// The same decisions, writing 8-bit codes (integer backend; gemmlowp scheme only).
+LPDT_CPU_CLONES void quantize_codes_run(const float* __restrict x, std::uint8_t* __restrict out,
+                                        std::int64_t n, float scale, float zero_point, float qmax,
+                                        bool stochastic, std::uint64_t stream,
+                                        std::uint64_t index0) {
+  for (std::int64_t c = 0; c < n; ++c) {
+    float y = x[c] / scale + zero_point;
+    if (stochastic) y += centered_uniform(stream, index0 + static_cast<std::uint64_t>(c));
+    out[c] = static_cast<std::uint8_t>(round_half_even(std::min(std::max(y, 0.0f), qmax)));
+  }
+}
+
+void quantize_run(const float* x, float* out, std::int64_t n, const AffineParams& p, float qmax,
+                  bool stochastic, std::uint64_t stream, std::uint64_t index0) {
+  fake_quantize_run(x, out, n, p.scale, p.zero_point, p.min,
+                    p.scheme == QuantScheme::kReference, qmax, stochastic, stream, index0);
+}
+void quantize_run(const float* x, std::uint8_t* out, std::int64_t n, const AffineParams& p,
+                  float qmax, bool stochastic, std::uint64_t stream, std::uint64_t index0) {
+  quantize_codes_run(x, out, n, p.scale, p.zero_point, qmax, stochastic, stream, index0);
 }
 
 template <typename Out>

@@ -1,0 +1,159 @@
+#include "lpdt/exp/precision_bench.h"
+
+#include <malloc.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "lpdt/algo/decentralized_optimizer.h"
+#include "lpdt/build_info.h"
+#include "lpdt/core/error.h"
+#include "lpdt/core/runtime.h"
+#include "lpdt/graph/factory.h"
+#include "lpdt/graph/topology.h"
+#include "lpdt/metrics/byte_ledger.h"
+#include "lpdt/models/model.h"
+
+namespace lpdt::exp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Bytes malloc has handed out and not taken back (main arena plus mmapped blocks): LibTorch's CPU
+// tensors are plain malloc allocations, made by the thread that runs the operator.
+double bytes_in_use() {
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd);
+}
+
+quant::QuantOptions options_for(const std::string& mode) {
+  quant::QuantOptions q;
+  if (mode == "fp32") return q;
+  q.precision = quant::Precision::kInt8;
+  if (mode == "int8-simulated") return q;
+  if (mode == "int8-integer") {
+    q.backend = quant::QuantBackend::kInteger;
+    return q;
+  }
+  throw ConfigError("bench --modes: '" + mode +
+                    "' is not a mode: expected fp32, int8-simulated or int8-integer");
+}
+
+}  // namespace
+
+std::vector<PrecisionResult> run_precision_bench(
+    const PrecisionBenchOptions& options, const std::function<void(const std::string&)>& progress) {
+  if (options.steps < 1 || options.batch_size < 1 || options.nodes.empty() ||
+      options.modes.empty()) {
+    throw ConfigError("bench: --steps, --batch, --nodes and --modes must be non-empty/positive");
+  }
+  const RuntimeInfo runtime = configure_runtime(options.threads);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "lpdt bench --precision: %s depth %lld, %lldx%lldx%lld inputs, batch %lld/node, %s, "
+                "median of %lld steps after %lld warm-up",
+                options.arch.c_str(), static_cast<long long>(options.depth),
+                static_cast<long long>(options.channels), static_cast<long long>(options.size),
+                static_cast<long long>(options.size), static_cast<long long>(options.batch_size),
+                runtime.description().c_str(), static_cast<long long>(options.steps),
+                static_cast<long long>(options.warmup_steps));
+  progress(line);
+  progress("nodes  mode             ms/step    img/s  vs fp32  activations MiB/node-pass  vs fp32");
+
+  std::vector<PrecisionResult> results;
+  for (const std::int64_t n : options.nodes) {
+    torch::manual_seed(0);
+    const at::Tensor inputs =
+        torch::randn({n, options.batch_size, options.channels, options.size, options.size});
+    const at::Tensor targets = torch::randint(0, 10, {n, options.batch_size}, torch::kLong);
+    const auto topology =
+        graph::make_topology(graph::TopologyOptions().name("directed-ring").num_nodes(n));
+    const at::Tensor mixing = topology->at(0).mixing_matrix(at::kFloat);
+    double fp32_ms = 0, fp32_mib = 0;
+    for (const std::string& mode : options.modes) {
+      models::ModelOptions model_options;
+      model_options.arch = options.arch;
+      model_options.depth = options.depth;
+      model_options.in_channels = options.channels;
+      model_options.height = model_options.width = options.size;
+      model_options.quant = options_for(mode);
+      const auto model = models::make_model(model_options);
+      at::Tensor x = model->init_params(1).unsqueeze(0).repeat({n, 1});
+      std::vector<at::Tensor> buffers = model->init_buffers(n);
+      algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout());
+      metrics::ByteLedger ledger = optimizer.make_ledger();
+      std::vector<double> times, held;
+      for (std::int64_t step = 0; step < options.warmup_steps + options.steps; ++step) {
+        const auto start = Clock::now();
+        at::Tensor grad = at::empty_like(x);
+        // The engine's CPU configuration: one node per forward/backward pass.
+        for (std::int64_t i = 0; i < n; ++i) {
+          at::Tensor xi = x.narrow(0, i, 1).detach().requires_grad_(true);
+          std::vector<at::Tensor> node_buffers;
+          for (const auto& b : buffers) node_buffers.push_back(b.narrow(0, i, 1));
+          nn::Context ctx{&model->layout(), xi, &node_buffers, 1, true};
+          ctx.draws = quant::DrawKey{1, step, i};
+          const double before = bytes_in_use();
+          const at::Tensor loss = models::node_batched_loss(
+              model->forward(ctx, inputs.narrow(0, i, 1)), targets.narrow(0, i, 1));
+          held.push_back(bytes_in_use() - before);
+          loss.backward();
+          grad.narrow(0, i, 1).copy_(xi.grad());
+        }
+        {
+          torch::NoGradGuard no_grad;
+          optimizer.step(x, grad, mixing, 0.01, step, ledger);
+        }
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        if (step >= options.warmup_steps) times.push_back(ms);
+      }
+      PrecisionResult r;
+      r.nodes = n;
+      r.mode = mode;
+      r.step_ms = median(times);
+      r.images_per_s = static_cast<double>(n * options.batch_size) / (r.step_ms / 1000.0);
+      r.activation_mib = median(held) / (1024.0 * 1024.0);
+      if (mode == "fp32") fp32_ms = r.step_ms, fp32_mib = r.activation_mib;
+      r.speedup_vs_fp32 = fp32_ms > 0 ? fp32_ms / r.step_ms : 0;
+      r.activation_ratio_vs_fp32 = fp32_mib > 0 ? fp32_mib / r.activation_mib : 0;
+      std::snprintf(line, sizeof line, "%5lld  %-15s  %7.1f  %7.0f  %6.2fx  %26.2f  %6.2fx",
+                    static_cast<long long>(n), mode.c_str(), r.step_ms, r.images_per_s,
+                    r.speedup_vs_fp32, r.activation_mib, r.activation_ratio_vs_fp32);
+      progress(line);
+      results.push_back(r);
+    }
+  }
+  if (!options.json_path.empty()) {
+    nlohmann::json j;
+    j["runtime"] = runtime.description();
+    j["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
+    j["arch"] = options.arch;
+    j["depth"] = options.depth;
+    j["batch_per_node"] = options.batch_size;
+    for (const auto& r : results) {
+      j["rows"].push_back({{"nodes", r.nodes},
+                           {"mode", r.mode},
+                           {"step_ms", r.step_ms},
+                           {"images_per_s", r.images_per_s},
+                           {"speedup_vs_fp32", r.speedup_vs_fp32},
+                           {"activation_mib", r.activation_mib},
+                           {"activation_ratio_vs_fp32", r.activation_ratio_vs_fp32}});
+    }
+    std::ofstream out(options.json_path);
+    if (!out) throw UserError("bench: cannot write '" + options.json_path + "'");
+    out << j.dump(2) << "\n";
+  }
+  return results;
+}
+
+}  // namespace lpdt::exp

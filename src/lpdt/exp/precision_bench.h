@@ -1,0 +1,41 @@
+#pragma once
+// `lpdt bench --precision`: one model trained at fp32, int8 simulated and int8 integer, measured
+// in the same run on the same data (issue: ratios from one run, since the machines are shared):
+// the median step time and, per forward/backward pass of one node, the memory held by the
+// autograd graph between forward and backward (the saved activations), measured from the
+// allocator (glibc mallinfo2), not estimated.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace lpdt::exp {
+
+struct PrecisionBenchOptions {
+  std::string arch = "resnet";
+  std::int64_t depth = 20;
+  std::vector<std::int64_t> nodes = {1, 8};
+  std::int64_t batch_size = 32;  // per node
+  std::int64_t steps = 5;
+  std::int64_t warmup_steps = 1;
+  int threads = 0;
+  std::int64_t channels = 1;
+  std::int64_t size = 28;
+  std::vector<std::string> modes = {"fp32", "int8-simulated", "int8-integer"};
+  std::string json_path;
+};
+
+struct PrecisionResult {
+  std::int64_t nodes = 0;
+  std::string mode;
+  double step_ms = 0;  // median over timed steps
+  double images_per_s = 0;
+  double speedup_vs_fp32 = 0;         // fp32 step time / this step time (0 without fp32)
+  double activation_mib = 0;          // held between forward and backward, one node's pass
+  double activation_ratio_vs_fp32 = 0;  // fp32 activation memory / this one
+};
+
+std::vector<PrecisionResult> run_precision_bench(
+    const PrecisionBenchOptions& options, const std::function<void(const std::string&)>& progress);
+
+}  // namespace lpdt::exp

@@ -1,0 +1,35 @@
+#pragma once
+// Range EvoNorm (range_evonorm.h) as one CPU operation with its own backward: two passes over
+// the activations each way instead of a chain of ~15 ATen operations, and, in 8-bit models, only
+// the input's 8-bit codes kept for backward (1 byte per element; the composite version keeps
+// several float tensors). Same function as the composite version (tested).
+#include <ATen/ATen.h>
+
+#include "lpdt/quant/affine_quantizer.h"
+
+namespace lpdt::nn {
+
+struct RangeEvoNormShape {
+  std::int64_t k = 1;               // nodes
+  std::int64_t channels = 1;        // per node
+  std::int64_t groups = 1;          // per node
+  std::int64_t chunks = 1;          // range statistic: chunks per group (1: the whole group)
+  double range_factor = 1.0;        // s = 1 / (range * range_factor + 1e-5)
+  int scale_bits = 0;               // 0: s not quantized (fp32); else the bits of Q(s)
+  quant::QuantScheme scale_scheme = quant::QuantScheme::kGemmlowp;
+};
+
+// x: [b, k*C, H, W] float32, the layer input as the function sees it (fake-quantized values in
+// 8-bit models), for the gradient; x_codes: its codes (8-bit models: uint8 channels-last, with
+// per-node scale and zero point; gemmlowp scheme) or undefined (fp32: x itself is kept);
+// qv, qgamma, qbeta: [k*C] float32 (quantized in 8-bit models, gradients flow to them);
+// shape.scale_bits: 0 (fp32: the scale s is not quantized) or the bits of Q(s), round-to-nearest
+// with each node's [min, max] over its b x G scales. -> [b, k*C, H, W] float32 channels-last.
+at::Tensor range_evonorm_fused(const at::Tensor& x, const quant::QuantizedTensor& x_codes,
+                               const at::Tensor& qv, const at::Tensor& qgamma,
+                               const at::Tensor& qbeta, const RangeEvoNormShape& shape);
+
+// Whether the fused operation handles x (float32 CPU, 4-D).
+bool range_evonorm_fused_supports(const at::Tensor& x);
+
+}  // namespace lpdt::nn
