@@ -17,6 +17,7 @@ struct Case {
   std::int64_t channels, size;
   nn::ConvAlgorithm conv = nn::ConvAlgorithm::kPerNode;
   std::string precision = "fp32";
+  bool ranges_as_params = false;
 };
 
 class BatchedVsSeparate : public ::testing::TestWithParam<Case> {};
@@ -30,6 +31,7 @@ TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
   options.in_channels = c.channels;
   options.height = options.width = c.size;
   options.quant.precision = quant::parse_precision(c.precision);
+  options.quant.ranges_as_params = c.ranges_as_params;
   const auto model = make_model(options);
   const std::int64_t k = 3, b = 4;
   // 8-bit models: node i of the batch draws what a separate model with first_node = i draws.
@@ -83,11 +85,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"resnet", "evonorm", 8, 1, 28, nn::ConvAlgorithm::kPerNode, "int8"},
                       Case{"resnet", "batchnorm", 8, 3, 16, nn::ConvAlgorithm::kPerNode, "int8"},
                       Case{"lenet5", "none", 0, 1, 28, nn::ConvAlgorithm::kPerNode, "int8"},
-                      Case{"mlp", "none", 0, 1, 28, nn::ConvAlgorithm::kPerNode, "int8"}),
+                      Case{"mlp", "none", 0, 1, 28, nn::ConvAlgorithm::kPerNode, "int8"},
+                      Case{"lenet5", "none", 0, 1, 28, nn::ConvAlgorithm::kPerNode, "int8", true}),
     [](const auto& info) {
       return info.param.arch + "_" + info.param.norm +
              (info.param.conv == nn::ConvAlgorithm::kGrouped ? "_grouped" : "_per_node") + "_" +
-             info.param.precision;
+             info.param.precision + (info.param.ranges_as_params ? "_ranges_as_params" : "");
     });
 
 // Whole 8-bit models: the integer backend against the simulated one on the same draws. Float

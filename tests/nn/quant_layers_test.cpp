@@ -206,6 +206,31 @@ TEST(IntegerBackend, QLinearMatchesSimulated) {
       x, k);
 }
 
+TEST(QuantMeasure, RangesAsParametersLiveInTheParameterRows) {
+  // quant.range_state = "param" (the official code): the running range is two non-trainable
+  // columns of each node's parameter row, updated in place by a training forward.
+  quant::QuantOptions options = int8();
+  options.ranges_as_params = true;
+  Registry registry;
+  QuantMeasure measure(registry, "qm", options);
+  ASSERT_EQ(registry.layout().total_numel, 2);
+  EXPECT_FALSE(registry.trainable()[0]);
+  EXPECT_FALSE(registry.trainable()[1]);
+  EXPECT_TRUE(registry.buffers().empty());
+  const std::int64_t k = 2;
+  at::Tensor params = at::zeros({k, 2});
+  const at::Tensor leaf = params.detach().requires_grad_(true);  // as the engine passes it
+  torch::manual_seed(16);
+  const at::Tensor x = torch::randn({k, 5, 3});
+  Context ctx{&registry.layout(), leaf, nullptr, k, true};
+  const at::Tensor y = measure.forward(ctx, x.requires_grad_(true));
+  y.sum().backward();  // in-place range updates must not break the backward pass
+  const quant::NodeRange batch = quant::sample_mean_range(x.detach(), k);
+  EXPECT_TRUE(at::allclose(params.select(1, 0), 0.9 * batch.min, 1e-6, 1e-7));
+  EXPECT_TRUE(at::allclose(params.select(1, 1), 0.9 * batch.max, 1e-6, 1e-7));
+  EXPECT_TRUE(!leaf.grad().defined() || at::equal(leaf.grad(), at::zeros({k, 2})));  // no gradient
+}
+
 // Reference spec 7.3 written out for one node, NCHW, without quantizers.
 at::Tensor reference_range_evonorm(const at::Tensor& x, const at::Tensor& v, const at::Tensor& gamma,
                                    const at::Tensor& beta, std::int64_t groups) {

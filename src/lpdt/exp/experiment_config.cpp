@@ -90,6 +90,7 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("quant.eval_rounding", c.quant.eval_rounding);
   v("quant.range_momentum", c.quant.range_momentum);
   v("quant.range_evonorm", c.quant.range_evonorm);
+  v("quant.range_state", c.quant.range_state);
 
   v("graph.topology", c.graph.topology);
   v("graph.nodes", c.graph.nodes);
@@ -244,6 +245,10 @@ void add_keys(ConfigSchema& s) {
                "Range EvoNorm variant: reference (official code: mean of 16 chunk ranges, "
                "Banner's constant) or paper (eq. 5: one range per group, 1/sqrt(2 ln(c/g))).")
       .one_of(choices<QuantConfig::RangeEvonorm>());
+  s.add_string("quant.range_state", name_of(d.quant.range_state),
+               "Running activation ranges: buffer (per node, not gossiped) or param (the official "
+               "code: non-trainable parameters, gossiped and counted in the bytes sent).")
+      .one_of(choices<QuantConfig::RangeState>());
 
   // [graph]
   s.add_string("graph.topology", name_of(d.graph.topology),

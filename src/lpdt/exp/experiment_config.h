@@ -87,6 +87,7 @@ struct QuantConfig {
   enum class Scheme { kGemmlowp, kReference };
   enum class Rounding { kNearest, kStochastic };
   enum class RangeEvonorm { kReference, kPaper };
+  enum class RangeState { kBuffer, kParam };
 
   Backend backend = Backend::kSimulated;
   Scheme scheme = Scheme::kGemmlowp;
@@ -95,6 +96,7 @@ struct QuantConfig {
   Rounding eval_rounding = Rounding::kNearest;
   double range_momentum = 0.9;
   RangeEvonorm range_evonorm = RangeEvonorm::kReference;
+  RangeState range_state = RangeState::kBuffer;
 
   bool operator==(const QuantConfig&) const = default;
 };
@@ -216,6 +218,7 @@ LPDT_CONFIG_ENUM_NAMES(QuantConfig::Backend, "simulated", "integer")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Scheme, "gemmlowp", "reference")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Rounding, "nearest", "stochastic")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::RangeEvonorm, "reference", "paper")
+LPDT_CONFIG_ENUM_NAMES(QuantConfig::RangeState, "buffer", "param")
 LPDT_CONFIG_ENUM_NAMES(GraphConfig::Topology, "directed-ring", "ring", "torus", "complete",
                        "exponential", "random", "one-peer-exponential")
 LPDT_CONFIG_ENUM_NAMES(GraphConfig::Mixing, "uniform", "metropolis")

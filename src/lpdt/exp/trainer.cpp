@@ -99,6 +99,7 @@ quant::QuantOptions quant_options(const ExperimentConfig& config) {
   q.eval_rounding = quant::parse_rounding(std::string(to_string(config.quant.eval_rounding)));
   q.range_momentum = config.quant.range_momentum;
   q.range_evonorm = std::string(to_string(config.quant.range_evonorm));
+  q.ranges_as_params = config.quant.range_state == QuantConfig::RangeState::kParam;
   return q;
 }
 

@@ -9,8 +9,15 @@ namespace lpdt::nn {
 QuantMeasure::QuantMeasure(Registry& registry, const std::string& name,
                            const quant::QuantOptions& options)
     : options_(options) {
-  running_min_ = registry.add_buffer(join_name(name, "running_min"), {}, 0.0);
-  running_max_ = registry.add_buffer(join_name(name, "running_max"), {}, 0.0);
+  if (options.ranges_as_params) {
+    running_min_param_ = registry.add_param(join_name(name, "running_min"), {1}, ParamInit::zeros(),
+                                            /*trainable=*/false);
+    running_max_param_ = registry.add_param(join_name(name, "running_max"), {1}, ParamInit::zeros(),
+                                            /*trainable=*/false);
+  } else {
+    running_min_ = registry.add_buffer(join_name(name, "running_min"), {}, 0.0);
+    running_max_ = registry.add_buffer(join_name(name, "running_max"), {}, 0.0);
+  }
   site_ = registry.add_quant_site(name);
 }
 
@@ -27,8 +34,20 @@ quant::NodeRange QuantMeasure::measure(const Context& ctx, const at::Tensor& x,
   request.key = ctx.draws;
   request.site = site_;
   quant::NodeRange range;
-  at::Tensor& running_min = ctx.buffer(running_min_);  // [k]
-  at::Tensor& running_max = ctx.buffer(running_max_);
+  // [k] views of the running range. As parameters: a view of the parameter storage without
+  // autograd's version counter (variable_data), so that updating it in place does not invalidate
+  // tensors saved for backward from the same [k, P] parameters.
+  at::Tensor running_min, running_max;
+  if (options_.ranges_as_params) {
+    const LayerSegment& lo = ctx.layout->segments.at(running_min_param_.index);
+    const LayerSegment& hi = ctx.layout->segments.at(running_max_param_.index);
+    const at::Tensor storage = ctx.params.variable_data();
+    running_min = storage.narrow(1, lo.offset, 1).view({ctx.k});
+    running_max = storage.narrow(1, hi.offset, 1).view({ctx.k});
+  } else {
+    running_min = ctx.buffer(running_min_);
+    running_max = ctx.buffer(running_max_);
+  }
   if (ctx.training) {
     range = quant::sample_mean_range(x.detach(), ctx.k);
     request.rounding = quant::Rounding::kStochastic;

@@ -9,7 +9,8 @@ namespace lpdt::nn {
 // range. Training: the mean over samples of each sample's min/max, stochastic rounding, and the
 // running range updated r <- (1 - m) r + m batch (m = quant.range_momentum, 0.9 as the
 // reference). Evaluation: the running range, rounding quant.eval_rounding. Straight-through
-// gradient. The running range is a per-node buffer (not gossiped: docs/quantization.md).
+// gradient. The running range is a per-node buffer (not gossiped: docs/quantization.md), or with
+// quant.ranges_as_params a pair of non-trainable parameters, as the official code.
 class QuantMeasure {
  public:
   QuantMeasure(Registry& registry, const std::string& name, const quant::QuantOptions& options);
@@ -24,6 +25,8 @@ class QuantMeasure {
   quant::QuantOptions options_;
   BufferRef running_min_;
   BufferRef running_max_;
+  ParamRef running_min_param_;
+  ParamRef running_max_param_;
   quant::SiteId site_;
 };
 

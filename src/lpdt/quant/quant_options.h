@@ -35,6 +35,9 @@ struct QuantOptions {
   // r <- (1 - m) r + m batch. The reference's QuantMeasure uses m = 0.9 (momentum 0.1, inverted
   // with respect to BatchNorm's convention).
   double range_momentum = 0.9;
+  // Where the running activation ranges live: per-node buffers (lpdt), or, as the official code
+  // (reference spec 11.6), non-trainable parameters: gossiped, compressed and counted in bytes.
+  bool ranges_as_params = false;
   // Range EvoNorm: "reference" (official code, reference spec 7.3) or "paper" (eq. 5 literally).
   std::string range_evonorm = "reference";
 
