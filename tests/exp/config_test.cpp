@@ -622,5 +622,30 @@ TEST(ExperimentConfigFilesTest, DocsListEveryKey) {
       << "docs/config.md is out of date: run this test with LPDT_UPDATE_CONFIG_DOC=1";
 }
 
+TEST(ExperimentConfigErrorTest, LowPrecisionCombinations) {
+  EXPECT_THAT(load_error("[model]\nprecision = \"int8\"\nnorm = \"groupnorm\"\n"),
+              HasSubstr("has no 8-bit version"));
+  EXPECT_THAT(load_error("[model]\nprecision = \"int4\"\n"), HasSubstr("expected one of fp32, int8; did you mean \"int8\"?"));
+  EXPECT_THAT(load_error("[quant]\nbackend = \"integer\"\nscheme = \"reference\"\n"),
+              HasSubstr("needs quant.scheme = \"gemmlowp\""));
+  EXPECT_THAT(load_error("[quant]\nbackend = \"integer\"\nbits = 4\n"),
+              HasSubstr("computes with 8-bit codes"));
+  EXPECT_THAT(load_error("[quant]\nbits = 1\n"), HasSubstr("quant.bits"));
+  EXPECT_THAT(load_error("[quant]\nrange_momentum = 0\n"), HasSubstr("quant.range_momentum"));
+}
+
+TEST(ExperimentConfigTest, LowPrecisionKeysRoundTrip) {
+  const ExperimentConfig c = load_experiment_config(
+      std::nullopt, {"model.precision=int8", "quant.backend=integer", "quant.range_state=param",
+                     "quant.eval_rounding=stochastic", "quant.range_evonorm=paper"});
+  EXPECT_EQ(c.model.precision, ModelConfig::Precision::kInt8);
+  EXPECT_EQ(c.quant.backend, QuantConfig::Backend::kInteger);
+  EXPECT_EQ(c.quant.range_state, QuantConfig::RangeState::kParam);
+  EXPECT_EQ(c.quant.eval_rounding, QuantConfig::Rounding::kStochastic);
+  EXPECT_EQ(c.quant.range_evonorm, QuantConfig::RangeEvonorm::kPaper);
+  const TempToml file(to_toml(c));
+  EXPECT_EQ(load_experiment_config(file.path(), {}), c);
+}
+
 }  // namespace
 }  // namespace lpdt
