@@ -15,7 +15,9 @@ void add_bench_command(CLI::App& app) {
       "turn, measured in the same run");
   cmd->add_option("--arch", options->arch, "Model")->capture_default_str();
   cmd->add_option("--depth", options->depth, "ResNet depth")->capture_default_str();
-  cmd->add_option("--nodes", options->nodes, "Node counts to measure")->capture_default_str();
+  cmd->add_option("--nodes", options->nodes, "Node counts to measure")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--batch", options->batch_size, "Images per node per step")
       ->capture_default_str();
   cmd->add_option("--steps", options->steps, "Timed steps per measurement")->capture_default_str();
@@ -33,7 +35,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--precision", *precision,
                 "Compare precisions instead (fp32, int8 simulated, int8 integer): step time and "
                 "the activation memory a pass holds for backward, in the same run");
-  cmd->add_option("--modes", *modes, "Precisions compared by --precision")->capture_default_str();
+  cmd->add_option("--modes", *modes, "Precisions compared by --precision")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->callback([options, precision, modes]() {
     const auto print = [](const std::string& line) { std::cout << line << std::endl; };
     if (*precision) {
