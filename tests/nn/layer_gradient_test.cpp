@@ -2,11 +2,11 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "finite_difference.h"
 #include "lpdt/nn/batch_norm.h"
 #include "lpdt/nn/conv2d.h"
 #include "lpdt/nn/evonorm.h"
 #include "lpdt/nn/linear.h"
-#include "finite_difference.h"
 
 namespace lpdt::nn {
 namespace {

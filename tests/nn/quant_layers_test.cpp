@@ -45,11 +45,11 @@ struct Expected {
 Expected expected_quantization(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                                std::int64_t k, const quant::DrawKey& draws) {
   Expected e;
-  quant::QuantizeRequest activation{8, quant::QuantScheme::kGemmlowp,
-                                    quant::Rounding::kStochastic, draws, 0};
+  quant::QuantizeRequest activation{8, quant::QuantScheme::kGemmlowp, quant::Rounding::kStochastic,
+                                    draws, 0};
   e.qx = quant::fake_quantize(x, k, quant::sample_mean_range(x, k), activation);
-  quant::QuantizeRequest nearest{8, quant::QuantScheme::kGemmlowp, quant::Rounding::kNearest, {},
-                                 0};
+  quant::QuantizeRequest nearest{
+      8, quant::QuantScheme::kGemmlowp, quant::Rounding::kNearest, {}, 0};
   e.qw = quant::fake_quantize(w, k, quant::tensor_range(w, k), nearest);
   if (b.defined()) e.qb = quant::fake_quantize(b, k, quant::tensor_range(b, k), nearest);
   return e;
@@ -65,8 +65,8 @@ at::Tensor quantized_gradient(const at::Tensor& g, std::int64_t k, const quant::
 TEST(QConv2d, BifurcatedGradientsEqualTheFloatPathOnQuantizedInputs) {
   Registry registry;
   const std::int64_t k = 2, in = 3, out = 4, b = 5;
-  QConv2d conv(registry, "conv", Conv2dOptions{in, out, 3}.with_padding(1).with_stride(2).with_bias(true),
-               int8());
+  QConv2d conv(registry, "conv",
+               Conv2dOptions{in, out, 3}.with_padding(1).with_stride(2).with_bias(true), int8());
   torch::manual_seed(2);
   const at::Tensor params0 = torch::randn({k, registry.layout().total_numel}) * 0.3;
   const at::Tensor x0 = torch::randn({b, k * in, 9, 9}).contiguous(at::MemoryFormat::ChannelsLast);
@@ -83,11 +83,13 @@ TEST(QConv2d, BifurcatedGradientsEqualTheFloatPathOnQuantizedInputs) {
 
   // The float path: conv(qx, qw, qb) with autograd, the layer gradient from Q(probe).
   Context plain{&registry.layout(), params0, nullptr, k, true};
-  const at::Tensor w = plain.param(ParamRef{0}).contiguous(), bias = plain.param(ParamRef{1}).contiguous();
+  const at::Tensor w = plain.param(ParamRef{0}).contiguous(),
+                   bias = plain.param(ParamRef{1}).contiguous();
   const Expected e = expected_quantization(x0, w, bias, k, draws);
   const at::Tensor qw = e.qw.clone().requires_grad_(true), qb = e.qb.clone().requires_grad_(true);
   const at::Tensor qx = e.qx.clone().requires_grad_(true);
-  const auto conv_of = [&](const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bb) {
+  const auto conv_of = [&](const at::Tensor& input, const at::Tensor& weight,
+                           const at::Tensor& bb) {
     return at::conv2d(input, weight.reshape({k * out, in, 3, 3}), bb.reshape({k * out}), {2, 2},
                       {1, 1}, {1, 1}, k);
   };
@@ -184,7 +186,8 @@ TEST(IntegerBackend, QConv2dMatchesSimulated) {
   torch::manual_seed(13);
   const at::Tensor x = torch::randn({3, k * 4, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast);
   for (const Conv2dOptions& options :
-       {Conv2dOptions{4, 6, 3}.with_padding(1), Conv2dOptions{4, 6, 3}.with_padding(1).with_stride(2).with_bias(true),
+       {Conv2dOptions{4, 6, 3}.with_padding(1),
+        Conv2dOptions{4, 6, 3}.with_padding(1).with_stride(2).with_bias(true),
         Conv2dOptions{4, 6, 1}.with_stride(2)}) {
     expect_backends_agree(
         [&](Registry& r, const quant::QuantOptions& q) {
@@ -232,14 +235,16 @@ TEST(QuantMeasure, RangesAsParametersLiveInTheParameterRows) {
 }
 
 // Reference spec 7.3 written out for one node, NCHW, without quantizers.
-at::Tensor reference_range_evonorm(const at::Tensor& x, const at::Tensor& v, const at::Tensor& gamma,
-                                   const at::Tensor& beta, std::int64_t groups) {
+at::Tensor reference_range_evonorm(const at::Tensor& x, const at::Tensor& v,
+                                   const at::Tensor& gamma, const at::Tensor& beta,
+                                   std::int64_t groups) {
   const auto b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
   const at::Tensor n = x * at::clamp(x * v.view({1, c, 1, 1}) / 6 + 0.5, 0, 1);
   const std::int64_t m = c * h * w / (groups * 16);
   const at::Tensor y = x.reshape({b, groups, 16, m});
   const at::Tensor rng = (std::get<0>(y.max(-1)) - std::get<0>(y.min(-1))).mean(-1);
-  const double sf = 0.5 * 0.35 * (1 + std::sqrt(M_PI * std::log(4.0))) / std::sqrt(2 * std::log(double(m)));
+  const double sf =
+      0.5 * 0.35 * (1 + std::sqrt(M_PI * std::log(4.0))) / std::sqrt(2 * std::log(double(m)));
   const at::Tensor s = 1.0 / (rng * sf + 1e-5);
   return (n.reshape({b, groups, -1}) * s.unsqueeze(-1)).reshape({b, c, h, w}) *
              gamma.view({1, c, 1, 1}) +
@@ -257,9 +262,9 @@ TEST(RangeEvoNorm, MatchesTheReferenceFormulaPerNode) {
   Context ctx{&registry.layout(), params, nullptr, k, true};
   const at::Tensor y = norm.forward(ctx, x);
   for (std::int64_t i = 0; i < k; ++i) {
-    const at::Tensor expected = reference_range_evonorm(
-        x.narrow(1, i * c, c).contiguous(), ctx.param(ParamRef{2})[i], ctx.param(ParamRef{0})[i],
-        ctx.param(ParamRef{1})[i], groups);
+    const at::Tensor expected =
+        reference_range_evonorm(x.narrow(1, i * c, c).contiguous(), ctx.param(ParamRef{2})[i],
+                                ctx.param(ParamRef{0})[i], ctx.param(ParamRef{1})[i], groups);
     EXPECT_TRUE(at::allclose(y.narrow(1, i * c, c), expected, kFloatTolerance, kFloatTolerance))
         << "node " << i;
   }
@@ -283,8 +288,8 @@ TEST_P(RangeEvoNormFused, MatchesTheCompositeVersion) {
   const std::int64_t k = 2, b = 3;
   torch::manual_seed(15);
   const at::Tensor params0 = torch::rand({k, registry.layout().total_numel}) + 0.5;
-  const at::Tensor x0 = torch::randn({b, k * c.channels, c.size, c.size})
-                            .contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor x0 =
+      torch::randn({b, k * c.channels, c.size, c.size}).contiguous(at::MemoryFormat::ChannelsLast);
   at::Tensor probe;
   std::vector<at::Tensor> out, grad_x, grad_p;
   for (bool fused : {false, true}) {
@@ -309,20 +314,23 @@ TEST_P(RangeEvoNormFused, MatchesTheCompositeVersion) {
   EXPECT_LT(relative(grad_p[1], grad_p[0]), 1e-4) << "parameter gradient";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Variants, RangeEvoNormFused,
-    ::testing::Values(FusedCase{"reference", false, 16, 8, 6}, FusedCase{"reference", false, 64, 8, 7},
-                      FusedCase{"paper", false, 8, 2, 5}, FusedCase{"reference", true, 16, 8, 6},
-                      FusedCase{"reference", true, 32, 8, 7}, FusedCase{"paper", true, 8, 4, 4}),
-    [](const auto& info) {
-      return info.param.variant + (info.param.int8 ? "_int8_" : "_fp32_") +
-             std::to_string(info.param.channels) + "ch_" + std::to_string(info.param.size) + "px";
-    });
+INSTANTIATE_TEST_SUITE_P(Variants, RangeEvoNormFused,
+                         ::testing::Values(FusedCase{"reference", false, 16, 8, 6},
+                                           FusedCase{"reference", false, 64, 8, 7},
+                                           FusedCase{"paper", false, 8, 2, 5},
+                                           FusedCase{"reference", true, 16, 8, 6},
+                                           FusedCase{"reference", true, 32, 8, 7},
+                                           FusedCase{"paper", true, 8, 4, 4}),
+                         [](const auto& info) {
+                           return info.param.variant + (info.param.int8 ? "_int8_" : "_fp32_") +
+                                  std::to_string(info.param.channels) + "ch_" +
+                                  std::to_string(info.param.size) + "px";
+                         });
 
 TEST(RangeEvoNorm, ChunksFallBackBelowSixteen) {
   EXPECT_EQ(range_chunks(16 * 98), 16);
   EXPECT_EQ(range_chunks(392), 14);  // 8 channels of 7x7 per group (ResNet-20 on 28x28)
-  EXPECT_EQ(range_chunks(16), 8);   // chunks of at least two elements
+  EXPECT_EQ(range_chunks(16), 8);    // chunks of at least two elements
   EXPECT_EQ(range_chunks(14), 7);
   EXPECT_EQ(range_chunks(17), 1);
   EXPECT_NEAR(range_scale_factor(128), 0.540205 / std::sqrt(2 * std::log(128.0)), 1e-5);

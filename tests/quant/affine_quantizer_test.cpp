@@ -1,11 +1,12 @@
 // The quantizer kernels against a plain scalar reference written from the formulas of
 // affine_quantizer.h, on random inputs.
+#include "lpdt/quant/affine_quantizer.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
 
-#include "lpdt/quant/affine_quantizer.h"
 #include "lpdt/quant/fake_quant_ops.h"
 
 namespace lpdt::quant {
@@ -75,14 +76,13 @@ TEST_P(FakeQuantizeVsReference, EveryElementOfEveryNode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    SchemesBitsRoundings, FakeQuantizeVsReference,
-    ::testing::Values(Case{8, QuantScheme::kGemmlowp, Rounding::kNearest},
-                      Case{8, QuantScheme::kGemmlowp, Rounding::kStochastic},
-                      Case{8, QuantScheme::kReference, Rounding::kNearest},
-                      Case{8, QuantScheme::kReference, Rounding::kStochastic},
-                      Case{4, QuantScheme::kGemmlowp, Rounding::kStochastic},
-                      Case{16, QuantScheme::kReference, Rounding::kNearest}));
+INSTANTIATE_TEST_SUITE_P(SchemesBitsRoundings, FakeQuantizeVsReference,
+                         ::testing::Values(Case{8, QuantScheme::kGemmlowp, Rounding::kNearest},
+                                           Case{8, QuantScheme::kGemmlowp, Rounding::kStochastic},
+                                           Case{8, QuantScheme::kReference, Rounding::kNearest},
+                                           Case{8, QuantScheme::kReference, Rounding::kStochastic},
+                                           Case{4, QuantScheme::kGemmlowp, Rounding::kStochastic},
+                                           Case{16, QuantScheme::kReference, Rounding::kNearest}));
 
 TEST(AffineParams, GemmlowpRepresentsZeroExactly) {
   torch::manual_seed(1);

@@ -37,16 +37,14 @@ TEST(Int8Gemm, MatchesTheReferenceLoops) {
     at::Tensor fast = at::empty({m, n}, at::kInt), slow = at::empty({m, n}, at::kInt);
     gemm_u8s8s32(m, n, k, a.data_ptr<std::uint8_t>(), lda, 131, b.data_ptr<std::int8_t>(), ldb,
                  transposed, -7, fast.data_ptr<std::int32_t>(), n);
-    gemm_u8s8s32_reference(m, n, k, a.data_ptr<std::uint8_t>(), lda, 131,
-                           b.data_ptr<std::int8_t>(), ldb, transposed, -7,
-                           slow.data_ptr<std::int32_t>(), n);
+    gemm_u8s8s32_reference(m, n, k, a.data_ptr<std::uint8_t>(), lda, 131, b.data_ptr<std::int8_t>(),
+                           ldb, transposed, -7, slow.data_ptr<std::int32_t>(), n);
     EXPECT_TRUE(at::equal(fast, slow)) << "transposed " << transposed;
   }
 }
 
 QuantizedTensor random_codes(const at::Tensor& x, std::int64_t k, std::uint64_t seed) {
-  QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{seed, 0, 0},
-                          0};
+  QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{seed, 0, 0}, 0};
   return quantize(x, k, tensor_range(x, k), request);
 }
 
@@ -72,11 +70,11 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
   const QuantizedTensor qx = random_codes(x, k, 3), qw = random_codes(w, k, 4);
   const at::Tensor packed = pack_conv_weight(qw.codes);
   const at::Tensor x_real = dequantize(qx, k);
-  const at::Tensor w_real = dequantize(qw, k).view({k * g.out_channels, g.in_channels, g.kernel,
-                                                    g.kernel});
+  const at::Tensor w_real =
+      dequantize(qw, k).view({k * g.out_channels, g.in_channels, g.kernel, g.kernel});
   const at::Tensor y = int8_conv2d(qx, qw, packed, bias, g, k);
-  const at::Tensor expected = at::conv2d(x_real, w_real, bias, {g.stride, g.stride},
-                                         {g.padding, g.padding}, {1, 1}, k);
+  const at::Tensor expected =
+      at::conv2d(x_real, w_real, bias, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1}, k);
   ASSERT_EQ(y.sizes(), expected.sizes());
   expect_close(y, expected, "forward");
 
@@ -84,8 +82,8 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
   const QuantizedTensor qg = random_codes(gy, k, 5);
   const at::Tensor dx = int8_conv2d_input_grad(qg, qw, packed, g, k);
   auto [expected_dx, unused_w, unused_b] = at::convolution_backward(
-      dequantize(qg, k), x_real, w_real, c10::nullopt, {g.stride, g.stride},
-      {g.padding, g.padding}, {1, 1}, false, {0, 0}, k, {true, false, false});
+      dequantize(qg, k), x_real, w_real, c10::nullopt, {g.stride, g.stride}, {g.padding, g.padding},
+      {1, 1}, false, {0, 0}, k, {true, false, false});
   ASSERT_EQ(dx.sizes(), expected_dx.sizes());
   expect_close(dx, expected_dx, "layer gradient");
 }

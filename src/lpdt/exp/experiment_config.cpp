@@ -237,8 +237,8 @@ void add_keys(ConfigSchema& s) {
                "official code).")
       .one_of(choices<QuantConfig::Rounding>());
   s.add_float("quant.range_momentum", d.quant.range_momentum,
-               "Weight of the newest batch in the running activation ranges used in evaluation "
-               "(the official code: 0.9).")
+              "Weight of the newest batch in the running activation ranges used in evaluation "
+              "(the official code: 0.9).")
       .greater_than(0.0)
       .at_most(1.0);
   s.add_string("quant.range_evonorm", name_of(d.quant.range_evonorm),
@@ -395,8 +395,7 @@ void add_checks(ConfigSchema& s) {
                  const std::int64_t groups = c.get_int("model.groups");
                  const auto channels = first_stage_channels(arch);
                  if ((norm == "evonorm" || norm == "groupnorm" || norm == "rangeevonorm") &&
-                     channels &&
-                     *channels % groups != 0) {
+                     channels && *channels % groups != 0) {
                    std::vector<std::string> divisors;
                    for (std::int64_t d = 1; d <= *channels; ++d) {
                      if (*channels % d == 0) divisors.push_back(std::to_string(d));

@@ -68,8 +68,8 @@ struct ModelConfig {
   enum class Norm { kEvonorm, kBatchnorm, kGroupnorm, kRangeEvonorm, kRangeBatchnorm, kNone };
   enum class Precision { kFp32, kInt8 };
 
-  Arch arch = Arch::kLenet5;  // the quickstart; configs/ has the paper's ResNet-20 runs
-  int depth = 20;             // ResNet only
+  Arch arch = Arch::kLenet5;   // the quickstart; configs/ has the paper's ResNet-20 runs
+  int depth = 20;              // ResNet only
   Norm norm = Norm::kEvonorm;  // at int8, evonorm means Range EvoNorm (paper section 3)
   Precision precision = Precision::kFp32;
   int groups = 8;  // EvoNorm / GroupNorm groups

@@ -13,6 +13,7 @@
 #include "lpdt/build_info.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/runtime.h"
+#include "lpdt/exp/bench_stats.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
@@ -22,12 +23,6 @@ namespace lpdt::exp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 // Bytes malloc has handed out and not taken back (main arena plus mmapped blocks): LibTorch's CPU
 // tensors are plain malloc allocations, made by the thread that runs the operator.
@@ -59,14 +54,15 @@ std::vector<PrecisionResult> run_precision_bench(
   }
   const RuntimeInfo runtime = configure_runtime(options.threads);
   char line[256];
-  std::snprintf(line, sizeof line,
-                "lpdt bench --precision: %s depth %lld, %lldx%lldx%lld inputs, batch %lld/node, %s, "
-                "median of %lld steps after %lld warm-up",
-                options.arch.c_str(), static_cast<long long>(options.depth),
-                static_cast<long long>(options.channels), static_cast<long long>(options.size),
-                static_cast<long long>(options.size), static_cast<long long>(options.batch_size),
-                runtime.description().c_str(), static_cast<long long>(options.steps),
-                static_cast<long long>(options.warmup_steps));
+  std::snprintf(
+      line, sizeof line,
+      "lpdt bench --precision: %s depth %lld, %lldx%lldx%lld inputs, batch %lld/node, %s, "
+      "median of %lld steps after %lld warm-up",
+      options.arch.c_str(), static_cast<long long>(options.depth),
+      static_cast<long long>(options.channels), static_cast<long long>(options.size),
+      static_cast<long long>(options.size), static_cast<long long>(options.batch_size),
+      runtime.description().c_str(), static_cast<long long>(options.steps),
+      static_cast<long long>(options.warmup_steps));
   progress(line);
   progress("nodes  mode             ms/step    img/s  vs fp32  activations MiB/node-pass  vs fp32");
 

@@ -30,8 +30,8 @@ struct PrecisionResult {
   std::string mode;
   double step_ms = 0;  // median over timed steps
   double images_per_s = 0;
-  double speedup_vs_fp32 = 0;         // fp32 step time / this step time (0 without fp32)
-  double activation_mib = 0;          // held between forward and backward, one node's pass
+  double speedup_vs_fp32 = 0;           // fp32 step time / this step time (0 without fp32)
+  double activation_mib = 0;            // held between forward and backward, one node's pass
   double activation_ratio_vs_fp32 = 0;  // fp32 activation memory / this one
 };
 

@@ -12,6 +12,7 @@
 #include "lpdt/build_info.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/runtime.h"
+#include "lpdt/exp/bench_stats.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
@@ -22,12 +23,6 @@ namespace lpdt::exp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 }  // namespace
 

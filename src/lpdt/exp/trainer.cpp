@@ -211,10 +211,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
     for (std::int64_t step = 0; step < steps_per_epoch; ++step, ++round) {
       lr = schedule.lr(epoch, step, steps_per_epoch);
       const data::Batch batch = loader.next();
-      const models::GradientResult gradients =
-          models::compute_gradients(*model, x, buffers, batch.inputs, batch.targets, nodes_per_pass,
-                                    nn::ConvAlgorithm::kPerNode,
-                                    quant::DrawKey{config.run.seed, round, 0});
+      const models::GradientResult gradients = models::compute_gradients(
+          *model, x, buffers, batch.inputs, batch.targets, nodes_per_pass,
+          nn::ConvAlgorithm::kPerNode, quant::DrawKey{config.run.seed, round, 0});
       {
         torch::NoGradGuard no_grad;
         const at::Tensor mixing =

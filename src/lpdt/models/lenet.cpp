@@ -13,7 +13,8 @@ LeNet5::LeNet5(const ModelOptions& options) {
   }
   const nn::LayerFactory make(registry_, nn::NormKind::kNone, 1, options.quant);
   name_ = make.low_precision() ? "lenet5-int8" : "lenet5";
-  conv1_ = make.conv("conv1", nn::Conv2dOptions{options.in_channels, 6, 5}.with_padding(2).with_bias(true));
+  conv1_ = make.conv("conv1",
+                     nn::Conv2dOptions{options.in_channels, 6, 5}.with_padding(2).with_bias(true));
   conv2_ = make.conv("conv2", nn::Conv2dOptions{6, 16, 5}.with_bias(true));
   const std::int64_t h = (options.height / 2 - 4) / 2, w = (options.width / 2 - 4) / 2;
   fc1_ = make.linear("fc1", 16 * h * w, 120);

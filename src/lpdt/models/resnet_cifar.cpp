@@ -33,8 +33,8 @@ ResNetCifar::ResNetCifar(const ModelOptions& options) {
       const std::int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
       const std::string prefix = "layer" + std::to_string(stage + 1) + "." + std::to_string(i);
       BasicBlock block;
-      block.conv1 =
-          make.conv(prefix + ".conv1", Conv2dOptions{in, out, 3}.with_stride(stride).with_padding(1));
+      block.conv1 = make.conv(prefix + ".conv1",
+                              Conv2dOptions{in, out, 3}.with_stride(stride).with_padding(1));
       block.norm1 = make.norm(prefix + ".bn1", out, relu);
       block.conv2 = make.conv(prefix + ".conv2", Conv2dOptions{out, out, 3}.with_padding(1));
       // The reference's 8-bit ResNet zero-initialises the residual branch's last gamma.

@@ -28,8 +28,9 @@ Vgg11::Vgg11(const ModelOptions& options) {
     } else {
       const std::string prefix = "features." + std::to_string(index);
       // The reference's 8-bit VGG convolutions have no bias.
-      stage.conv = make.conv(prefix + ".conv", nn::Conv2dOptions{in, width, 3}.with_padding(1).with_bias(
-                                                   !make.low_precision()));
+      stage.conv = make.conv(
+          prefix + ".conv",
+          nn::Conv2dOptions{in, width, 3}.with_padding(1).with_bias(!make.low_precision()));
       stage.norm = make.norm(prefix + ".norm", width, relu);
       in = width;
     }

@@ -4,17 +4,27 @@
 
 namespace lpdt::nn {
 
-Conv2d::Conv2d(Registry& registry, const std::string& name, const Conv2dOptions& options)
-    : options_(options) {
+ConvParams add_conv_params(Registry& registry, const std::string& name,
+                           const Conv2dOptions& options) {
+  ConvParams params;
   const double std =
       std::sqrt(2.0 / static_cast<double>(options.kernel * options.kernel * options.out_channels));
-  weight_ = registry.add_param(
+  params.weight = registry.add_param(
       join_name(name, "weight"),
       {options.out_channels, options.in_channels, options.kernel, options.kernel},
       ParamInit::normal(std));
   if (options.bias) {
-    bias_ = registry.add_param(join_name(name, "bias"), {options.out_channels}, ParamInit::zeros());
+    params.bias =
+        registry.add_param(join_name(name, "bias"), {options.out_channels}, ParamInit::zeros());
   }
+  return params;
+}
+
+Conv2d::Conv2d(Registry& registry, const std::string& name, const Conv2dOptions& options)
+    : options_(options) {
+  const ConvParams params = add_conv_params(registry, name, options);
+  weight_ = params.weight;
+  bias_ = params.bias;
 }
 
 at::Tensor Conv2d::forward(const Context& ctx, const at::Tensor& x) const {

@@ -25,6 +25,16 @@ struct Conv2dOptions {
   }
 };
 
+// A convolution's parameters with the reference initialisation, for Conv2d and QConv2d:
+// weight [out, in, kernel, kernel] ~ N(0, sqrt(2 / (kernel^2 * out_channels))) (He et al. 2015,
+// fan-out, as the reference ResNet); bias zero (reference VGG).
+struct ConvParams {
+  ParamRef weight;
+  ParamRef bias;  // meaningful when options.bias
+};
+ConvParams add_conv_params(Registry& registry, const std::string& name,
+                           const Conv2dOptions& options);
+
 // k nodes' convolutions as ONE grouped convolution (groups = k).
 class Conv2d : public Layer {
  public:

@@ -50,12 +50,11 @@ std::unique_ptr<Layer> LayerFactory::linear(const std::string& name, std::int64_
   return std::make_unique<Linear>(registry_, name, in, out, bias, weight_std);
 }
 
-std::unique_ptr<Layer> LayerFactory::norm(const std::string& name, std::int64_t channels,
-                                          bool relu, bool zero_gamma) const {
+std::unique_ptr<Layer> LayerFactory::norm(const std::string& name, std::int64_t channels, bool relu,
+                                          bool zero_gamma) const {
   switch (norm_) {
     case NormKind::kRangeEvoNorm:
-      return std::make_unique<RangeEvoNorm>(registry_, name, channels, groups_, quant_,
-                                            zero_gamma);
+      return std::make_unique<RangeEvoNorm>(registry_, name, channels, groups_, quant_, zero_gamma);
     case NormKind::kRangeBatchNorm:
       return std::make_unique<RangeBatchNorm>(registry_, name, channels, quant_, relu);
     default:

@@ -4,6 +4,17 @@
 
 namespace lpdt::nn {
 
+// A linear layer's parameters, for Linear and QLinear. Init as torch.nn.Linear (the reference's
+// fc): weight and bias U(-1/sqrt(in), 1/sqrt(in)); weight_std > 0: N(0, weight_std) and a zero
+// bias (the reference 8-bit ResNet's fc).
+struct LinearParams {
+  ParamRef weight;  // [out, in]
+  ParamRef bias;    // [out], meaningful when bias
+};
+LinearParams add_linear_params(Registry& registry, const std::string& name,
+                               std::int64_t in_features, std::int64_t out_features, bool bias,
+                               double weight_std);
+
 // k nodes' fully connected layers as one batched matrix product.
 class Linear : public Layer {
  public:

@@ -14,7 +14,8 @@ namespace lpdt::nn {
 // range_batch_norm.h); LayerFactory picks them for 8-bit models.
 enum class NormKind { kEvoNorm, kBatchNorm, kGroupNorm, kRangeEvoNorm, kRangeBatchNorm, kNone };
 
-// "evonorm" | "batchnorm" | "groupnorm" | "rangeevonorm" | "rangebatchnorm" | "none"; a ConfigError names the accepted values.
+// "evonorm" | "batchnorm" | "groupnorm" | "rangeevonorm" | "rangebatchnorm" | "none"; a ConfigError
+// names the accepted values.
 NormKind parse_norm_kind(const std::string& name);
 std::string to_string(NormKind kind);
 

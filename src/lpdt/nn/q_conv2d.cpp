@@ -11,16 +11,9 @@ namespace lpdt::nn {
 QConv2d::QConv2d(Registry& registry, const std::string& name, const Conv2dOptions& options,
                  const quant::QuantOptions& quant)
     : options_(options), quant_(quant), input_(registry, join_name(name, "quantize_input"), quant) {
-  // Reference init, as Conv2d: N(0, sqrt(2 / (kernel^2 * out_channels))).
-  const double std =
-      std::sqrt(2.0 / static_cast<double>(options.kernel * options.kernel * options.out_channels));
-  weight_ = registry.add_param(
-      join_name(name, "weight"),
-      {options.out_channels, options.in_channels, options.kernel, options.kernel},
-      ParamInit::normal(std));
-  if (options.bias) {
-    bias_ = registry.add_param(join_name(name, "bias"), {options.out_channels}, ParamInit::zeros());
-  }
+  const ConvParams params = add_conv_params(registry, name, options);
+  weight_ = params.weight;
+  bias_ = params.bias;
   grad_site_ = registry.add_quant_site(join_name(name, "quantize_grad"));
 }
 
@@ -31,7 +24,8 @@ at::Tensor QConv2d::forward(const Context& ctx, const at::Tensor& x) const {
     const quant::NodeRange range = input_.measure(ctx, x, request);
     const quant::QuantizedTensor qx = quant::quantize(x.detach(), k, range, request);
     at::Tensor qb;
-    if (options_.bias) qb = quantized_param(ctx, bias_, quant_).reshape({k * options_.out_channels});
+    if (options_.bias)
+      qb = quantized_param(ctx, bias_, quant_).reshape({k * options_.out_channels});
     quant::ConvGeometry g;
     g.batch = x.size(0);
     g.in_channels = options_.in_channels;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "lpdt/nn/linear.h"
 #include "lpdt/nn/quantized_params.h"
 #include "lpdt/quant/gradient_bifurcation.h"
 #include "lpdt/quant/integer_layers.h"
@@ -12,15 +13,10 @@ QLinear::QLinear(Registry& registry, const std::string& name, std::int64_t in_fe
                  std::int64_t out_features, const quant::QuantOptions& quant, bool bias,
                  double weight_std)
     : quant_(quant), input_(registry, join_name(name, "quantize_input"), quant), has_bias_(bias) {
-  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
-  weight_ = registry.add_param(
-      join_name(name, "weight"), {out_features, in_features},
-      weight_std > 0 ? ParamInit::normal(weight_std) : ParamInit::uniform(-bound, bound));
-  if (bias) {
-    bias_ =
-        registry.add_param(join_name(name, "bias"), {out_features},
-                           weight_std > 0 ? ParamInit::zeros() : ParamInit::uniform(-bound, bound));
-  }
+  const LinearParams params =
+      add_linear_params(registry, name, in_features, out_features, bias, weight_std);
+  weight_ = params.weight;
+  bias_ = params.bias;
   grad_site_ = registry.add_quant_site(join_name(name, "quantize_grad"));
 }
 

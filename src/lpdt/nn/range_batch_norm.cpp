@@ -22,7 +22,8 @@ RangeBatchNorm::RangeBatchNorm(Registry& registry, const std::string& name, std:
 at::Tensor RangeBatchNorm::forward(const Context& ctx, const at::Tensor& x_in) const {
   const bool q = quant_.low_precision();
   const std::int64_t k = ctx.k, kc = k * channels_;
-  const at::Tensor x = (q ? input_->forward(ctx, x_in) : x_in).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor x =
+      (q ? input_->forward(ctx, x_in) : x_in).contiguous(at::MemoryFormat::ChannelsLast);
   at::Tensor& running_mean = ctx.buffer(running_mean_);    // [k, C]
   at::Tensor& running_scale = ctx.buffer(running_scale_);  // [k, C]
   at::Tensor mean, scale;                                  // [k*C]

@@ -41,7 +41,8 @@ void sample_min_max(const at::Tensor& xc, const NodeView& v, std::vector<float>&
       const std::int64_t node = item / v.samples, sample = item % v.samples;
       float lo = std::numeric_limits<float>::infinity();
       float hi = -lo;
-      for (std::int64_t r = 0; r < v.rows; ++r) run_min_max(x + v.offset(node, sample, r), v.cols, lo, hi);
+      for (std::int64_t r = 0; r < v.rows; ++r)
+        run_min_max(x + v.offset(node, sample, r), v.cols, lo, hi);
       mins[item] = lo;
       maxs[item] = hi;
     }
@@ -85,8 +86,8 @@ LPDT_CPU_CLONES void quantize_codes_run(const float* __restrict x, std::uint8_t*
 
 void quantize_run(const float* x, float* out, std::int64_t n, const AffineParams& p, float qmax,
                   bool stochastic, std::uint64_t stream, std::uint64_t index0) {
-  fake_quantize_run(x, out, n, p.scale, p.zero_point, p.min,
-                    p.scheme == QuantScheme::kReference, qmax, stochastic, stream, index0);
+  fake_quantize_run(x, out, n, p.scale, p.zero_point, p.min, p.scheme == QuantScheme::kReference,
+                    qmax, stochastic, stream, index0);
 }
 void quantize_run(const float* x, std::uint8_t* out, std::int64_t n, const AffineParams& p,
                   float qmax, bool stochastic, std::uint64_t stream, std::uint64_t index0) {
@@ -101,7 +102,8 @@ void quantize_all(const at::Tensor& xc, Out* out, const NodeView& v,
   const bool stochastic = request.rounding == Rounding::kStochastic;
   std::vector<std::uint64_t> streams(v.nodes, 0);
   if (stochastic) {
-    for (std::int64_t i = 0; i < v.nodes; ++i) streams[i] = draw_stream(request.key, i, request.site);
+    for (std::int64_t i = 0; i < v.nodes; ++i)
+      streams[i] = draw_stream(request.key, i, request.site);
   }
   const std::int64_t items = v.nodes * v.samples;
   at::parallel_for(0, items, 1, [&](std::int64_t begin, std::int64_t end) {

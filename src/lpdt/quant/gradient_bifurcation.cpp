@@ -42,16 +42,16 @@ struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
     const at::Tensor gy = grad[0].contiguous(qx.suggest_memory_format());
     const std::vector<std::int64_t> bias_sizes{qw.size(0)};
     // Weight (and bias) gradient: the float output gradient, the quantized input.
-    auto [unused_x, grad_w, grad_b] =
-        at::convolution_backward(gy, qx, qw, bias ? at::OptionalIntArrayRef(bias_sizes) : c10::nullopt,
-                                 {s, s}, {p, p}, {1, 1}, false, {0, 0}, k, {false, true, bias});
+    auto [unused_x, grad_w, grad_b] = at::convolution_backward(
+        gy, qx, qw, bias ? at::OptionalIntArrayRef(bias_sizes) : c10::nullopt, {s, s}, {p, p},
+        {1, 1}, false, {0, 0}, k, {false, true, bias});
     // Layer gradient: the output gradient at grad_bits.
     const at::Tensor gq =
         quantized_output_gradient(gy, k, load_request(ctx)).contiguous(qx.suggest_memory_format());
     auto [grad_x, unused_w, unused_b] = at::convolution_backward(
         gq, qx, qw, c10::nullopt, {s, s}, {p, p}, {1, 1}, false, {0, 0}, k, {true, false, false});
-    return {grad_x, grad_w, bias ? grad_b : at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor()};
+    return {grad_x,       grad_w,      bias ? grad_b : at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor()};
   }
 };
 
@@ -67,9 +67,9 @@ struct BifurcatedLinear : torch::autograd::Function<BifurcatedLinear> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto saved = ctx->get_saved_variables();
-    const at::Tensor& qx = saved[0];  // [k, b, in]
-    const at::Tensor& qw = saved[1];  // [k, out, in]
-    const at::Tensor gy = grad[0].contiguous();  // [k, b, out]
+    const at::Tensor& qx = saved[0];                            // [k, b, in]
+    const at::Tensor& qw = saved[1];                            // [k, out, in]
+    const at::Tensor gy = grad[0].contiguous();                 // [k, b, out]
     const at::Tensor grad_w = at::bmm(gy.transpose(1, 2), qx);  // [k, out, in]
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum(1) : at::Tensor();
     const at::Tensor gq = quantized_output_gradient(gy, qx.size(0), load_request(ctx));

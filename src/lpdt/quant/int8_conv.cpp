@@ -92,9 +92,9 @@ at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w,
                        std::int64_t k) {
   LPDT_CHECK(x.codes.is_contiguous(at::MemoryFormat::ChannelsLast), "int8_conv2d: x layout");
   const std::int64_t ho = g.out_height(), wo = g.out_width(), n = g.positions();
-  at::Tensor y = at::empty({g.batch, k * g.out_channels, ho, wo},
-                           at::TensorOptions().dtype(at::kFloat).memory_format(
-                               at::MemoryFormat::ChannelsLast));
+  at::Tensor y = at::empty(
+      {g.batch, k * g.out_channels, ho, wo},
+      at::TensorOptions().dtype(at::kFloat).memory_format(at::MemoryFormat::ChannelsLast));
   // Scratch buffers, not zero-filled (every element is written before it is read).
   const at::Tensor cols_buffer = at::empty({n * g.patch()}, at::kByte);
   const at::Tensor acc_buffer = at::empty({n * g.out_channels}, at::kInt);
@@ -108,8 +108,7 @@ at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w,
               cols);
     gemm_u8s8s32(n, g.out_channels, g.patch(), cols, g.patch(), zx,
                  packed_w.data_ptr<std::int8_t>() + node * g.patch() * g.out_channels,
-                 g.out_channels, /*b_transposed=*/false, weight_zero(w, node), acc,
-                 g.out_channels);
+                 g.out_channels, /*b_transposed=*/false, weight_zero(w, node), acc, g.out_channels);
     // Requantization stage: int32 -> real, s_x s_w * acc + bias, into node's channel slice.
     const float s = scale_of(x, node) * scale_of(w, node);
     const float* node_bias = b ? b + node * g.out_channels : nullptr;
@@ -151,10 +150,10 @@ at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTens
   }
   const std::int64_t n = g.positions();
   // at::zeros ignores a memory format in its options: empty (which honours it), then zero.
-  at::Tensor dx = at::empty({g.batch, k * g.in_channels, g.height, g.width},
-                            at::TensorOptions().dtype(at::kFloat).memory_format(
-                                at::MemoryFormat::ChannelsLast))
-                      .zero_();
+  at::Tensor dx =
+      at::empty({g.batch, k * g.in_channels, g.height, g.width},
+                at::TensorOptions().dtype(at::kFloat).memory_format(at::MemoryFormat::ChannelsLast))
+          .zero_();
   std::vector<std::int32_t> acc(static_cast<std::size_t>(n * g.patch()));
   std::vector<float> cols(static_cast<std::size_t>(n * g.patch()));
   // B as [Cout, patch] rows: oneDNN's u8s8s32 GEMM is far slower with a transposed B at these

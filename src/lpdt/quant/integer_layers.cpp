@@ -72,14 +72,16 @@ struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
     auto [unused_x, grad_w, unused_b] = at::convolution_backward(
         gy, x_real, w_real, c10::nullopt, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1},
         false, {0, 0}, k, {false, true, false});
-    const at::Tensor grad_b =
-        ctx->saved_data["bias"].toBool() ? gy.sum({0, 2, 3}) : at::Tensor();
+    const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum({0, 2, 3}) : at::Tensor();
     // Layer gradient in int8: the output gradient at 8 bits through the weight codes.
-    const at::Tensor grad_x = int8_conv2d_input_grad(quantized_gradient(gy, k, load_request(ctx)),
-                                                     qw, packed, g, k);
-    return {grad_x,       grad_w.view(qw.codes.sizes()), grad_b,       at::Tensor(),
-            at::Tensor(), at::Tensor(),                  at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(),                  at::Tensor(), at::Tensor()};
+    const at::Tensor grad_x =
+        int8_conv2d_input_grad(quantized_gradient(gy, k, load_request(ctx)), qw, packed, g, k);
+    return {grad_x,       grad_w.view(qw.codes.sizes()),
+            grad_b,       at::Tensor(),
+            at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor()};
   }
 };
 
@@ -100,7 +102,7 @@ struct IntegerLinear : torch::autograd::Function<IntegerLinear> {
     const auto s = ctx->get_saved_variables();
     const QuantizedTensor qx{s[0], s[1], s[2]}, qw{s[3], s[4], s[5]};
     const std::int64_t k = qx.codes.size(0);
-    const at::Tensor gy = grad[0].contiguous();  // [k, b, out]
+    const at::Tensor gy = grad[0].contiguous();                                // [k, b, out]
     const at::Tensor grad_w = at::bmm(gy.transpose(1, 2), dequantize(qx, k));  // [k, out, in]
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum(1) : at::Tensor();
     const at::Tensor grad_x =

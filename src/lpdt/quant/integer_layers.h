@@ -1,7 +1,7 @@
 #pragma once
 // The integer backend's 8-bit convolution and linear layer as autograd operations: the same
-// function as bifurcated_conv2d / bifurcated_linear on fake-quantized inputs (gradient_bifurcation.h),
-// computed from 8-bit codes (int8_conv.h):
+// function as bifurcated_conv2d / bifurcated_linear on fake-quantized inputs
+// (gradient_bifurcation.h), computed from 8-bit codes (int8_conv.h):
 //   forward:      int8 x int8 -> int32 from the codes of x and w;
 //   weight grad:  in float, from the float output gradient and the saved codes of x, dequantized;
 //   layer grad:   the output gradient quantized to 8 bits (stochastic, per-node range), then int8.

@@ -6,7 +6,8 @@ namespace lpdt::quant {
 
 void QuantOptions::validate() const {
   if (bits < 2 || bits > 16) {
-    throw ConfigError("quant.bits = " + std::to_string(bits) + " is out of range: expected 2 to 16");
+    throw ConfigError("quant.bits = " + std::to_string(bits) +
+                      " is out of range: expected 2 to 16");
   }
   if (grad_bits < 2 || grad_bits > 16) {
     throw ConfigError("quant.grad_bits = " + std::to_string(grad_bits) +
@@ -27,8 +28,9 @@ void QuantOptions::validate() const {
           "the padding of integer convolutions exact); got quant.scheme = 'reference'");
     }
     if (bits != 8 || grad_bits != 8) {
-      throw ConfigError("quant.backend = 'integer' computes with 8-bit codes: set quant.bits = 8 "
-                        "and quant.grad_bits = 8, or use quant.backend = 'simulated'");
+      throw ConfigError(
+          "quant.backend = 'integer' computes with 8-bit codes: set quant.bits = 8 "
+          "and quant.grad_bits = 8, or use quant.backend = 'simulated'");
     }
   }
 }
@@ -49,7 +51,8 @@ QuantBackend parse_backend(const std::string& name) {
 QuantScheme parse_scheme(const std::string& name) {
   if (name == "gemmlowp") return QuantScheme::kGemmlowp;
   if (name == "reference") return QuantScheme::kReference;
-  throw ConfigError("quant.scheme = '" + name + "' is not a scheme: expected gemmlowp or reference");
+  throw ConfigError("quant.scheme = '" + name +
+                    "' is not a scheme: expected gemmlowp or reference");
 }
 
 Rounding parse_rounding(const std::string& name) {

@@ -1,5 +1,6 @@
 #pragma once
-// How a low-precision model quantizes (paper section 3; reference spec section 7; docs/quantization.md).
+// How a low-precision model quantizes (paper section 3; reference spec section 7;
+// docs/quantization.md).
 #include <cstdint>
 #include <string>
 
