@@ -43,3 +43,68 @@ TEST(ComputeGradients, PassSizeAndConvAlgorithmDoNotChangeTheResult) {
 
 }  // namespace
 }  // namespace lpdt::models
+
+namespace lpdt::models {
+namespace {
+
+// On a machine with a GPU: one grouped pass on CUDA computes what one node per pass computes on
+// the CPU, for each normalisation and both precisions (the simulated int8 path runs the
+// device-generic quantizer there). TF32 is switched off: it would round the convolutions' inputs
+// to 10-bit mantissas.
+struct DeviceCase {
+  const char* norm;
+  bool int8;
+};
+
+class CudaVsCpu : public ::testing::TestWithParam<DeviceCase> {};
+
+TEST_P(CudaVsCpu, GradientsLossesAndBuffersMatch) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  at::globalContext().setAllowTF32CuDNN(false);
+  at::globalContext().setAllowTF32CuBLAS(false);
+  const DeviceCase c = GetParam();
+  ModelOptions options;
+  options.arch = "resnet";
+  options.depth = 8;
+  options.norm = c.norm;
+  options.in_channels = 3;
+  options.height = options.width = 16;
+  if (c.int8) options.quant.precision = quant::Precision::kInt8;
+  const auto model = make_model(options);
+  const std::int64_t k = 5, b = 4;
+  torch::manual_seed(23);
+  const at::Tensor x = model->init_params(3).unsqueeze(0).repeat({k, 1}) +
+                       0.05 * torch::randn({k, model->num_params()});
+  const at::Tensor inputs = torch::randn({k, b, 3, 16, 16});
+  const at::Tensor targets = torch::randint(0, 10, {k, b}, torch::kLong);
+
+  std::vector<at::Tensor> cpu_buffers = model->init_buffers(k);
+  const GradientResult cpu = compute_gradients(*model, x, cpu_buffers, inputs, targets, 1,
+                                               nn::ConvAlgorithm::kPerNode, {7, 3, 0});
+  std::vector<at::Tensor> gpu_buffers = model->init_buffers(k);
+  for (auto& t : gpu_buffers) t = t.cuda();
+  const GradientResult gpu = compute_gradients(*model, x.cuda(), gpu_buffers, inputs.cuda(),
+                                               targets.cuda(), 0, nn::ConvAlgorithm::kGrouped,
+                                               {7, 3, 0});
+  ASSERT_TRUE(gpu.grad.is_cuda());
+  // float32: summation orders differ. int8: a value that lands within rounding of a code
+  // boundary may take the other code on the other device, so compare by relative norm.
+  const double tolerance = c.int8 ? 2e-2 : 1e-4;
+  const double grad_error = (gpu.grad.cpu() - cpu.grad).norm().item<double>() /
+                            cpu.grad.norm().item<double>();
+  EXPECT_LT(grad_error, tolerance) << c.norm;
+  EXPECT_TRUE(torch::allclose(gpu.loss.cpu(), cpu.loss, tolerance, tolerance)) << c.norm;
+  for (std::size_t j = 0; j < cpu_buffers.size(); ++j) {
+    EXPECT_TRUE(torch::allclose(gpu_buffers[j].cpu(), cpu_buffers[j], tolerance, tolerance));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Norms, CudaVsCpu,
+                         ::testing::Values(DeviceCase{"evonorm", false},
+                                           DeviceCase{"batchnorm", false},
+                                           DeviceCase{"groupnorm", false},
+                                           DeviceCase{"evonorm", true},
+                                           DeviceCase{"batchnorm", true}));
+
+}  // namespace
+}  // namespace lpdt::models

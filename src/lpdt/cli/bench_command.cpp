@@ -29,6 +29,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--nodes-per-pass", options->nodes_per_pass,
                   "The engine's nodes per forward/backward pass (0 = all)")
       ->capture_default_str();
+  cmd->add_option("--device", options->device, "cpu | cuda")->capture_default_str();
+  cmd->add_option("--model-precision", options->precision,
+                  "fp32 | int8 (simulated) for the engine-vs-per-node comparison")
+      ->capture_default_str();
   cmd->add_option("--json", options->json_path, "Also write the results as JSON");
   auto precision = std::make_shared<bool>(false);
   auto modes = std::make_shared<std::vector<std::string>>(exp::PrecisionBenchOptions().modes);

@@ -17,24 +17,33 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
   // Evaluation must not move BatchNorm running statistics: work on copies.
   std::vector<at::Tensor> eval_buffers;
   for (const auto& b : buffers) eval_buffers.push_back(b.clone());
-  at::Tensor correct = at::zeros({k}, at::kLong);
+  const at::Device device = params.device();
+  at::Tensor correct = at::zeros({k}, at::TensorOptions().dtype(at::kLong).device(device));
   std::int64_t total = 0;
+  // One node per pass keeps the activations in cache on the CPU; a GPU takes all nodes in one
+  // pass of grouped kernels (docs/benchmarks.md).
+  const std::int64_t pass = device.is_cpu() ? 1 : k;
+  const nn::ConvAlgorithm conv =
+      device.is_cpu() ? nn::ConvAlgorithm::kPerNode : nn::ConvAlgorithm::kGrouped;
   for (const data::EvalBatch& batch : batches) {
-    const auto& in = batch.inputs;  // [B, C, H, W]
-    // One node per pass keeps the activations in cache on the CPU (docs/benchmarks.md).
-    for (std::int64_t i = 0; i < k; ++i) {
+    const at::Tensor in = batch.inputs.to(device);  // [B, C, H, W]
+    const at::Tensor targets = batch.targets.to(device);
+    for (std::int64_t start = 0; start < k; start += pass) {
+      const std::int64_t count = std::min(pass, k - start);
       std::vector<at::Tensor> node_buffers;
-      for (const auto& b : eval_buffers) node_buffers.push_back(b.narrow(0, i, 1));
-      nn::Context ctx{&model.layout(), params.narrow(0, i, 1), &node_buffers, 1,
-                      /*training=*/false};
-      const at::Tensor predictions = model.forward(ctx, in.unsqueeze(0)).argmax(2);  // [1, B]
-      correct[i] += predictions.eq(batch.targets.unsqueeze(0)).sum().item<std::int64_t>();
+      for (const auto& b : eval_buffers) node_buffers.push_back(b.narrow(0, start, count));
+      nn::Context ctx{&model.layout(), params.narrow(0, start, count), &node_buffers, count,
+                      /*training=*/false, conv};
+      const at::Tensor node_inputs = in.unsqueeze(0).expand({count, -1, -1, -1, -1});
+      const at::Tensor predictions = model.forward(ctx, node_inputs).argmax(2);  // [count, B]
+      correct.narrow(0, start, count) += predictions.eq(targets.unsqueeze(0)).sum(1);
     }
     total += in.size(0);
   }
+  const at::Tensor correct_host = correct.cpu();
   std::vector<double> accuracy(k);
   for (std::int64_t i = 0; i < k; ++i) {
-    accuracy[i] = 100.0 * static_cast<double>(correct[i].item<std::int64_t>()) /
+    accuracy[i] = 100.0 * static_cast<double>(correct_host[i].item<std::int64_t>()) /
                   static_cast<double>(std::max<std::int64_t>(total, 1));
   }
   return accuracy;

@@ -10,6 +10,7 @@
 
 #include "lpdt/algo/decentralized_optimizer.h"
 #include "lpdt/build_info.h"
+#include "lpdt/core/cuda_step_graph.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/runtime.h"
 #include "lpdt/exp/bench_stats.h"
@@ -32,43 +33,83 @@ std::vector<ThroughputResult> run_throughput_bench(
   if (options.steps < 1 || options.batch_size < 1 || options.nodes.empty()) {
     throw ConfigError("bench: --steps, --batch and --nodes must be positive");
   }
+  if (options.device != "cpu" && options.device != "cuda") {
+    throw ConfigError("bench: --device must be cpu or cuda, got '" + options.device + "'");
+  }
+  if (options.precision != "fp32" && options.precision != "int8") {
+    throw ConfigError("bench: --model-precision must be fp32 or int8, got '" + options.precision +
+                      "'");
+  }
+  const bool on_gpu = options.device == "cuda";
+  if (on_gpu && !torch::cuda::is_available()) {
+    throw ConfigError(
+        "bench: --device cuda, but no CUDA device is usable (a LibTorch without CUDA, or no GPU; "
+        "README, 'CUDA build')");
+  }
+  const at::Device device = on_gpu ? at::Device(at::kCUDA) : at::Device(at::kCPU);
+  if (on_gpu) at::globalContext().setBenchmarkCuDNN(true);  // static shapes: autotune once
   const RuntimeInfo runtime = configure_runtime(options.threads);
   models::ModelOptions model_options;
   model_options.arch = options.arch;
   model_options.depth = options.depth;
   model_options.in_channels = options.channels;
   model_options.height = model_options.width = options.size;
+  if (options.precision == "int8") model_options.quant.precision = quant::Precision::kInt8;
   const auto model = models::make_model(model_options);
   char line[256];
   std::snprintf(line, sizeof line,
-                "lpdt bench: %s, batch %lld/node, %s, median of %lld steps after %lld warm-up",
+                "lpdt bench: %s, batch %lld/node, %s on %s, median of %lld steps after %lld "
+                "warm-up",
                 model->name().c_str(), static_cast<long long>(options.batch_size),
-                runtime.description().c_str(), static_cast<long long>(options.steps),
+                runtime.description().c_str(), options.device.c_str(), static_cast<long long>(options.steps),
                 static_cast<long long>(options.warmup_steps));
   progress(line);
-  progress(
-      "nodes  engine ms/step  img/s    per-node ms/step  img/s    speedup  "
-      "one-pass ms/step  img/s");
+  progress(on_gpu ? "nodes  engine ms/step  img/s    per-node ms/step  img/s    speedup  "
+                    "cuda-graph ms/step  img/s"
+                  : "nodes  engine ms/step  img/s    per-node ms/step  img/s    speedup  "
+                    "one-pass ms/step  img/s");
 
   std::vector<ThroughputResult> results;
   for (const std::int64_t n : options.nodes) {
     torch::manual_seed(0);
     const at::Tensor inputs =
-        torch::randn({n, options.batch_size, options.channels, options.size, options.size});
-    const at::Tensor targets = torch::randint(0, 10, {n, options.batch_size}, torch::kLong);
+        torch::randn({n, options.batch_size, options.channels, options.size, options.size})
+            .to(device);
+    const at::Tensor targets =
+        torch::randint(0, 10, {n, options.batch_size}, torch::kLong).to(device);
     const auto topology =
         graph::make_topology(graph::TopologyOptions().name("directed-ring").num_nodes(n));
-    const at::Tensor mixing = topology->at(0).mixing_matrix(at::kFloat);
+    const at::Tensor mixing = topology->at(0).mixing_matrix(at::kFloat).to(device);
 
     // nodes_per_pass >= 0: the node-batched engine (0 = all nodes in one pass);
     // -1: n separate models (own parameter tensors and buffers), one after the other.
-    auto measure = [&](std::int64_t nodes_per_pass, nn::ConvAlgorithm conv) {
-      at::Tensor x = model->init_params(1).unsqueeze(0).repeat({n, 1});
+    // use_graph: the engine's step captured as a CUDA graph after the warm-up, then replayed.
+    auto measure = [&](std::int64_t nodes_per_pass, nn::ConvAlgorithm conv, bool use_graph) {
+      at::Tensor x = model->init_params(1).to(device).unsqueeze(0).repeat({n, 1});
       std::vector<at::Tensor> buffers = model->init_buffers(n);
-      algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout());
+      for (auto& b : buffers) b = b.to(device);
+      algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout(),
+                                             device);
       metrics::ByteLedger ledger = optimizer.make_ledger();
+      CudaStepGraph graph;
       std::vector<double> times;
       for (std::int64_t step = 0; step < options.warmup_steps + options.steps; ++step) {
+        if (use_graph && step >= options.warmup_steps) {
+          if (step == options.warmup_steps) {
+            graph.capture([&] {
+              const at::Tensor grad =
+                  models::compute_gradients(*model, x, buffers, inputs, targets, 0, conv).grad;
+              torch::NoGradGuard no_grad;
+              optimizer.step(x, grad, mixing, 0.01, step, ledger);
+            });
+          }
+          const auto start = Clock::now();
+          graph.replay();
+          cuda_synchronize();
+          times.push_back(
+              std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+          continue;
+        }
         const auto start = Clock::now();
         at::Tensor grad;
         if (nodes_per_pass >= 0) {
@@ -94,6 +135,7 @@ std::vector<ThroughputResult> run_throughput_bench(
           torch::NoGradGuard no_grad;
           optimizer.step(x, grad, mixing, 0.01, step, ledger);
         }
+        if (on_gpu) cuda_synchronize();
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         if (step >= options.warmup_steps) times.push_back(ms);
       }
@@ -103,9 +145,10 @@ std::vector<ThroughputResult> run_throughput_bench(
     ThroughputResult r;
     r.nodes = n;
     const double images = static_cast<double>(n * options.batch_size);
-    r.batched_step_ms = measure(options.nodes_per_pass, nn::ConvAlgorithm::kPerNode);
-    r.per_node_step_ms = measure(-1, nn::ConvAlgorithm::kPerNode);
-    r.one_pass_grouped_step_ms = measure(0, nn::ConvAlgorithm::kGrouped);
+    r.batched_step_ms = on_gpu ? measure(0, nn::ConvAlgorithm::kGrouped, false)
+                               : measure(options.nodes_per_pass, nn::ConvAlgorithm::kPerNode, false);
+    r.per_node_step_ms = measure(-1, nn::ConvAlgorithm::kPerNode, false);
+    r.one_pass_grouped_step_ms = measure(0, nn::ConvAlgorithm::kGrouped, on_gpu);
     r.batched_images_per_s = images / (r.batched_step_ms / 1000.0);
     r.per_node_images_per_s = images / (r.per_node_step_ms / 1000.0);
     r.one_pass_grouped_images_per_s = images / (r.one_pass_grouped_step_ms / 1000.0);
@@ -123,7 +166,10 @@ std::vector<ThroughputResult> run_throughput_bench(
     j["model"] = model->name();
     j["batch_per_node"] = options.batch_size;
     j["runtime"] = runtime.description();
-    j["engine_nodes_per_pass"] = options.nodes_per_pass;
+    j["engine_nodes_per_pass"] = on_gpu ? 0 : options.nodes_per_pass;
+    j["device"] = options.device;
+    j["precision"] = options.precision;
+    j["third_mode"] = on_gpu ? "cuda-graph" : "one-pass-grouped";
     j["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},

@@ -103,15 +103,31 @@ quant::QuantOptions quant_options(const ExperimentConfig& config) {
   return q;
 }
 
+// run.device, checked against what this build and machine have.
+at::Device resolve_device(const ExperimentConfig& config) {
+  if (config.run.device == RunConfig::Device::kCpu) return at::kCPU;
+  if (!torch::cuda::is_available()) {
+    throw ConfigError(
+        "run.device = 'cuda', but no CUDA device is usable: this lpdt was built against a "
+        "LibTorch without CUDA, or the machine has no GPU (README, 'CUDA build'); set "
+        "run.device = 'cpu'");
+  }
+  if (config.model.precision == ModelConfig::Precision::kInt8 &&
+      config.quant.backend == QuantConfig::Backend::kInteger) {
+    throw ConfigError(
+        "quant.backend = 'integer' runs on the CPU only (oneDNN int8 kernels); with run.device "
+        "= 'cuda' use quant.backend = 'simulated'");
+  }
+  at::globalContext().setBenchmarkCuDNN(true);  // static shapes: autotune each convolution once
+  return at::kCUDA;
+}
+
 }  // namespace
 
 TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) {
   const auto start = Clock::now();
   const RuntimeInfo runtime = configure_runtime(config.run.threads);
-  if (config.run.device == RunConfig::Device::kCuda) {
-    throw ConfigError(
-        "run.device = 'cuda': this build of lpdt runs on the CPU only; set run.device = 'cpu'");
-  }
+  const at::Device device = resolve_device(config);
   torch::manual_seed(config.run.seed);  // dropout masks
 
   // Data: the nodes' partitions of the training set; the shared test set.
@@ -162,9 +178,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   const auto model = models::make_model(model_options);
 
   // Every node starts from the same model, as the official code's identical per-rank seed.
-  at::Tensor x = model->init_params(config.run.seed).unsqueeze(0).repeat({n, 1});  // [n, P]
+  at::Tensor x =
+      model->init_params(config.run.seed).to(device).unsqueeze(0).repeat({n, 1});  // [n, P]
   std::vector<at::Tensor> buffers = model->init_buffers(n);
-  algo::DecentralizedOptimizer optimizer(algorithm_options(config), n, model->layout());
+  for (auto& b : buffers) b = b.to(device);
+  algo::DecentralizedOptimizer optimizer(algorithm_options(config), n, model->layout(), device);
   optimizer.set_trainable(model->trainable_mask());
   metrics::ByteLedger ledger = optimizer.make_ledger();
   const algo::LrSchedule schedule(schedule_options(config));
@@ -193,11 +211,16 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
       config.run.max_steps_per_epoch > 0
           ? std::min<std::int64_t>(config.run.max_steps_per_epoch, loader.steps_per_epoch())
           : loader.steps_per_epoch();
-  // On the CPU one node per pass keeps activations in cache (docs/benchmarks.md).
-  const std::int64_t nodes_per_pass = config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass : 1;
+  // On the CPU one node per pass keeps activations in cache; a GPU wants all nodes in one pass,
+  // each layer one grouped kernel (docs/benchmarks.md).
+  const bool on_gpu = device.is_cuda();
+  const std::int64_t nodes_per_pass =
+      config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass : (on_gpu ? 0 : 1);
+  const nn::ConvAlgorithm conv_algorithm =
+      on_gpu ? nn::ConvAlgorithm::kGrouped : nn::ConvAlgorithm::kPerNode;
   const bool static_graph = topology->is_static();
-  const at::Tensor static_mixing =
-      static_graph ? topology->at(0).mixing_matrix(at::kFloat) : at::Tensor();
+  auto mixing_at = [&](std::int64_t r) { return topology->at(r).mixing_matrix(at::kFloat).to(device); };
+  const at::Tensor static_mixing = static_graph ? mixing_at(0) : at::Tensor();
 
   TrainResult result;
   result.run_dir = run_dir;
@@ -205,25 +228,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   double train_time_s = 0;
   for (int epoch = 0; epoch < config.run.epochs; ++epoch) {
     const auto epoch_start = Clock::now();
-    double loss_sum = 0;
-    at::Tensor node_loss_sum = at::zeros({n}, at::kDouble);
+    // Summed on the device: no host synchronisation inside the step.
+    at::Tensor node_loss_sum = at::zeros({n}, at::TensorOptions().dtype(at::kDouble).device(device));
     double lr = 0;
     for (std::int64_t step = 0; step < steps_per_epoch; ++step, ++round) {
       lr = schedule.lr(epoch, step, steps_per_epoch);
       const data::Batch batch = loader.next();
       const models::GradientResult gradients = models::compute_gradients(
-          *model, x, buffers, batch.inputs, batch.targets, nodes_per_pass,
-          nn::ConvAlgorithm::kPerNode, quant::DrawKey{config.run.seed, round, 0});
+          *model, x, buffers, batch.inputs.to(device, /*non_blocking=*/true),
+          batch.targets.to(device, /*non_blocking=*/true), nodes_per_pass, conv_algorithm,
+          quant::DrawKey{config.run.seed, round, 0});
       {
         torch::NoGradGuard no_grad;
-        const at::Tensor mixing =
-            static_graph ? static_mixing : topology->at(round).mixing_matrix(at::kFloat);
+        const at::Tensor mixing = static_graph ? static_mixing : mixing_at(round);
         optimizer.step(x, gradients.grad, mixing, lr, round, ledger);
       }
-      const double step_loss = gradients.loss.mean().item<double>();
-      loss_sum += step_loss;
       node_loss_sum += gradients.loss.to(at::kDouble);
       if (config.run.log_every > 0 && (step + 1) % config.run.log_every == 0) {
+        const double step_loss = gradients.loss.mean().item<double>();
         progress(format("epoch %d step %lld/%lld  loss %.4f  lr %.4g  %.1f img/s", epoch + 1,
                         static_cast<long long>(step + 1), static_cast<long long>(steps_per_epoch),
                         step_loss, lr,
@@ -238,14 +260,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
     EpochSummary summary;
     summary.epoch = epoch + 1;
     summary.lr = lr;
-    summary.train_loss = loss_sum / static_cast<double>(steps_per_epoch);
+    const at::Tensor node_mean_loss = (node_loss_sum / static_cast<double>(steps_per_epoch)).cpu();
+    summary.train_loss = node_mean_loss.mean().item<double>();
     summary.evaluation = evaluate(*model, x, buffers, test_batches, config.eval.per_node);
     summary.mean_gb_sent_per_node = ledger.mean_gb_sent_per_node();
     summary.elapsed_s = seconds_since(start);
     const Evaluation& ev = summary.evaluation;
     for (std::size_t i = 0; i < ev.node_accuracy.size(); ++i) {
       metrics_csv << summary.epoch << "," << i << "," << lr << ","
-                  << node_loss_sum[i].item<double>() / static_cast<double>(steps_per_epoch) << ","
+                  << node_mean_loss[i].item<double>() << ","
                   << ev.node_accuracy[i] << "," << ledger.bytes_sent_per_node()[i] << "\n";
     }
     metrics_csv.flush();
@@ -270,8 +293,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   if (config.eval.protocol == EvalConfig::Protocol::kReference) {
     torch::NoGradGuard no_grad;
     for (int r = 0; r < config.eval.gossip_rounds; ++r, ++round) {
-      const at::Tensor mixing =
-          static_graph ? static_mixing : topology->at(round).mixing_matrix(at::kFloat);
+      const at::Tensor mixing = static_graph ? static_mixing : mixing_at(round);
       optimizer.gossip_round(x, mixing, round, ledger);
     }
     final_evaluation = evaluate(*model, x, buffers, test_batches, /*per_node=*/true);
@@ -292,7 +314,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   summary["config"] = to_json(config);
   summary["seed"] = config.run.seed;
   summary["backend"] = {{"engine", "node-batched"},
-                        {"device", "cpu"},
+                        {"device", device.is_cuda() ? "cuda" : "cpu"},
                         {"precision", std::string(to_string(config.model.precision))},
                         {"quant_backend", config.model.precision == ModelConfig::Precision::kInt8
                                               ? std::string(to_string(config.quant.backend))
@@ -300,7 +322,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
                         {"runtime", runtime.description()},
                         {"intra_op_threads", runtime.intra_op_threads},
                         {"nodes_per_pass", nodes_per_pass},
-                        {"conv_algorithm", "per-node"}};
+                        {"conv_algorithm", on_gpu ? "grouped" : "per-node"}};
   summary["build"] = {{"version", build_info::kVersion},
                       {"git_revision", build_info::kGitRevision},
                       {"build_type", build_info::kBuildType},

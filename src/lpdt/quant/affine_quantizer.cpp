@@ -9,6 +9,7 @@
 
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
+#include "lpdt/quant/affine_quantizer_tensor_ops.h"
 
 namespace lpdt::quant {
 namespace {
@@ -140,6 +141,7 @@ void check_input(const at::Tensor& x, const QuantizeRequest& request) {
 }  // namespace
 
 NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
+  if (!x.device().is_cpu()) return tensor_ops::tensor_range(x, k);
   const at::Tensor xc = canonical_layout(x);
   const NodeView v = node_view(xc, k);
   std::vector<float> mins, maxs;
@@ -158,6 +160,7 @@ NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
 }
 
 NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
+  if (!x.device().is_cpu()) return tensor_ops::sample_mean_range(x, k);
   const at::Tensor xc = canonical_layout(x);
   const NodeView v = node_view(xc, k);
   std::vector<float> mins, maxs;
@@ -196,6 +199,7 @@ AffineParams affine_params(float min, float max, int bits, QuantScheme scheme) {
 
 at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request) {
+  if (!x.device().is_cpu()) return tensor_ops::fake_quantize(x, k, range, request);
   check_input(x, request);
   const at::Tensor xc = canonical_layout(x);
   const NodeView v = node_view(xc, k);
@@ -207,6 +211,7 @@ at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& r
 
 QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request) {
+  if (!x.device().is_cpu()) return tensor_ops::quantize(x, k, range, request);
   check_input(x, request);
   LPDT_CHECK(request.bits <= 8, "quantize: codes are 8-bit (bits <= 8)");
   LPDT_CHECK(request.scheme == QuantScheme::kGemmlowp,
@@ -227,6 +232,7 @@ QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& r
 }
 
 at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
+  if (!q.codes.device().is_cpu()) return tensor_ops::dequantize(q, k);
   const NodeView v = node_view(q.codes, k);
   at::Tensor out = at::empty_like(q.codes, q.codes.options().dtype(at::kFloat));
   const std::uint8_t* codes = q.codes.data_ptr<std::uint8_t>();

@@ -1,0 +1,65 @@
+#include "lpdt/core/cuda_step_graph.h"
+
+#include <torch/cuda.h>
+
+#include "lpdt/core/error.h"
+
+#if LPDT_HAVE_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace lpdt {
+
+#if LPDT_HAVE_CUDA
+struct CudaStepGraph::Impl {
+  at::cuda::CUDAGraph graph;
+  bool captured = false;
+};
+
+bool cuda_graphs_available() { return torch::cuda::is_available(); }
+
+CudaStepGraph::CudaStepGraph() : impl_(std::make_unique<Impl>()) {}
+CudaStepGraph::~CudaStepGraph() = default;
+
+void CudaStepGraph::capture(const std::function<void()>& step) {
+  LPDT_CHECK(!impl_->captured, "CudaStepGraph: already captured");
+  if (!torch::cuda::is_available()) throw ConfigError("CUDA graphs need a CUDA device");
+  torch::cuda::synchronize();
+  // Capture may not run on the legacy default stream.
+  c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    impl_->graph.capture_begin();
+    step();
+    impl_->graph.capture_end();
+  }
+  torch::cuda::synchronize();
+  impl_->captured = true;
+}
+
+void CudaStepGraph::replay() {
+  LPDT_CHECK(impl_->captured, "CudaStepGraph: replay before capture");
+  impl_->graph.replay();
+}
+#else
+struct CudaStepGraph::Impl {};
+
+bool cuda_graphs_available() { return false; }
+
+CudaStepGraph::CudaStepGraph() = default;
+CudaStepGraph::~CudaStepGraph() = default;
+
+void CudaStepGraph::capture(const std::function<void()>&) {
+  throw ConfigError(
+      "CUDA graphs need lpdt built against a CUDA-enabled LibTorch (README, 'CUDA build')");
+}
+void CudaStepGraph::replay() { throw ConfigError("CUDA graphs are not available in this build"); }
+#endif
+
+void cuda_synchronize() {
+  if (torch::cuda::is_available()) torch::cuda::synchronize();
+}
+
+}  // namespace lpdt

@@ -1,0 +1,152 @@
+#include "lpdt/quant/affine_quantizer_tensor_ops.h"
+
+#include <vector>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::quant::tensor_ops {
+namespace {
+
+constexpr double kMinScale = 1e-8;  // as affine_quantizer.cpp
+
+// x in canonical layout seen as [k, samples, rows, cols] (a strided view, no copy).
+at::Tensor node_elements(const at::Tensor& xc, const NodeView& v) {
+  return xc.as_strided({v.nodes, v.samples, v.rows, v.cols},
+                       {v.node_stride, v.sample_stride, v.row_stride, 1}, xc.storage_offset());
+}
+
+// Each node's affine parameters as [k, 1, 1, 1] float32 tensors, computed as affine_params does
+// (in double, then float32).
+struct ParamTensors {
+  at::Tensor scale;
+  at::Tensor zero_point;
+  at::Tensor min;
+};
+ParamTensors param_tensors(const NodeRange& range, std::int64_t k, int bits, QuantScheme scheme,
+                           at::Device device) {
+  LPDT_CHECK(range.min.numel() == k && range.max.numel() == k, "quantize: range is not [k]");
+  const double qmax = static_cast<double>((std::int64_t{1} << bits) - 1);
+  const at::Tensor mn = range.min.to(device, at::kFloat).to(at::kDouble).reshape({k, 1, 1, 1});
+  const at::Tensor mx = range.max.to(device, at::kFloat).to(at::kDouble).reshape({k, 1, 1, 1});
+  ParamTensors p;
+  if (scheme == QuantScheme::kReference) {
+    p.scale = ((mx - mn) / qmax).clamp_min(kMinScale).to(at::kFloat);
+    p.min = mn.to(at::kFloat);
+    p.zero_point = -p.min / p.scale;
+    return p;
+  }
+  const at::Tensor lo = mn.clamp_max(0.0), hi = mx.clamp_min(0.0);
+  p.scale = ((hi - lo) / qmax).clamp_min(kMinScale).to(at::kFloat);
+  p.zero_point = (-lo / p.scale.to(at::kDouble)).round().clamp(0.0, qmax).to(at::kFloat);
+  p.min = at::zeros_like(p.scale);
+  return p;
+}
+
+// Logical right shift of int64 lanes holding uint64 bits.
+at::Tensor shift_right_logical(const at::Tensor& h, int bits) {
+  const std::int64_t mask = static_cast<std::int64_t>(~std::uint64_t{0} >> bits);
+  return h.bitwise_right_shift(bits).bitwise_and_(mask);
+}
+
+std::int64_t as_int64(std::uint64_t u) { return static_cast<std::int64_t>(u); }
+
+// The quantized codes as float32 values in [0, qmax], [k, samples, rows, cols].
+at::Tensor codes_as_float(const at::Tensor& xc, const NodeView& v, const ParamTensors& p,
+                          const QuantizeRequest& request) {
+  const at::Tensor x = node_elements(xc, v);
+  at::Tensor y = request.scheme == QuantScheme::kGemmlowp ? x.div(p.scale).add_(p.zero_point)
+                                                          : (x - p.min).div_(p.scale);
+  if (request.rounding == Rounding::kStochastic) {
+    y.add_(centered_uniform_draws(v, request.key, request.site, xc.device()));
+  }
+  const double qmax = static_cast<double>((std::int64_t{1} << request.bits) - 1);
+  return y.clamp_(0.0, qmax).round_();
+}
+
+void check_input(const at::Tensor& x, const QuantizeRequest& request) {
+  LPDT_CHECK(x.scalar_type() == at::kFloat, "quantize: expected a float32 tensor");
+  LPDT_CHECK(request.bits >= 2 && request.bits <= 16, "quantize: bits must be in [2, 16]");
+}
+
+}  // namespace
+
+at::Tensor centered_uniform_draws(const NodeView& v, const DrawKey& key, SiteId site,
+                                  at::Device device) {
+  std::vector<std::int64_t> streams(v.nodes);
+  for (std::int64_t i = 0; i < v.nodes; ++i) streams[i] = as_int64(draw_stream(key, i, site));
+  const at::Tensor stream =
+      at::tensor(streams, at::kLong).to(device).reshape({v.nodes, 1, 1, 1});
+  const at::Tensor index =
+      at::arange(v.node_numel(), at::TensorOptions().dtype(at::kLong).device(device))
+          .reshape({1, v.samples, v.rows, v.cols});
+  // stochastic_draws.h, centered_uniform: int64 multiplication wraps as uint64 does.
+  at::Tensor h = at::bitwise_xor(index.mul(as_int64(0x9E3779B97F4A7C15ull)), stream);
+  for (int round = 0; round < 2; ++round) {
+    h.bitwise_xor_(shift_right_logical(h, 32));
+    h.mul_(as_int64(0xD6E8FEB86659FD93ull));
+  }
+  h.bitwise_xor_(shift_right_logical(h, 32));
+  constexpr double kTwoToMinus24 = 1.0 / 16777216.0;
+  return shift_right_logical(h, 8).bitwise_and_(0xFFFFFF).to(at::kFloat).mul_(kTwoToMinus24)
+      .sub_(0.5);
+}
+
+NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
+  const at::Tensor xc = canonical_layout(x);
+  const at::Tensor e = node_elements(xc, node_view(xc, k)).reshape({k, -1});
+  auto [lo, hi] = at::aminmax(e, 1);
+  return NodeRange{lo, hi};
+}
+
+NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
+  const at::Tensor xc = canonical_layout(x);
+  const NodeView v = node_view(xc, k);
+  const at::Tensor e = node_elements(xc, v).reshape({k, v.samples, -1});
+  auto [lo, hi] = at::aminmax(e, 2);  // [k, samples]
+  // The CPU loops sum in double.
+  return NodeRange{lo.to(at::kDouble).mean(1).to(at::kFloat),
+                   hi.to(at::kDouble).mean(1).to(at::kFloat)};
+}
+
+at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
+                         const QuantizeRequest& request) {
+  check_input(x, request);
+  const at::Tensor xc = canonical_layout(x);
+  const NodeView v = node_view(xc, k);
+  const ParamTensors p = param_tensors(range, k, request.bits, request.scheme, xc.device());
+  const at::Tensor q = codes_as_float(xc, v, p, request);
+  const at::Tensor real = request.scheme == QuantScheme::kGemmlowp
+                              ? q.sub_(p.zero_point).mul_(p.scale)
+                              : q.mul_(p.scale).add_(p.min);
+  at::Tensor out = at::empty_like(xc);
+  node_elements(out, v).copy_(real);
+  return out;
+}
+
+QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
+                         const QuantizeRequest& request) {
+  check_input(x, request);
+  LPDT_CHECK(request.bits <= 8, "quantize: codes are 8-bit (bits <= 8)");
+  LPDT_CHECK(request.scheme == QuantScheme::kGemmlowp,
+             "quantize: integer codes need the gemmlowp scheme (an integer zero point)");
+  const at::Tensor xc = canonical_layout(x);
+  const NodeView v = node_view(xc, k);
+  const ParamTensors p = param_tensors(range, k, request.bits, request.scheme, xc.device());
+  QuantizedTensor out;
+  out.codes = at::empty_like(xc, xc.options().dtype(at::kByte));
+  node_elements(out.codes, v).copy_(codes_as_float(xc, v, p, request));
+  out.scale = p.scale.reshape({k});
+  out.zero_point = p.zero_point.reshape({k});
+  return out;
+}
+
+at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
+  const NodeView v = node_view(q.codes, k);
+  at::Tensor out = at::empty_like(q.codes, q.codes.options().dtype(at::kFloat));
+  const at::Tensor scale = q.scale.to(q.codes.device()).reshape({k, 1, 1, 1});
+  const at::Tensor zero_point = q.zero_point.to(q.codes.device()).reshape({k, 1, 1, 1});
+  node_elements(out, v).copy_(node_elements(q.codes, v).to(at::kFloat).sub_(zero_point).mul_(scale));
+  return out;
+}
+
+}  // namespace lpdt::quant::tensor_ops
