@@ -94,7 +94,26 @@ void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing, 
   const compress::SendShape sent = gossip_->mix(z, consensus_step, round);
   push_sum_.mix(consensus_step.matrix());  // ps <- ps + eta (W ps - ps)  (spec 5.1)
   const std::int64_t bytes = metrics::payload_bytes(sent.values, sent.sparse, accounting_);
-  ledger.record_round_from_payload(round, mixing, at::full({num_nodes_}, bytes, at::kLong));
+  last_round_bytes_ = bytes;
+  ledger.record_round_from_payload(round, host_mixing(mixing),
+                                   at::full({num_nodes_}, bytes, at::kLong));
+  rounds_.add_(1);
+}
+
+const at::Tensor& DecentralizedOptimizer::host_mixing(const at::Tensor& mixing) {
+  if (mixing.is_cpu()) return mixing;
+  if (!device_mixing_seen_.defined() || !device_mixing_seen_.is_same(mixing)) {
+    device_mixing_seen_ = mixing;
+    host_mixing_ = mixing.cpu();
+  }
+  return host_mixing_;
+}
+
+void DecentralizedOptimizer::account_replayed_round(const at::Tensor& mixing, std::int64_t round,
+                                                    metrics::ByteLedger& ledger) {
+  LPDT_CHECK(rounds_done() > 0, "account_replayed_round: no round was captured");
+  ledger.record_round_from_payload(round, host_mixing(mixing),
+                                   at::full({num_nodes_}, last_round_bytes_, at::kLong));
   rounds_.add_(1);
 }
 

@@ -76,6 +76,12 @@ class DecentralizedOptimizer {
   void gossip_round(at::Tensor& x, const at::Tensor& mixing, std::int64_t round,
                     metrics::ByteLedger& ledger);
 
+  // The host-side bookkeeping of a step whose device work was replayed from a captured CUDA graph
+  // (the capture ran the host code once): counts the round and records in `ledger` the bytes of
+  // the round the capture recorded. mixing: as step's (same sparsity pattern as at capture).
+  void account_replayed_round(const at::Tensor& mixing, std::int64_t round,
+                              metrics::ByteLedger& ledger);
+
   // A ledger with this optimizer's accounting mode.
   metrics::ByteLedger make_ledger() const;
 
@@ -110,6 +116,13 @@ class DecentralizedOptimizer {
   std::unique_ptr<GossipAlgorithm> gossip_;
   at::Tensor trainable_;  // undefined or [1, P] float32 0/1
   at::Tensor rounds_;     // 0-d int64 CPU
+  // The byte ledger reads the mixing matrix on the host. A device mixing matrix is copied once
+  // per distinct tensor (a static graph's: once per run), so that a step neither synchronises
+  // with the device nor copies inside a captured CUDA graph.
+  const at::Tensor& host_mixing(const at::Tensor& mixing);
+  at::Tensor device_mixing_seen_;
+  at::Tensor host_mixing_;
+  std::int64_t last_round_bytes_ = 0;  // payload bytes per node of the last consensus round
 };
 
 }  // namespace lpdt::algo

@@ -33,6 +33,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--model-precision", options->precision,
                   "fp32 | int8 (simulated) for the engine-vs-per-node comparison")
       ->capture_default_str();
+  cmd->add_option("--norm", options->norm, "Normalisation: evonorm | batchnorm | groupnorm")
+      ->capture_default_str();
   cmd->add_option("--json", options->json_path, "Also write the results as JSON");
   auto precision = std::make_shared<bool>(false);
   auto modes = std::make_shared<std::vector<std::string>>(exp::PrecisionBenchOptions().modes);

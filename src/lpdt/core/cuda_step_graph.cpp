@@ -23,7 +23,8 @@ bool cuda_graphs_available() { return torch::cuda::is_available(); }
 CudaStepGraph::CudaStepGraph() : impl_(std::make_unique<Impl>()) {}
 CudaStepGraph::~CudaStepGraph() = default;
 
-void CudaStepGraph::capture(const std::function<void()>& step) {
+void CudaStepGraph::capture(const std::function<void()>& step,
+                            const CudaStepGraph* share_memory_with) {
   LPDT_CHECK(!impl_->captured, "CudaStepGraph: already captured");
   if (!torch::cuda::is_available()) throw ConfigError("CUDA graphs need a CUDA device");
   torch::cuda::synchronize();
@@ -31,8 +32,21 @@ void CudaStepGraph::capture(const std::function<void()>& step) {
   c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
   {
     c10::cuda::CUDAStreamGuard guard(side);
-    impl_->graph.capture_begin();
-    step();
+    if (share_memory_with != nullptr && share_memory_with->impl_->captured) {
+      impl_->graph.capture_begin(share_memory_with->impl_->graph.pool());
+    } else {
+      impl_->graph.capture_begin();
+    }
+    try {
+      step();
+    } catch (...) {
+      // Leave the stream out of capture mode, so that later work on the device still runs.
+      try {
+        impl_->graph.capture_end();
+      } catch (...) {
+      }
+      throw;
+    }
     impl_->graph.capture_end();
   }
   torch::cuda::synchronize();
@@ -51,7 +65,7 @@ bool cuda_graphs_available() { return false; }
 CudaStepGraph::CudaStepGraph() = default;
 CudaStepGraph::~CudaStepGraph() = default;
 
-void CudaStepGraph::capture(const std::function<void()>&) {
+void CudaStepGraph::capture(const std::function<void()>&, const CudaStepGraph*) {
   throw ConfigError(
       "CUDA graphs need lpdt built against a CUDA-enabled LibTorch (README, 'CUDA build')");
 }

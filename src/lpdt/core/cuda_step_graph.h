@@ -22,10 +22,11 @@ class CudaStepGraph {
   CudaStepGraph(const CudaStepGraph&) = delete;
   CudaStepGraph& operator=(const CudaStepGraph&) = delete;
 
-  // Runs `step` once on a side stream while recording its kernels (the step's results are those
-  // of this run). Run `step` eagerly a few times first: lazy initialisation (cuDNN algorithm
-  // search, allocator growth) must not happen during capture.
-  void capture(const std::function<void()>& step);
+  // Runs the host code of `step` once on a side stream while recording its kernels; the device
+  // work is not done until replay(). Run `step` eagerly a few times first: lazy initialisation
+  // (cuDNN algorithm search, allocator growth) must not happen during capture. share_memory_with:
+  // another captured graph whose memory pool this one shares (graphs replayed one at a time).
+  void capture(const std::function<void()>& step, const CudaStepGraph* share_memory_with = nullptr);
   // Launches the recorded kernels on the current stream (asynchronous).
   void replay();
 

@@ -60,6 +60,7 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("run.log_every", c.run.log_every);
   v("run.max_steps_per_epoch", c.run.max_steps_per_epoch);
   v("run.nodes_per_pass", c.run.nodes_per_pass);
+  v("run.cuda_graph", c.run.cuda_graph);
 
   v("data.dataset", c.data.dataset);
   v("data.dir", c.data.dir);
@@ -151,6 +152,12 @@ void add_keys(ConfigSchema& s) {
             "the CPU, where a pass's activations then stay in cache; all nodes on a GPU). The "
             "result does not depend on it.")
       .at_least(0);
+  s.add_string("run.cuda_graph", name_of(d.run.cuda_graph),
+               "On a GPU, capture the training step (forward, backward, optimizer, gossip) as a "
+               "CUDA graph, one per learning-rate value, and replay it: auto = when the step "
+               "allows it (float32 model, static topology, compressor none or topk; the log "
+               "says why not otherwise), off = always run the step eagerly.")
+      .one_of(choices<RunConfig::CudaGraph>());
 
   // [data]
   s.add_string("data.dataset", name_of(d.data.dataset),

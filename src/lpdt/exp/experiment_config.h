@@ -22,6 +22,7 @@ namespace lpdt {
 // [run]
 struct RunConfig {
   enum class Device { kCpu, kCuda };
+  enum class CudaGraph { kAuto, kOff };
 
   std::string name = "quickstart";
   std::string out_dir = "runs";
@@ -33,6 +34,7 @@ struct RunConfig {
   int log_every = 50;           // steps; 0 = per-epoch logs only
   int max_steps_per_epoch = 0;  // 0 = the full epoch
   int nodes_per_pass = 0;       // 0 = automatic (1 on the CPU, all nodes on a GPU)
+  CudaGraph cuda_graph = CudaGraph::kAuto;
 
   bool operator==(const RunConfig&) const = default;
 };
@@ -206,6 +208,7 @@ struct ConfigEnumNames;
     static constexpr auto kNames = std::to_array<std::string_view>({__VA_ARGS__}); \
   };
 LPDT_CONFIG_ENUM_NAMES(RunConfig::Device, "cpu", "cuda")
+LPDT_CONFIG_ENUM_NAMES(RunConfig::CudaGraph, "auto", "off")
 LPDT_CONFIG_ENUM_NAMES(DataConfig::Dataset, "fashion-mnist", "mnist", "cifar10", "cifar100",
                        "synthetic")
 LPDT_CONFIG_ENUM_NAMES(DataConfig::Partition, "skew", "dirichlet", "shards", "iid")

@@ -21,6 +21,7 @@ struct ThroughputBenchOptions {
   std::int64_t nodes_per_pass = 1;  // the engine's pass size (0 = all nodes in one pass)
   std::string device = "cpu";       // cpu | cuda
   std::string precision = "fp32";   // fp32 | int8 (simulated backend: runs on any device)
+  std::string norm = "evonorm";     // the model's normalisation (ModelOptions::norm)
   std::string json_path;
 };
 

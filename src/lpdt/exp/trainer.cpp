@@ -17,6 +17,7 @@
 #include "lpdt/data/loader.h"
 #include "lpdt/data/partition.h"
 #include "lpdt/data/partitioner.h"
+#include "lpdt/exp/graphed_steps.h"
 #include "lpdt/exp/run_folder.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/spectral.h"
@@ -222,30 +223,69 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   auto mixing_at = [&](std::int64_t r) { return topology->at(r).mixing_matrix(at::kFloat).to(device); };
   const at::Tensor static_mixing = static_graph ? mixing_at(0) : at::Tensor();
 
+  // CUDA graphs (run.cuda_graph): the step reads its inputs from fixed tensors and writes its
+  // losses into fixed tensors, so that a replayed graph sees each new batch.
+  std::string graph_obstacle;
+  if (on_gpu && config.run.cuda_graph == RunConfig::CudaGraph::kAuto) {
+    graph_obstacle = cuda_graph_obstacle(config.model.precision == ModelConfig::Precision::kInt8,
+                                         static_graph,
+                                         config.algo.compressor == AlgoConfig::Compressor::kRandomK);
+    if (!graph_obstacle.empty()) {
+      progress("CUDA graphs off (" + graph_obstacle + "): the step runs eagerly");
+    }
+  }
+  const bool use_graphs =
+      on_gpu && config.run.cuda_graph == RunConfig::CudaGraph::kAuto && graph_obstacle.empty();
+  GraphedSteps graphed(use_graphs);
+  at::Tensor step_inputs, step_targets, step_mixing;
+  double step_lr = 0;
+  std::int64_t step_round = 0;
+  const auto device_options = at::TensorOptions().device(device);
+  // Summed on the device: no host synchronisation inside the step.
+  at::Tensor node_loss_sum = at::zeros({n}, device_options.dtype(at::kDouble));
+  at::Tensor last_loss = at::zeros({n}, device_options.dtype(at::kFloat));
+  const auto training_step = [&] {
+    const models::GradientResult gradients =
+        models::compute_gradients(*model, x, buffers, step_inputs, step_targets, nodes_per_pass,
+                                  conv_algorithm, quant::DrawKey{config.run.seed, step_round, 0});
+    torch::NoGradGuard no_grad;
+    optimizer.step(x, gradients.grad, step_mixing, step_lr, step_round, ledger);
+    node_loss_sum.add_(gradients.loss.to(at::kDouble));
+    last_loss.copy_(gradients.loss);
+  };
+
   TrainResult result;
   result.run_dir = run_dir;
   std::int64_t round = 0;
   double train_time_s = 0;
   for (int epoch = 0; epoch < config.run.epochs; ++epoch) {
     const auto epoch_start = Clock::now();
-    // Summed on the device: no host synchronisation inside the step.
-    at::Tensor node_loss_sum = at::zeros({n}, at::TensorOptions().dtype(at::kDouble).device(device));
+    node_loss_sum.zero_();
     double lr = 0;
     for (std::int64_t step = 0; step < steps_per_epoch; ++step, ++round) {
       lr = schedule.lr(epoch, step, steps_per_epoch);
       const data::Batch batch = loader.next();
-      const models::GradientResult gradients = models::compute_gradients(
-          *model, x, buffers, batch.inputs.to(device, /*non_blocking=*/true),
-          batch.targets.to(device, /*non_blocking=*/true), nodes_per_pass, conv_algorithm,
-          quant::DrawKey{config.run.seed, round, 0});
-      {
-        torch::NoGradGuard no_grad;
-        const at::Tensor mixing = static_graph ? static_mixing : mixing_at(round);
-        optimizer.step(x, gradients.grad, mixing, lr, round, ledger);
+      if (use_graphs) {
+        if (!step_inputs.defined()) {
+          step_inputs = at::empty(batch.inputs.sizes(), device_options.dtype(at::kFloat));
+          step_targets = at::empty(batch.targets.sizes(), device_options.dtype(at::kLong));
+        }
+        LPDT_CHECK(step_inputs.sizes() == batch.inputs.sizes(),
+                   "a captured step needs batches of one shape");
+        step_inputs.copy_(batch.inputs, /*non_blocking=*/true);
+        step_targets.copy_(batch.targets, /*non_blocking=*/true);
+      } else {
+        step_inputs = batch.inputs.to(device, /*non_blocking=*/true);
+        step_targets = batch.targets.to(device, /*non_blocking=*/true);
       }
-      node_loss_sum += gradients.loss.to(at::kDouble);
+      step_lr = lr;
+      step_round = round;
+      step_mixing = static_graph ? static_mixing : mixing_at(round);
+      if (graphed.run(lr, training_step) == GraphedSteps::Run::kReplayed) {
+        optimizer.account_replayed_round(step_mixing, round, ledger);
+      }
       if (config.run.log_every > 0 && (step + 1) % config.run.log_every == 0) {
-        const double step_loss = gradients.loss.mean().item<double>();
+        const double step_loss = last_loss.mean().item<double>();
         progress(format("epoch %d step %lld/%lld  loss %.4f  lr %.4g  %.1f img/s", epoch + 1,
                         static_cast<long long>(step + 1), static_cast<long long>(steps_per_epoch),
                         step_loss, lr,
@@ -322,7 +362,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
                         {"runtime", runtime.description()},
                         {"intra_op_threads", runtime.intra_op_threads},
                         {"nodes_per_pass", nodes_per_pass},
-                        {"conv_algorithm", on_gpu ? "grouped" : "per-node"}};
+                        {"conv_algorithm", on_gpu ? "grouped" : "per-node"},
+                        {"cuda_graphs", graphed.graphs()},
+                        {"cuda_graph_obstacle", graph_obstacle}};
   summary["build"] = {{"version", build_info::kVersion},
                       {"git_revision", build_info::kGitRevision},
                       {"build_type", build_info::kBuildType},

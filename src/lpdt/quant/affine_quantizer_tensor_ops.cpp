@@ -1,8 +1,8 @@
 #include "lpdt/quant/affine_quantizer_tensor_ops.h"
 
-#include <vector>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/rng.h"
 
 namespace lpdt::quant::tensor_ops {
 namespace {
@@ -50,6 +50,27 @@ at::Tensor shift_right_logical(const at::Tensor& h, int bits) {
 
 std::int64_t as_int64(std::uint64_t u) { return static_cast<std::int64_t>(u); }
 
+// core/rng.h mix64 (SplitMix64's finaliser) on int64 lanes.
+at::Tensor mix64_lanes(at::Tensor x) {
+  x = x.add(as_int64(0x9e3779b97f4a7c15ULL));
+  x = at::bitwise_xor(x, shift_right_logical(x, 30)).mul_(as_int64(0xbf58476d1ce4e5b9ULL));
+  x = at::bitwise_xor(x, shift_right_logical(x, 27)).mul_(as_int64(0x94d049bb133111ebULL));
+  return at::bitwise_xor(x, shift_right_logical(x, 31));
+}
+
+// draw_stream(key, i, site) for i in [0, k), computed on the device: no host-to-device copy, so
+// a step that quantizes stochastically can be captured as a CUDA graph. [k] int64.
+at::Tensor draw_streams(std::int64_t k, const DrawKey& key, SiteId site, at::Device device) {
+  const at::Tensor seed_part =
+      at::full({k}, as_int64(lpdt::mix64(key.seed ^ 0x51A7E5C0FFEEull)),
+               at::TensorOptions().dtype(at::kLong).device(device));
+  const at::Tensor nodes =
+      at::arange(key.first_node, key.first_node + k, at::TensorOptions().dtype(at::kLong).device(device));
+  at::Tensor h = mix64_lanes(at::bitwise_xor(seed_part, nodes));
+  h = mix64_lanes(h.bitwise_xor_(as_int64(static_cast<std::uint64_t>(key.step) * 0xA24BAED4963EE407ull)));
+  return mix64_lanes(h.bitwise_xor_(as_int64(static_cast<std::uint64_t>(site) * 0x9FB21C651E98DF25ull)));
+}
+
 // The quantized codes as float32 values in [0, qmax], [k, samples, rows, cols].
 at::Tensor codes_as_float(const at::Tensor& xc, const NodeView& v, const ParamTensors& p,
                           const QuantizeRequest& request) {
@@ -72,10 +93,7 @@ void check_input(const at::Tensor& x, const QuantizeRequest& request) {
 
 at::Tensor centered_uniform_draws(const NodeView& v, const DrawKey& key, SiteId site,
                                   at::Device device) {
-  std::vector<std::int64_t> streams(v.nodes);
-  for (std::int64_t i = 0; i < v.nodes; ++i) streams[i] = as_int64(draw_stream(key, i, site));
-  const at::Tensor stream =
-      at::tensor(streams, at::kLong).to(device).reshape({v.nodes, 1, 1, 1});
+  const at::Tensor stream = draw_streams(v.nodes, key, site, device).reshape({v.nodes, 1, 1, 1});
   const at::Tensor index =
       at::arange(v.node_numel(), at::TensorOptions().dtype(at::kLong).device(device))
           .reshape({1, v.samples, v.rows, v.cols});

@@ -1,0 +1,36 @@
+#include "lpdt/exp/graphed_steps.h"
+
+namespace lpdt::exp {
+
+GraphedSteps::Run GraphedSteps::run(double lr, const std::function<void()>& step) {
+  if (!enabled_ || eager_steps_ < kEagerSteps) {
+    ++eager_steps_;
+    step();
+    return Run::kEager;
+  }
+  if (const auto it = graphs_.find(lr); it != graphs_.end()) {
+    it->second->replay();
+    return Run::kReplayed;
+  }
+  if (graphs_.size() >= kMaxGraphs) {
+    step();
+    return Run::kEager;
+  }
+  auto graph = std::make_unique<CudaStepGraph>();
+  graph->capture(step, graphs_.empty() ? nullptr : graphs_.begin()->second.get());
+  graph->replay();
+  graphs_.emplace(lr, std::move(graph));
+  return Run::kCaptured;
+}
+
+std::string cuda_graph_obstacle(bool int8_model, bool static_topology, bool random_compressor) {
+  if (!cuda_graphs_available()) return "this build has no CUDA graphs (a LibTorch without CUDA)";
+  if (int8_model) {
+    return "the int8 model's stochastic-rounding draws are keyed on the host's step counter";
+  }
+  if (!static_topology) return "a time-varying topology changes the mixing matrix every round";
+  if (random_compressor) return "random-k draws its indices on the host every round";
+  return "";
+}
+
+}  // namespace lpdt::exp

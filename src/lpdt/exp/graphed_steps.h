@@ -1,0 +1,41 @@
+#pragma once
+// The trainer's step on a GPU, captured as CUDA graphs and replayed (run.cuda_graph). A graph
+// freezes the host-side scalars of the step, so there is one graph per learning-rate value (the
+// official warm-up and multistep schedules have a handful), sharing one memory pool; a schedule
+// with more values than kMaxGraphs runs its further values eagerly. The first kEagerSteps steps
+// run eagerly: cuDNN's algorithm search and the allocator's growth happen there, not in capture.
+#include <map>
+#include <memory>
+#include <string>
+
+#include "lpdt/core/cuda_step_graph.h"
+
+namespace lpdt::exp {
+
+class GraphedSteps {
+ public:
+  static constexpr int kEagerSteps = 3;
+  static constexpr std::size_t kMaxGraphs = 8;
+
+  // How a step ran: eagerly, captured (its host code ran during capture, then its graph was
+  // replayed once), or replayed (only device work: the caller does the host-side bookkeeping).
+  enum class Run { kEager, kCaptured, kReplayed };
+
+  // enabled: capture at all (a CUDA device and a capturable step).
+  explicit GraphedSteps(bool enabled) : enabled_(enabled) {}
+
+  // Runs `step` for learning rate `lr` (the key of its graph).
+  Run run(double lr, const std::function<void()>& step);
+
+  std::size_t graphs() const { return graphs_.size(); }
+
+ private:
+  bool enabled_;
+  int eager_steps_ = 0;
+  std::map<double, std::unique_ptr<CudaStepGraph>> graphs_;
+};
+
+// Why the trainer's step cannot be captured, "" when it can. Inputs are the step's properties.
+std::string cuda_graph_obstacle(bool int8_model, bool static_topology, bool random_compressor);
+
+}  // namespace lpdt::exp
