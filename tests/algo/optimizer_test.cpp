@@ -253,5 +253,26 @@ TEST(DecentralizedOptimizer, RecordsBytesPerOutEdge) {
   EXPECT_EQ(ledger.bytes_sent_per_node()[0], 3 * (4 * 76 + 4));
 }
 
+// A step replayed from a CUDA graph leaves its host bookkeeping to account_replayed_round: the
+// ledger and round counter must read as if the step had run (here checked against real steps).
+TEST(DecentralizedOptimizer, ReplayedRoundsAreAccountedAsRealOnes) {
+  const auto layout = small_layout();
+  const auto w = irregular_directed();
+  const auto options =
+      DecentralizedOptions().algorithm("choco").compressor(
+          compress::CompressorOptions().name("topk").keep_fraction(0.1));
+  DecentralizedOptimizer real(options, 5, layout), replayed(options, 5, layout);
+  auto real_ledger = real.make_ledger(), replayed_ledger = replayed.make_ledger();
+  auto x = torch::randn({5, layout.total_numel});
+  auto y = x.clone();
+  EXPECT_THROW(replayed.account_replayed_round(w, 0, replayed_ledger), InternalError);
+  for (int t = 0; t < 3; ++t) real.step(x, torch::zeros_like(x), w, 0.1, t, real_ledger);
+  replayed.step(y, torch::zeros_like(y), w, 0.1, 0, replayed_ledger);
+  for (int t = 1; t < 3; ++t) replayed.account_replayed_round(w, t, replayed_ledger);
+  EXPECT_EQ(replayed.rounds_done(), real.rounds_done());
+  EXPECT_EQ(replayed_ledger.bytes_sent_per_node(), real_ledger.bytes_sent_per_node());
+  EXPECT_EQ(replayed_ledger.bytes_sent_in_round(2), real_ledger.bytes_sent_in_round(2));
+}
+
 }  // namespace
 }  // namespace lpdt::algo

@@ -33,6 +33,9 @@ printf '[optim]\nlr = "fast"\n' >"$work/bad.toml"
 expect 2 "bad.toml:2" -- "$lpdt" train --config "$work/bad.toml"
 expect 2 "torus" -- "$lpdt" topo --topology torus --nodes 10
 expect 1 "no-such-dir" -- "$lpdt" train --set data.dir="$work/no-such-dir" --out "$work/runs"
+expect 2 "run.device = 'cuda'" -- "$lpdt" train --set run.device=cuda
+expect 2 "run.cuda_graph" -- "$lpdt" train --set run.cuda_graph=sometimes
+expect 2 "device" -- "$lpdt" bench --device tpu
 expect 0 "spectral gap" -- "$lpdt" topo --topology torus --nodes 16 --dot "$work/t.dot" --json "$work/t.json"
 expect 0 "digraph" -- cat "$work/t.dot"
 expect 0 "mixing" -- cat "$work/t.json"

@@ -58,6 +58,8 @@ struct DeviceCase {
   bool int8;
 };
 
+void PrintTo(const DeviceCase& c, std::ostream* os) { *os << c.norm << (c.int8 ? " int8" : " fp32"); }
+
 class CudaVsCpu : public ::testing::TestWithParam<DeviceCase> {};
 
 TEST_P(CudaVsCpu, GradientsLossesAndBuffersMatch) {
@@ -106,7 +108,10 @@ INSTANTIATE_TEST_SUITE_P(Norms, CudaVsCpu,
                                            DeviceCase{"batchnorm", false},
                                            DeviceCase{"groupnorm", false},
                                            DeviceCase{"evonorm", true},
-                                           DeviceCase{"batchnorm", true}));
+                                           DeviceCase{"batchnorm", true}),
+                         [](const ::testing::TestParamInfo<DeviceCase>& info) {
+                           return std::string(info.param.norm) + (info.param.int8 ? "_int8" : "_fp32");
+                         });
 
 }  // namespace
 }  // namespace lpdt::models
