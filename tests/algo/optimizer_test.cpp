@@ -258,9 +258,8 @@ TEST(DecentralizedOptimizer, RecordsBytesPerOutEdge) {
 TEST(DecentralizedOptimizer, ReplayedRoundsAreAccountedAsRealOnes) {
   const auto layout = small_layout();
   const auto w = irregular_directed();
-  const auto options =
-      DecentralizedOptions().algorithm("choco").compressor(
-          compress::CompressorOptions().name("topk").keep_fraction(0.1));
+  const auto options = DecentralizedOptions().algorithm("choco").compressor(
+      compress::CompressorOptions().name("topk").keep_fraction(0.1));
   DecentralizedOptimizer real(options, 5, layout), replayed(options, 5, layout);
   auto real_ledger = real.make_ledger(), replayed_ledger = replayed.make_ledger();
   auto x = torch::randn({5, layout.total_numel});

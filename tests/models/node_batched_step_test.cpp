@@ -2,10 +2,10 @@
 // convolution algorithm.
 #include "lpdt/models/node_batched_step.h"
 
-#include "lpdt/core/cuda_step_graph.h"
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include "lpdt/core/cuda_step_graph.h"
 
 namespace lpdt::models {
 namespace {
@@ -58,7 +58,9 @@ struct DeviceCase {
   bool int8;
 };
 
-void PrintTo(const DeviceCase& c, std::ostream* os) { *os << c.norm << (c.int8 ? " int8" : " fp32"); }
+void PrintTo(const DeviceCase& c, std::ostream* os) {
+  *os << c.norm << (c.int8 ? " int8" : " fp32");
+}
 
 class CudaVsCpu : public ::testing::TestWithParam<DeviceCase> {};
 
@@ -87,15 +89,15 @@ TEST_P(CudaVsCpu, GradientsLossesAndBuffersMatch) {
                                                nn::ConvAlgorithm::kPerNode, {7, 3, 0});
   std::vector<at::Tensor> gpu_buffers = model->init_buffers(k);
   for (auto& t : gpu_buffers) t = t.cuda();
-  const GradientResult gpu = compute_gradients(*model, x.cuda(), gpu_buffers, inputs.cuda(),
-                                               targets.cuda(), 0, nn::ConvAlgorithm::kGrouped,
-                                               {7, 3, 0});
+  const GradientResult gpu =
+      compute_gradients(*model, x.cuda(), gpu_buffers, inputs.cuda(), targets.cuda(), 0,
+                        nn::ConvAlgorithm::kGrouped, {7, 3, 0});
   ASSERT_TRUE(gpu.grad.is_cuda());
   // float32: summation orders differ. int8: a value that lands within rounding of a code
   // boundary may take the other code on the other device, so compare by relative norm.
   const double tolerance = c.int8 ? 5e-2 : 1e-4;
-  const double grad_error = (gpu.grad.cpu() - cpu.grad).norm().item<double>() /
-                            cpu.grad.norm().item<double>();
+  const double grad_error =
+      (gpu.grad.cpu() - cpu.grad).norm().item<double>() / cpu.grad.norm().item<double>();
   EXPECT_LT(grad_error, tolerance) << c.norm;
   EXPECT_TRUE(torch::allclose(gpu.loss.cpu(), cpu.loss, tolerance, tolerance)) << c.norm;
   for (std::size_t j = 0; j < cpu_buffers.size(); ++j) {
@@ -103,15 +105,14 @@ TEST_P(CudaVsCpu, GradientsLossesAndBuffersMatch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Norms, CudaVsCpu,
-                         ::testing::Values(DeviceCase{"evonorm", false},
-                                           DeviceCase{"batchnorm", false},
-                                           DeviceCase{"groupnorm", false},
-                                           DeviceCase{"evonorm", true},
-                                           DeviceCase{"batchnorm", true}),
-                         [](const ::testing::TestParamInfo<DeviceCase>& info) {
-                           return std::string(info.param.norm) + (info.param.int8 ? "_int8" : "_fp32");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Norms, CudaVsCpu,
+    ::testing::Values(DeviceCase{"evonorm", false}, DeviceCase{"batchnorm", false},
+                      DeviceCase{"groupnorm", false}, DeviceCase{"evonorm", true},
+                      DeviceCase{"batchnorm", true}),
+    [](const ::testing::TestParamInfo<DeviceCase>& info) {
+      return std::string(info.param.norm) + (info.param.int8 ? "_int8" : "_fp32");
+    });
 
 }  // namespace
 }  // namespace lpdt::models
@@ -163,7 +164,8 @@ TEST(CudaStepGraph, ReplaysComputeWhatEagerStepsCompute) {
   at::Tensor x_graph = x0.clone();
   std::vector<at::Tensor> buffers_graph = model->init_buffers(k);
   for (auto& t : buffers_graph) t = t.cuda();
-  at::Tensor in = at::empty({k, b, 3, 16, 16}, cuda), target = at::empty({k, b}, cuda.dtype(at::kLong));
+  at::Tensor in = at::empty({k, b, 3, 16, 16}, cuda),
+             target = at::empty({k, b}, cuda.dtype(at::kLong));
   // Warm-up on copies, so that the captured tensors start from x0 too.
   {
     at::Tensor x_warm = x0.clone();

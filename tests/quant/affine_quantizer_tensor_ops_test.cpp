@@ -56,8 +56,9 @@ QuantizeRequest make_request(const Request& r) {
 void expect_identical(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
   ASSERT_EQ(a.sizes(), b.sizes()) << what;
   const at::Tensor ca = a.cpu().contiguous(), cb = b.cpu().contiguous();
-  EXPECT_TRUE(at::equal(ca, cb)) << what << ": max |difference| "
-                                 << (ca.to(at::kDouble) - cb.to(at::kDouble)).abs().max().item<double>();
+  EXPECT_TRUE(at::equal(ca, cb))
+      << what << ": max |difference| "
+      << (ca.to(at::kDouble) - cb.to(at::kDouble)).abs().max().item<double>();
 }
 
 TEST(QuantizerTensorOps, RangesMatchTheCpuLoops) {

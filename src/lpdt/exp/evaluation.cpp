@@ -32,7 +32,8 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
       const std::int64_t count = std::min(pass, k - start);
       std::vector<at::Tensor> node_buffers;
       for (const auto& b : eval_buffers) node_buffers.push_back(b.narrow(0, start, count));
-      nn::Context ctx{&model.layout(), params.narrow(0, start, count), &node_buffers, count,
+      nn::Context ctx{&model.layout(),    params.narrow(0, start, count),
+                      &node_buffers,      count,
                       /*training=*/false, conv};
       const at::Tensor node_inputs = in.unsqueeze(0).expand({count, -1, -1, -1, -1});
       const at::Tensor predictions = model.forward(ctx, node_inputs).argmax(2);  // [count, B]

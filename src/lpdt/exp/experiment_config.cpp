@@ -148,9 +148,8 @@ void add_keys(ConfigSchema& s) {
             "Stop each epoch after this many steps, for quick runs; 0 = the full epoch.")
       .at_least(0);
   s.add_int("run.nodes_per_pass", d.run.nodes_per_pass,
-            "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (1 on "
-            "the CPU, where a pass's activations then stay in cache; all nodes on a GPU). The "
-            "result does not depend on it.")
+            "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (up to "
+            "16 on the CPU, all nodes on a GPU). The result does not depend on it.")
       .at_least(0);
   s.add_string("run.cuda_graph", name_of(d.run.cuda_graph),
                "On a GPU, capture the training step (forward, backward, optimizer, gossip) as a "

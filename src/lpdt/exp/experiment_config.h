@@ -33,7 +33,7 @@ struct RunConfig {
   int eval_every = 1;           // epochs
   int log_every = 50;           // steps; 0 = per-epoch logs only
   int max_steps_per_epoch = 0;  // 0 = the full epoch
-  int nodes_per_pass = 0;       // 0 = automatic (1 on the CPU, all nodes on a GPU)
+  int nodes_per_pass = 0;       // 0 = automatic (up to 16 on the CPU, all nodes on a GPU)
   CudaGraph cuda_graph = CudaGraph::kAuto;
 
   bool operator==(const RunConfig&) const = default;

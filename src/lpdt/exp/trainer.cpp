@@ -212,24 +212,26 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
       config.run.max_steps_per_epoch > 0
           ? std::min<std::int64_t>(config.run.max_steps_per_epoch, loader.steps_per_epoch())
           : loader.steps_per_epoch();
-  // On the CPU one node per pass keeps activations in cache; a GPU wants all nodes in one pass,
-  // each layer one grouped kernel (docs/benchmarks.md).
+  // Passes of several nodes, each convolution one grouped kernel
+  // (models::automatic_nodes_per_pass).
   const bool on_gpu = device.is_cuda();
-  const std::int64_t nodes_per_pass =
-      config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass : (on_gpu ? 0 : 1);
-  const nn::ConvAlgorithm conv_algorithm =
-      on_gpu ? nn::ConvAlgorithm::kGrouped : nn::ConvAlgorithm::kPerNode;
+  const std::int64_t nodes_per_pass = config.run.nodes_per_pass > 0
+                                          ? config.run.nodes_per_pass
+                                          : models::automatic_nodes_per_pass(n, on_gpu);
+  const nn::ConvAlgorithm conv_algorithm = nn::ConvAlgorithm::kGrouped;
   const bool static_graph = topology->is_static();
-  auto mixing_at = [&](std::int64_t r) { return topology->at(r).mixing_matrix(at::kFloat).to(device); };
+  auto mixing_at = [&](std::int64_t r) {
+    return topology->at(r).mixing_matrix(at::kFloat).to(device);
+  };
   const at::Tensor static_mixing = static_graph ? mixing_at(0) : at::Tensor();
 
   // CUDA graphs (run.cuda_graph): the step reads its inputs from fixed tensors and writes its
   // losses into fixed tensors, so that a replayed graph sees each new batch.
   std::string graph_obstacle;
   if (on_gpu && config.run.cuda_graph == RunConfig::CudaGraph::kAuto) {
-    graph_obstacle = cuda_graph_obstacle(config.model.precision == ModelConfig::Precision::kInt8,
-                                         static_graph,
-                                         config.algo.compressor == AlgoConfig::Compressor::kRandomK);
+    graph_obstacle =
+        cuda_graph_obstacle(config.model.precision == ModelConfig::Precision::kInt8, static_graph,
+                            config.algo.compressor == AlgoConfig::Compressor::kRandomK);
     if (!graph_obstacle.empty()) {
       progress("CUDA graphs off (" + graph_obstacle + "): the step runs eagerly");
     }
@@ -308,8 +310,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
     const Evaluation& ev = summary.evaluation;
     for (std::size_t i = 0; i < ev.node_accuracy.size(); ++i) {
       metrics_csv << summary.epoch << "," << i << "," << lr << ","
-                  << node_mean_loss[i].item<double>() << ","
-                  << ev.node_accuracy[i] << "," << ledger.bytes_sent_per_node()[i] << "\n";
+                  << node_mean_loss[i].item<double>() << "," << ev.node_accuracy[i] << ","
+                  << ledger.bytes_sent_per_node()[i] << "\n";
     }
     metrics_csv.flush();
     epochs_csv << summary.epoch << "," << lr << "," << summary.train_loss << "," << ev.mean_accuracy
@@ -362,7 +364,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
                         {"runtime", runtime.description()},
                         {"intra_op_threads", runtime.intra_op_threads},
                         {"nodes_per_pass", nodes_per_pass},
-                        {"conv_algorithm", on_gpu ? "grouped" : "per-node"},
+                        {"conv_algorithm", "grouped"},
                         {"cuda_graphs", graphed.graphs()},
                         {"cuda_graph_obstacle", graph_obstacle}};
   summary["build"] = {{"version", build_info::kVersion},

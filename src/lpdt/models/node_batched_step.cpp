@@ -40,4 +40,8 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
   return result;
 }
 
+std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu) {
+  return on_gpu ? k : std::min(k, kCpuNodesPerPass);
+}
+
 }  // namespace lpdt::models

@@ -26,4 +26,11 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  nn::ConvAlgorithm conv_algorithm,
                                  const quant::DrawKey& draws = {});
 
+// The pass size of run.nodes_per_pass = 0 (automatic), with grouped convolutions. A GPU takes all
+// k nodes in one pass. The CPU takes up to kCpuNodesPerPass: one grouped pass measured 1.03-1.05x
+// one node per pass for 8 and 16 ResNet-20 nodes on a 2-core CPU, and the cap bounds the
+// activations a pass holds for backward when there are hundreds of nodes (docs/benchmarks.md).
+inline constexpr std::int64_t kCpuNodesPerPass = 16;
+std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu);
+
 }  // namespace lpdt::models

@@ -1,6 +1,5 @@
 #include "lpdt/quant/affine_quantizer_tensor_ops.h"
 
-
 #include "lpdt/core/error.h"
 #include "lpdt/core/rng.h"
 
@@ -61,14 +60,15 @@ at::Tensor mix64_lanes(at::Tensor x) {
 // draw_stream(key, i, site) for i in [0, k), computed on the device: no host-to-device copy, so
 // a step that quantizes stochastically can be captured as a CUDA graph. [k] int64.
 at::Tensor draw_streams(std::int64_t k, const DrawKey& key, SiteId site, at::Device device) {
-  const at::Tensor seed_part =
-      at::full({k}, as_int64(lpdt::mix64(key.seed ^ 0x51A7E5C0FFEEull)),
-               at::TensorOptions().dtype(at::kLong).device(device));
-  const at::Tensor nodes =
-      at::arange(key.first_node, key.first_node + k, at::TensorOptions().dtype(at::kLong).device(device));
+  const at::Tensor seed_part = at::full({k}, as_int64(lpdt::mix64(key.seed ^ 0x51A7E5C0FFEEull)),
+                                        at::TensorOptions().dtype(at::kLong).device(device));
+  const at::Tensor nodes = at::arange(key.first_node, key.first_node + k,
+                                      at::TensorOptions().dtype(at::kLong).device(device));
   at::Tensor h = mix64_lanes(at::bitwise_xor(seed_part, nodes));
-  h = mix64_lanes(h.bitwise_xor_(as_int64(static_cast<std::uint64_t>(key.step) * 0xA24BAED4963EE407ull)));
-  return mix64_lanes(h.bitwise_xor_(as_int64(static_cast<std::uint64_t>(site) * 0x9FB21C651E98DF25ull)));
+  h = mix64_lanes(
+      h.bitwise_xor_(as_int64(static_cast<std::uint64_t>(key.step) * 0xA24BAED4963EE407ull)));
+  return mix64_lanes(
+      h.bitwise_xor_(as_int64(static_cast<std::uint64_t>(site) * 0x9FB21C651E98DF25ull)));
 }
 
 // The quantized codes as float32 values in [0, qmax], [k, samples, rows, cols].
@@ -105,7 +105,10 @@ at::Tensor centered_uniform_draws(const NodeView& v, const DrawKey& key, SiteId 
   }
   h.bitwise_xor_(shift_right_logical(h, 32));
   constexpr double kTwoToMinus24 = 1.0 / 16777216.0;
-  return shift_right_logical(h, 8).bitwise_and_(0xFFFFFF).to(at::kFloat).mul_(kTwoToMinus24)
+  return shift_right_logical(h, 8)
+      .bitwise_and_(0xFFFFFF)
+      .to(at::kFloat)
+      .mul_(kTwoToMinus24)
       .sub_(0.5);
 }
 
@@ -163,7 +166,8 @@ at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
   at::Tensor out = at::empty_like(q.codes, q.codes.options().dtype(at::kFloat));
   const at::Tensor scale = q.scale.to(q.codes.device()).reshape({k, 1, 1, 1});
   const at::Tensor zero_point = q.zero_point.to(q.codes.device()).reshape({k, 1, 1, 1});
-  node_elements(out, v).copy_(node_elements(q.codes, v).to(at::kFloat).sub_(zero_point).mul_(scale));
+  node_elements(out, v).copy_(
+      node_elements(q.codes, v).to(at::kFloat).sub_(zero_point).mul_(scale));
   return out;
 }
 
