@@ -38,14 +38,24 @@ TEST(GraphedSteps, WarmsUpEagerlyBeforeCapturing) {
 }
 
 TEST(GraphedSteps, ObstaclesAreNamed) {
+  const StepTraits capturable;
   if (!cuda_graphs_available()) {
-    EXPECT_NE(cuda_graph_obstacle(false, true, false).find("no CUDA graphs"), std::string::npos);
+    EXPECT_NE(cuda_graph_obstacle(capturable).find("no CUDA graphs"), std::string::npos);
     return;
   }
-  EXPECT_EQ(cuda_graph_obstacle(false, true, false), "");
-  EXPECT_NE(cuda_graph_obstacle(true, true, false).find("stochastic-rounding"), std::string::npos);
-  EXPECT_NE(cuda_graph_obstacle(false, false, false).find("time-varying"), std::string::npos);
-  EXPECT_NE(cuda_graph_obstacle(false, true, true).find("random-k"), std::string::npos);
+  EXPECT_EQ(cuda_graph_obstacle(capturable), "");
+  StepTraits t = capturable;
+  t.int8_model = true;
+  EXPECT_NE(cuda_graph_obstacle(t).find("stochastic-rounding"), std::string::npos);
+  t = capturable;
+  t.static_topology = false;
+  EXPECT_NE(cuda_graph_obstacle(t).find("time-varying"), std::string::npos);
+  t = capturable;
+  t.random_compressor = true;
+  EXPECT_NE(cuda_graph_obstacle(t).find("random-k"), std::string::npos);
+  t = capturable;
+  t.lr_changes_every_step = true;
+  EXPECT_NE(cuda_graph_obstacle(t).find("cosine"), std::string::npos);
 }
 
 }  // namespace

@@ -151,11 +151,12 @@ void add_keys(ConfigSchema& s) {
             "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (up to "
             "16 on the CPU, all nodes on a GPU). The result does not depend on it.")
       .at_least(0);
-  s.add_string("run.cuda_graph", name_of(d.run.cuda_graph),
-               "On a GPU, capture the training step (forward, backward, optimizer, gossip) as a "
-               "CUDA graph, one per learning-rate value, and replay it: auto = when the step "
-               "allows it (float32 model, static topology, compressor none or topk; the log "
-               "says why not otherwise), off = always run the step eagerly.")
+  s.add_string(
+       "run.cuda_graph", name_of(d.run.cuda_graph),
+       "On a GPU, capture the training step (forward, backward, optimizer, gossip) as a "
+       "CUDA graph, one per learning-rate value, and replay it: auto = when the step "
+       "allows it (float32 model, static topology, compressor none or topk, a constant "
+       "or multistep schedule; the log says why not otherwise), off = always run the step eagerly.")
       .one_of(choices<RunConfig::CudaGraph>());
 
   // [data]

@@ -23,13 +23,16 @@ GraphedSteps::Run GraphedSteps::run(double lr, const std::function<void()>& step
   return Run::kCaptured;
 }
 
-std::string cuda_graph_obstacle(bool int8_model, bool static_topology, bool random_compressor) {
+std::string cuda_graph_obstacle(const StepTraits& step) {
   if (!cuda_graphs_available()) return "this build has no CUDA graphs (a LibTorch without CUDA)";
-  if (int8_model) {
+  if (step.int8_model) {
     return "the int8 model's stochastic-rounding draws are keyed on the host's step counter";
   }
-  if (!static_topology) return "a time-varying topology changes the mixing matrix every round";
-  if (random_compressor) return "random-k draws its indices on the host every round";
+  if (!step.static_topology) return "a time-varying topology changes the mixing matrix every round";
+  if (step.random_compressor) return "random-k draws its indices on the host every round";
+  if (step.lr_changes_every_step) {
+    return "the cosine schedule changes the learning rate, a captured constant, every step";
+  }
   return "";
 }
 

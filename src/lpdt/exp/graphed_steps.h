@@ -35,7 +35,14 @@ class GraphedSteps {
   std::map<double, std::unique_ptr<CudaStepGraph>> graphs_;
 };
 
-// Why the trainer's step cannot be captured, "" when it can. Inputs are the step's properties.
-std::string cuda_graph_obstacle(bool int8_model, bool static_topology, bool random_compressor);
+// The properties of a training step that decide whether it can be captured.
+struct StepTraits {
+  bool int8_model = false;
+  bool static_topology = true;
+  bool random_compressor = false;
+  bool lr_changes_every_step = false;  // a cosine schedule: one graph per step would never replay
+};
+// Why the trainer's step cannot be captured, "" when it can.
+std::string cuda_graph_obstacle(const StepTraits& step);
 
 }  // namespace lpdt::exp

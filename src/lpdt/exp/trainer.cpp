@@ -229,9 +229,12 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   // losses into fixed tensors, so that a replayed graph sees each new batch.
   std::string graph_obstacle;
   if (on_gpu && config.run.cuda_graph == RunConfig::CudaGraph::kAuto) {
-    graph_obstacle =
-        cuda_graph_obstacle(config.model.precision == ModelConfig::Precision::kInt8, static_graph,
-                            config.algo.compressor == AlgoConfig::Compressor::kRandomK);
+    StepTraits traits;
+    traits.int8_model = config.model.precision == ModelConfig::Precision::kInt8;
+    traits.static_topology = static_graph;
+    traits.random_compressor = config.algo.compressor == AlgoConfig::Compressor::kRandomK;
+    traits.lr_changes_every_step = config.optim.schedule == OptimConfig::Schedule::kCosine;
+    graph_obstacle = cuda_graph_obstacle(traits);
     if (!graph_obstacle.empty()) {
       progress("CUDA graphs off (" + graph_obstacle + "): the step runs eagerly");
     }
