@@ -3,6 +3,7 @@
 
 #include "lpdt/cli/commands.h"
 #include "lpdt/exp/precision_bench.h"
+#include "lpdt/exp/scaling_bench.h"
 #include "lpdt/exp/throughput_bench.h"
 
 namespace lpdt::cli {
@@ -45,8 +46,28 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--modes", *modes, "Precisions compared by --precision")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->callback([options, precision, modes]() {
+  auto scaling = std::make_shared<bool>(false);
+  cmd->add_flag(
+      "--scaling", *scaling,
+      "Step time, memory, page faults and heap growth of the engine against the node "
+      "count instead (e.g. --arch lenet5 --nodes 1,8,64,256,1024 --channels 1 --size 28)");
+  cmd->callback([options, precision, modes, scaling]() {
     const auto print = [](const std::string& line) { std::cout << line << std::endl; };
+    if (*scaling) {
+      exp::ScalingBenchOptions s;
+      s.arch = options->arch;
+      s.depth = options->depth;
+      s.nodes = options->nodes;
+      s.batch_size = options->batch_size;
+      s.steps = options->steps;
+      s.warmup_steps = options->warmup_steps;
+      s.threads = options->threads;
+      s.channels = options->channels;
+      s.size = options->size;
+      s.json_path = options->json_path;
+      exp::run_scaling_bench(s, print);
+      return;
+    }
     if (*precision) {
       exp::PrecisionBenchOptions p;
       p.arch = options->arch;

@@ -1,5 +1,8 @@
 #include "lpdt/exp/bench_stats.h"
 
+#include <malloc.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 
 #include "lpdt/core/error.h"
@@ -11,6 +14,23 @@ double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t m = values.size() / 2;
   return values.size() % 2 ? values[m] : 0.5 * (values[m - 1] + values[m]);
+}
+
+double heap_bytes_in_use() {
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd);
+}
+
+long minor_page_faults() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+double peak_resident_bytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;  // Linux reports KiB
 }
 
 }  // namespace lpdt::exp

@@ -7,4 +7,12 @@ namespace lpdt::exp {
 // The median of timed repetitions (what every benchmark reports; docs/benchmarks.md).
 double median(std::vector<double> values);
 
+// Bytes malloc has handed out and not taken back (main arena plus mmapped blocks): LibTorch's CPU
+// tensors are plain malloc allocations, made by the thread that runs the operator.
+double heap_bytes_in_use();
+
+// This process's minor page faults so far, and its peak resident set in bytes (getrusage).
+long minor_page_faults();
+double peak_resident_bytes();
+
 }  // namespace lpdt::exp

@@ -1,6 +1,5 @@
 #include "lpdt/exp/precision_bench.h"
 
-#include <malloc.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -23,13 +22,6 @@ namespace lpdt::exp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Bytes malloc has handed out and not taken back (main arena plus mmapped blocks): LibTorch's CPU
-// tensors are plain malloc allocations, made by the thread that runs the operator.
-double bytes_in_use() {
-  const struct mallinfo2 info = mallinfo2();
-  return static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd);
-}
 
 quant::QuantOptions options_for(const std::string& mode) {
   quant::QuantOptions q;
@@ -99,10 +91,10 @@ std::vector<PrecisionResult> run_precision_bench(
           for (const auto& b : buffers) node_buffers.push_back(b.narrow(0, i, 1));
           nn::Context ctx{&model->layout(), xi, &node_buffers, 1, true};
           ctx.draws = quant::DrawKey{1, step, i};
-          const double before = bytes_in_use();
+          const double before = heap_bytes_in_use();
           const at::Tensor loss = models::node_batched_loss(
               model->forward(ctx, inputs.narrow(0, i, 1)), targets.narrow(0, i, 1));
-          held.push_back(bytes_in_use() - before);
+          held.push_back(heap_bytes_in_use() - before);
           loss.backward();
           grad.narrow(0, i, 1).copy_(xi.grad());
         }

@@ -1,0 +1,136 @@
+#include "lpdt/exp/scaling_bench.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "lpdt/algo/decentralized_optimizer.h"
+#include "lpdt/build_info.h"
+#include "lpdt/core/error.h"
+#include "lpdt/core/runtime.h"
+#include "lpdt/exp/bench_stats.h"
+#include "lpdt/graph/factory.h"
+#include "lpdt/graph/topology.h"
+#include "lpdt/metrics/byte_ledger.h"
+#include "lpdt/models/model.h"
+#include "lpdt/models/node_batched_step.h"
+
+namespace lpdt::exp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+}  // namespace
+
+std::vector<ScalingResult> run_scaling_bench(
+    const ScalingBenchOptions& options, const std::function<void(const std::string&)>& progress) {
+  if (options.steps < 1 || options.batch_size < 1 || options.nodes.empty()) {
+    throw ConfigError("bench --scaling: --steps, --batch and --nodes must be positive");
+  }
+  for (const std::int64_t n : options.nodes) {
+    if (n < 1)
+      throw ConfigError("bench --scaling: --nodes must be positive, got " + std::to_string(n));
+  }
+  const RuntimeInfo runtime = configure_runtime(options.threads);
+  models::ModelOptions model_options;
+  model_options.arch = options.arch;
+  model_options.depth = options.depth;
+  model_options.in_channels = options.channels;
+  model_options.height = model_options.width = options.size;
+  const auto model = models::make_model(model_options);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "lpdt bench --scaling: %s (%lld params/node), batch %lld/node, %s, median of %lld "
+                "steps after %lld warm-up",
+                model->name().c_str(), static_cast<long long>(model->num_params()),
+                static_cast<long long>(options.batch_size), runtime.description().c_str(),
+                static_cast<long long>(options.steps),
+                static_cast<long long>(options.warmup_steps));
+  progress(line);
+  progress(
+      "nodes  ms/step  ms/node-step    img/s  state MiB  peak RSS MiB  faults/step  heap "
+      "growth KiB/step");
+
+  std::vector<ScalingResult> results;
+  for (const std::int64_t n : options.nodes) {
+    torch::manual_seed(0);
+    const at::Tensor inputs =
+        torch::randn({n, options.batch_size, options.channels, options.size, options.size});
+    const at::Tensor targets = torch::randint(0, 10, {n, options.batch_size}, torch::kLong);
+    const auto topology =
+        graph::make_topology(graph::TopologyOptions().name("directed-ring").num_nodes(n));
+    const at::Tensor mixing = topology->at(0).mixing_matrix(at::kFloat);
+    at::Tensor x = model->init_params(1).unsqueeze(0).repeat({n, 1});
+    std::vector<at::Tensor> buffers = model->init_buffers(n);
+    algo::DecentralizedOptimizer optimizer(
+        algo::DecentralizedOptions().algorithm("choco").momentum(0.9).nesterov(true), n,
+        model->layout());
+    metrics::ByteLedger ledger = optimizer.make_ledger();
+    const std::int64_t pass = models::automatic_nodes_per_pass(n, /*on_gpu=*/false);
+
+    std::vector<double> times;
+    long faults_before = 0;
+    double heap_before = 0;
+    for (std::int64_t step = 0; step < options.warmup_steps + options.steps; ++step) {
+      if (step == options.warmup_steps) {
+        faults_before = minor_page_faults();
+        heap_before = heap_bytes_in_use();
+      }
+      const auto start = Clock::now();
+      const at::Tensor grad = models::compute_gradients(*model, x, buffers, inputs, targets, pass,
+                                                        nn::ConvAlgorithm::kGrouped)
+                                  .grad;
+      {
+        torch::NoGradGuard no_grad;
+        optimizer.step(x, grad, mixing, 0.01, step, ledger);
+      }
+      if (step >= options.warmup_steps) {
+        times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      }
+    }
+    ScalingResult r;
+    r.nodes = n;
+    r.step_ms = median(times);
+    r.ms_per_node_step = r.step_ms / static_cast<double>(n);
+    r.images_per_s = static_cast<double>(n * options.batch_size) / (r.step_ms / 1000.0);
+    const double steps = static_cast<double>(options.steps);
+    r.page_faults_per_step = static_cast<double>(minor_page_faults() - faults_before) / steps;
+    r.heap_growth_per_step_kib = (heap_bytes_in_use() - heap_before) / 1024.0 / steps;
+    r.state_mib = heap_bytes_in_use() / kMiB;
+    r.peak_rss_mib = peak_resident_bytes() / kMiB;
+    std::snprintf(line, sizeof line, "%5lld  %7.1f  %12.3f  %7.0f  %9.1f  %12.1f  %11.0f  %10.1f",
+                  static_cast<long long>(n), r.step_ms, r.ms_per_node_step, r.images_per_s,
+                  r.state_mib, r.peak_rss_mib, r.page_faults_per_step, r.heap_growth_per_step_kib);
+    progress(line);
+    results.push_back(r);
+  }
+
+  if (!options.json_path.empty()) {
+    nlohmann::json j;
+    j["model"] = model->name();
+    j["params_per_node"] = model->num_params();
+    j["batch_per_node"] = options.batch_size;
+    j["runtime"] = runtime.description();
+    j["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
+    for (const auto& r : results) {
+      j["rows"].push_back({{"nodes", r.nodes},
+                           {"step_ms", r.step_ms},
+                           {"ms_per_node_step", r.ms_per_node_step},
+                           {"images_per_s", r.images_per_s},
+                           {"state_mib", r.state_mib},
+                           {"peak_rss_mib", r.peak_rss_mib},
+                           {"page_faults_per_step", r.page_faults_per_step},
+                           {"heap_growth_per_step_kib", r.heap_growth_per_step_kib}});
+    }
+    std::ofstream out(options.json_path);
+    if (!out) throw UserError("bench: cannot write '" + options.json_path + "'");
+    out << j.dump(2) << "\n";
+  }
+  return results;
+}
+
+}  // namespace lpdt::exp

@@ -1,0 +1,40 @@
+#pragma once
+// `lpdt bench --scaling`: how the node-batched engine's step time and memory grow with the number
+// of nodes in one process. One full training step per measurement, as the trainer runs it:
+// forward and backward in passes of the automatic size (grouped convolutions), local SGD with
+// Nesterov momentum and one Choco-SGD round on a directed ring (sparse mixing on the CPU).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace lpdt::exp {
+
+struct ScalingBenchOptions {
+  std::string arch = "lenet5";
+  std::int64_t depth = 20;  // ResNet only
+  std::vector<std::int64_t> nodes = {1, 8, 64, 256, 1024};
+  std::int64_t batch_size = 32;  // per node
+  std::int64_t steps = 3;        // timed steps per node count (median reported)
+  std::int64_t warmup_steps = 1;
+  int threads = 0;
+  std::int64_t channels = 1;
+  std::int64_t size = 28;
+  std::string json_path;
+};
+
+struct ScalingResult {
+  std::int64_t nodes = 0;
+  double step_ms = 0;           // median
+  double ms_per_node_step = 0;  // step_ms / nodes: flat when cost grows linearly
+  double images_per_s = 0;
+  double state_mib = 0;     // heap in use after the timed steps: parameters, buffers, data
+  double peak_rss_mib = 0;  // the process's peak resident set so far
+  double page_faults_per_step = 0;
+  double heap_growth_per_step_kib = 0;  // ~0 when steps reuse their memory
+};
+
+std::vector<ScalingResult> run_scaling_bench(
+    const ScalingBenchOptions& options, const std::function<void(const std::string&)>& progress);
+
+}  // namespace lpdt::exp

@@ -1,0 +1,52 @@
+// `lpdt bench --scaling` on a tiny model: rows for every node count, figures that agree with each
+// other, memory that grows with the node count, and clear errors for bad options.
+#include "lpdt/exp/scaling_bench.h"
+
+#include <gtest/gtest.h>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::exp {
+namespace {
+
+ScalingBenchOptions tiny() {
+  ScalingBenchOptions o;
+  o.arch = "mlp";
+  o.nodes = {1, 40};
+  o.batch_size = 4;
+  o.steps = 2;
+  o.warmup_steps = 1;
+  o.threads = 1;
+  o.size = 12;
+  return o;
+}
+
+TEST(ScalingBench, RowsAreConsistent) {
+  std::vector<std::string> lines;
+  const auto rows = run_scaling_bench(tiny(), [&](const std::string& l) { lines.push_back(l); });
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(lines.size(), 2u + rows.size());  // title, header, one line per row
+  for (const auto& r : rows) {
+    EXPECT_GT(r.step_ms, 0.0);
+    EXPECT_DOUBLE_EQ(r.ms_per_node_step, r.step_ms / static_cast<double>(r.nodes));
+    EXPECT_NEAR(r.images_per_s, r.nodes * 4 / (r.step_ms / 1000.0), 1e-6 * r.images_per_s);
+    EXPECT_GT(r.peak_rss_mib, 0.0);
+    EXPECT_GE(r.page_faults_per_step, 0.0);
+  }
+  EXPECT_EQ(rows[0].nodes, 1);
+  EXPECT_EQ(rows[1].nodes, 40);
+  // 40 nodes hold 40 copies of the parameters, momentum and Choco's public copies.
+  EXPECT_GT(rows[1].state_mib, rows[0].state_mib);
+}
+
+TEST(ScalingBench, BadOptionsAreConfigErrors) {
+  ScalingBenchOptions o = tiny();
+  o.nodes = {8, 0};
+  EXPECT_THROW(run_scaling_bench(o, [](const std::string&) {}), ConfigError);
+  o = tiny();
+  o.steps = 0;
+  EXPECT_THROW(run_scaling_bench(o, [](const std::string&) {}), ConfigError);
+}
+
+}  // namespace
+}  // namespace lpdt::exp
