@@ -237,20 +237,40 @@ TEST(DecentralizedOptimizer, RecordsBytesPerOutEdge) {
     auto ledger = opt.make_ledger();
     auto x = torch::randn({5, layout.total_numel});
     for (int t = 0; t < 4; ++t) opt.step(x, torch::zeros_like(x), w, 0.1, t, ledger);
-    const bool ours = std::string(accounting) == "lpdt";
-    const std::int64_t payload = ours ? 8 * 9 + 4 : 6 * 9 + 3;
-    const std::int64_t rounds = ours ? 4 : 3;
+    if (std::string(accounting) == "reference") {
+      // The official count: 6 V + 3 per message, the latest round still pending.
+      const std::int64_t payload = 6 * 9 + 3;
+      for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(ledger.bytes_sent_per_node()[i], payload * out_degree[i] * 3) << accounting;
+      }
+      EXPECT_EQ(ledger.bytes_sent_in_round(3), payload * 9);
+      continue;
+    }
+    // lpdt: the encoded payload (docs/wire.md). Per message: 36 header bytes, 10 per layer, 4
+    // per fp32 value, and the indices of each sparse layer in the smallest format. Segments
+    // (numel, K): (36, 3), (4, 1), (1, 1: sent whole), (30, 3), (5, 1); every gap is < 128, so
+    // delta varints take 1 byte per index (bitmaps 5, 1, 4, 1 bytes; u32 4 per index):
+    // 3 + 1 + 3 + 1 index bytes.
+    const std::int64_t payload = 36 + 5 * 10 + 4 * 9 + (3 + 1 + 3 + 1);
     for (int i = 0; i < 5; ++i) {
-      EXPECT_EQ(ledger.bytes_sent_per_node()[i], payload * out_degree[i] * rounds) << accounting;
+      EXPECT_EQ(ledger.bytes_sent_per_node()[i], payload * out_degree[i] * 4) << "node " << i;
     }
     EXPECT_EQ(ledger.bytes_sent_in_round(3), payload * 9);
   }
-  // Dense D-PSGD: 4 P + 4 per message.
+  // Dense D-PSGD: 36 + 10 per layer + 4 P per message.
   DecentralizedOptimizer dense(DecentralizedOptions().algorithm("dpsgd"), 5, layout);
   auto ledger = dense.make_ledger();
   auto x = torch::randn({5, layout.total_numel});
   dense.step(x, torch::zeros_like(x), w, 0.1, 0, ledger);
-  EXPECT_EQ(ledger.bytes_sent_per_node()[0], 3 * (4 * 76 + 4));
+  EXPECT_EQ(ledger.bytes_sent_per_node()[0], 3 * (36 + 5 * 10 + 4 * 76));
+  // int8 values: 1 byte per value, 5 more per layer (scale, zero point).
+  DecentralizedOptimizer int8(
+      DecentralizedOptions().algorithm("choco").compressor(
+          compress::CompressorOptions().values(compress::MessageValues::kInt8)),
+      5, layout);
+  auto int8_ledger = int8.make_ledger();
+  int8.step(x, torch::zeros_like(x), w, 0.1, 0, int8_ledger);
+  EXPECT_EQ(int8_ledger.bytes_sent_per_node()[0], 3 * (36 + 5 * 15 + 76));
 }
 
 // A step replayed from a CUDA graph leaves its host bookkeeping to account_replayed_round: the
@@ -258,8 +278,12 @@ TEST(DecentralizedOptimizer, RecordsBytesPerOutEdge) {
 TEST(DecentralizedOptimizer, ReplayedRoundsAreAccountedAsRealOnes) {
   const auto layout = small_layout();
   const auto w = irregular_directed();
-  const auto options = DecentralizedOptions().algorithm("choco").compressor(
-      compress::CompressorOptions().name("topk").keep_fraction(0.1));
+  // Dense messages (a captured step's payload size cannot change), or top-k counted as the
+  // official code does.
+  for (const auto& options :
+       {DecentralizedOptions().algorithm("choco"),
+        DecentralizedOptions().algorithm("choco").accounting("reference").compressor(
+            compress::CompressorOptions().name("topk").keep_fraction(0.1))}) {
   DecentralizedOptimizer real(options, 5, layout), replayed(options, 5, layout);
   auto real_ledger = real.make_ledger(), replayed_ledger = replayed.make_ledger();
   auto x = torch::randn({5, layout.total_numel});
@@ -271,6 +295,7 @@ TEST(DecentralizedOptimizer, ReplayedRoundsAreAccountedAsRealOnes) {
   EXPECT_EQ(replayed.rounds_done(), real.rounds_done());
   EXPECT_EQ(replayed_ledger.bytes_sent_per_node(), real_ledger.bytes_sent_per_node());
   EXPECT_EQ(replayed_ledger.bytes_sent_in_round(2), real_ledger.bytes_sent_in_round(2));
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lpdt/core/error.h"
+#include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/trainer.h"
 
@@ -64,6 +65,39 @@ TEST(Train, SyntheticRunWritesRunFolderAndLearns) {
   fs::remove_all(out);
 }
 
+// 8-bit messages end to end (docs/wire.md): Choco and DeepSqueeze with top-10% int8 messages still
+// learn, and send fewer bytes than with float32 messages.
+TEST(Train, Int8MessagesLearnAndSendFewerBytes) {
+  const fs::path out = fresh_dir("int8_messages");
+  const auto quiet = [](const std::string&) {};
+  for (const char* algorithm : {"choco", "deep-squeeze"}) {
+    SCOPED_TRACE(algorithm);
+    auto run = [&](const char* values) {
+      ExperimentConfig config = small_synthetic_run(out);
+      config.algo.name = std::string(algorithm) == "choco" ? AlgoConfig::Name::kChoco
+                                                           : AlgoConfig::Name::kDeepSqueeze;
+      config.algo.compressor = AlgoConfig::Compressor::kTopK;
+      config.algo.keep_fraction = 0.1;
+      config.algo.consensus_step = 0.5;
+      config.algo.message_values = std::string(values) == "int8"
+                                       ? AlgoConfig::MessageValues::kInt8
+                                       : AlgoConfig::MessageValues::kFp32;
+      return train(config, quiet);
+    };
+    const TrainResult fp32 = run("fp32");
+    const TrainResult int8 = run("int8");
+    EXPECT_GT(int8.final_evaluation.average_model_accuracy, 60.0);
+    EXPECT_GT(int8.final_evaluation.average_model_accuracy,
+              fp32.final_evaluation.average_model_accuracy - 10.0);
+    // Values: 1 byte instead of 4; indices and headers unchanged.
+    EXPECT_LT(int8.mean_gb_sent_per_node, 0.7 * fp32.mean_gb_sent_per_node);
+    std::ifstream in(int8.run_dir / "summary.json");
+    const nlohmann::json summary = nlohmann::json::parse(in);
+    EXPECT_EQ(summary["config"]["algo"]["message_values"], "int8");
+  }
+  fs::remove_all(out);
+}
+
 TEST(Train, SameSeedGivesBitIdenticalResults) {
   const fs::path out = fresh_dir("repro");
   const auto quiet = [](const std::string&) {};
@@ -87,6 +121,139 @@ TEST(Train, MissingDatasetFileIsAClearError) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("no-such-folder"), std::string::npos) << e.what();
   }
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace lpdt::exp
+
+namespace lpdt::exp {
+namespace {
+
+// A run with every kind of state: Choco's public copies, momentum, push-sum weights on a directed
+// ring, top-k with int8 messages (draws keyed on the round), augmentation streams.
+ExperimentConfig stateful_run(const fs::path& out, int epochs) {
+  ExperimentConfig config = small_synthetic_run(out);
+  config.run.epochs = epochs;
+  config.data.augment = true;
+  config.algo.compressor = AlgoConfig::Compressor::kTopK;
+  config.algo.keep_fraction = 0.2;
+  config.algo.consensus_step = 0.5;
+  config.algo.message_values = AlgoConfig::MessageValues::kInt8;
+  return config;
+}
+
+// Checkpoint after 2 epochs, resume to 3: the same numbers, bit for bit, as 3 epochs in one go.
+TEST(Checkpoint, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
+  const fs::path out = fresh_dir("resume");
+  const auto quiet = [](const std::string&) {};
+  const TrainResult full = train(stateful_run(out, 3), quiet);
+  const TrainResult part = train(stateful_run(out, 2), quiet);
+  TrainOptions resume;
+  resume.resume_dir = part.run_dir;
+  const TrainResult resumed = train(stateful_run(out, 3), quiet, resume);
+  EXPECT_EQ(resumed.run_dir, part.run_dir);
+  ASSERT_EQ(resumed.epochs.size(), 3u);
+  for (std::size_t e = 0; e < 3; ++e) {
+    EXPECT_EQ(resumed.epochs[e].train_loss, full.epochs[e].train_loss) << "epoch " << e + 1;
+    EXPECT_EQ(resumed.epochs[e].evaluation.node_accuracy, full.epochs[e].evaluation.node_accuracy);
+    EXPECT_EQ(resumed.epochs[e].evaluation.consensus_distance,
+              full.epochs[e].evaluation.consensus_distance);
+  }
+  EXPECT_EQ(resumed.bytes_sent_per_node, full.bytes_sent_per_node);
+  EXPECT_EQ(resumed.steps, full.steps);
+  const TrainingState a = read_checkpoint(full.run_dir / kCheckpointFile);
+  const TrainingState b = read_checkpoint(resumed.run_dir / kCheckpointFile);
+  EXPECT_EQ(b.epochs_done, 3);
+  EXPECT_TRUE(torch::equal(a.params, b.params));
+  for (const auto& [name, tensor] : a.optimizer) {
+    EXPECT_TRUE(torch::equal(tensor, b.optimizer.at(name))) << name;
+  }
+  // The CSV files hold each epoch once.
+  std::ifstream epochs_csv(resumed.run_dir / "epochs.csv");
+  int rows = 0;
+  for (std::string line; std::getline(epochs_csv, line);) ++rows;
+  EXPECT_EQ(rows, 1 + 3);
+  fs::remove_all(out);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Checkpoint, CorruptMissingAndForeignFilesAreClearErrors) {
+  const fs::path out = fresh_dir("corrupt");
+  const TrainResult run = train(stateful_run(out, 1), [](const std::string&) {});
+  const fs::path good = run.run_dir / kCheckpointFile;
+  std::ifstream in(good, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1000u);
+  const auto write = [&](const std::string& text) {
+    const fs::path p = out / "bad.lpdt";
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  };
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x10;
+  EXPECT_NE(error_of([&] { read_checkpoint(write(flipped)); }).find("corrupt or truncated"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_checkpoint(write(bytes.substr(0, bytes.size() - 100))); })
+                .find("corrupt or truncated"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_checkpoint(write("{\"not\": \"a checkpoint\"}........")); })
+                .find("not an lpdt checkpoint"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_checkpoint(out / "missing.lpdt"); }).find("no checkpoint"),
+            std::string::npos);
+  fs::remove_all(out);
+}
+
+// A kill while writing leaves a temporary file; the last complete checkpoint is still the one
+// that is read, and the next write replaces both.
+TEST(Checkpoint, AnInterruptedWriteKeepsThePreviousCheckpoint) {
+  const fs::path out = fresh_dir("atomic");
+  fs::create_directories(out);
+  TrainingState state;
+  state.epochs_done = 4;
+  state.params = torch::randn({2, 5});
+  state.optimizer = {{"ps", torch::ones({2})}};
+  state.torch_rng_state = torch::zeros({8}, torch::kByte);
+  state.ledger = nlohmann::json::object();
+  state.epochs = nlohmann::json::array();
+  state.config = nlohmann::json::object();
+  const fs::path file = out / kCheckpointFile;
+  write_checkpoint(file, state);
+  std::ofstream(out / (std::string(kCheckpointFile) + ".tmp"), std::ios::binary) << "LPDTCK";
+  const TrainingState back = read_checkpoint(file);
+  EXPECT_EQ(back.epochs_done, 4);
+  EXPECT_TRUE(torch::equal(back.params, state.params));
+  state.epochs_done = 5;
+  write_checkpoint(file, state);
+  EXPECT_EQ(read_checkpoint(file).epochs_done, 5);
+  EXPECT_FALSE(fs::exists(out / (std::string(kCheckpointFile) + ".tmp")));
+  fs::remove_all(out);
+}
+
+TEST(Checkpoint, ResumingAnotherExperimentNamesTheKeys) {
+  const fs::path out = fresh_dir("mismatch");
+  const TrainResult run = train(stateful_run(out, 1), [](const std::string&) {});
+  TrainOptions resume;
+  resume.resume_dir = run.run_dir;
+  ExperimentConfig other = stateful_run(out, 2);
+  other.optim.lr = 0.2;
+  other.graph.nodes = 8;
+  const std::string error = error_of([&] { train(other, [](const std::string&) {}, resume); });
+  EXPECT_NE(error.find("optim.lr = 0.05 in the checkpoint, 0.2 now"), std::string::npos) << error;
+  EXPECT_NE(error.find("graph.nodes = 4 in the checkpoint, 8 now"), std::string::npos) << error;
+  // Nothing left to do: a clear error, not a silent no-op.
+  EXPECT_NE(error_of([&] { train(stateful_run(out, 1), [](const std::string&) {}, resume); })
+                .find("set run.epochs higher"),
+            std::string::npos);
   fs::remove_all(out);
 }
 

@@ -40,18 +40,13 @@ double round_to(double x, int decimals) {
   return std::round(x * s) / s;
 }
 
-TEST(PayloadBytes, BothModes) {
-  // Reference (spec 3.4): dense 4 (P + 1), sparse 6 V + 3.
-  EXPECT_EQ(payload_bytes(273258, false, ByteAccounting::kReference), 1093036);
-  EXPECT_EQ(payload_bytes(2767, true, ByteAccounting::kReference), 16605);
-  EXPECT_EQ(payload_bytes(760458, false, ByteAccounting::kReference), 3041836);
-  EXPECT_EQ(payload_bytes(7687, true, ByteAccounting::kReference), 46125);
-  // lpdt: fp32 values (+ int32 indices when sparse) + fp32 push-sum weight.
-  EXPECT_EQ(payload_bytes(273258, false, ByteAccounting::kLpdt), 4 * 273258 + 4);
-  EXPECT_EQ(payload_bytes(2767, true, ByteAccounting::kLpdt), 8 * 2767 + 4);
-  // Per-segment overload sums the segments.
-  EXPECT_EQ(payload_bytes(std::vector<std::int64_t>{4, 23, 1}, true, ByteAccounting::kLpdt),
-            8 * 28 + 4);
+TEST(PayloadBytes, ReferenceFormula) {
+  // Reference (spec 3.4): dense 4 (P + 1), sparse 6 V + 3. (lpdt's own sizes are the encoded
+  // wire payloads: tests/comm/message_codec_test.cpp.)
+  EXPECT_EQ(reference_payload_bytes(273258, false), 1093036);
+  EXPECT_EQ(reference_payload_bytes(2767, true), 16605);
+  EXPECT_EQ(reference_payload_bytes(760458, false), 3041836);
+  EXPECT_EQ(reference_payload_bytes(7687, true), 46125);
 }
 
 TEST(PayloadBytes, ParseModes) {
@@ -136,7 +131,7 @@ TEST(ByteLedger, PaperTable3ReferenceAccounting) {
   };
   for (const auto& row : rows) {
     SCOPED_TRACE(row.run);
-    const std::int64_t payload = payload_bytes(row.values, row.sparse, ByteAccounting::kReference);
+    const std::int64_t payload = reference_payload_bytes(row.values, row.sparse);
     ASSERT_EQ(payload, row.bytes_per_round);
     const auto w = directed_ring(row.nodes);
     const auto edges = bytes_over_edges(w, torch::full({row.nodes}, payload, torch::kLong));
@@ -148,9 +143,9 @@ TEST(ByteLedger, PaperTable3ReferenceAccounting) {
     const int decimals = row.gb < 1.0 ? 4 : (row.gb < 100.0 ? 3 : 2);
     EXPECT_DOUBLE_EQ(round_to(gb, decimals), row.gb) << gb;
     EXPECT_DOUBLE_EQ(round_to(gb, row.paper_decimals), row.paper_gb) << gb;
-    // lpdt accounting counts every round (and 8 bytes per sparse value).
+    // lpdt accounting counts every round.
     ByteLedger ours(row.nodes, ByteAccounting::kLpdt);
-    const std::int64_t ours_payload = payload_bytes(row.values, row.sparse, ByteAccounting::kLpdt);
+    const std::int64_t ours_payload = 8 * row.values + 36;
     const auto ours_edges =
         bytes_over_edges(w, torch::full({row.nodes}, ours_payload, torch::kLong));
     for (std::int64_t r = 0; r < 3; ++r) ours.record_round(r, ours_edges.sent, ours_edges.received);

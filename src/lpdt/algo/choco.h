@@ -18,7 +18,7 @@ class Choco final : public GossipAlgorithm {
   Algorithm kind() const override { return Algorithm::kChoco; }
   // XhatInit::kModel: xh = z_0.
   void start(const at::Tensor& z) override;
-  compress::SendShape mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) override;
+  compress::Compressed mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) override;
   // "xhat": xh [n, P] float32.
   std::map<std::string, at::Tensor> state() override;
 

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "lpdt/comm/message_codec.h"
 #include "lpdt/core/error.h"
 
 namespace lpdt::algo {
@@ -12,6 +13,12 @@ DecentralizedOptions validated(const DecentralizedOptions& o) {
     std::ostringstream msg;
     msg << "consensus step size eta must be in (0, 1], got " << o.eta();
     throw ConfigError(msg.str());
+  }
+  if (parse_algorithm(o.algorithm()) == Algorithm::kDpsgd &&
+      o.compressor().values() != compress::MessageValues::kFloat32) {
+    throw ConfigError("algorithm dpsgd sends float32 messages: message values '" +
+                      std::string(compress::to_string(o.compressor().values())) +
+                      "' need an algorithm with error feedback (deepsqueeze or choco)");
   }
   validate(
       SgdOptions().momentum(o.momentum()).nesterov(o.nesterov()).weight_decay(o.weight_decay()));
@@ -91,12 +98,21 @@ void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing, 
   LPDT_CHECK(ledger.mode() == accounting_ && ledger.num_nodes() == num_nodes_,
              "byte ledger mode / node count differs from the optimizer's");
   const ConsensusStep consensus_step(mixing, options_.eta());  // L = eta (W - I)
-  const compress::SendShape sent = gossip_->mix(z, consensus_step, round);
+  const compress::Compressed sent = gossip_->mix(z, consensus_step, round);
   push_sum_.mix(consensus_step.matrix());  // ps <- ps + eta (W ps - ps)  (spec 5.1)
-  const std::int64_t bytes = metrics::payload_bytes(sent.values, sent.sparse, accounting_);
-  last_round_bytes_ = bytes;
-  ledger.record_round_from_payload(round, host_mixing(mixing),
-                                   at::full({num_nodes_}, bytes, at::kLong));
+  if (accounting_ == metrics::ByteAccounting::kReference) {
+    last_payload_ = at::full({num_nodes_},
+                             metrics::reference_payload_bytes(sent.sent.values, sent.sent.sparse),
+                             at::kLong);
+  } else if (!sent.sent.sparse) {
+    // The encoded size of every node's payload (comm/wire_payload.h); a dense one depends only on
+    // the layout (no device work: the step stays capturable).
+    last_payload_ = at::full({num_nodes_}, comm::dense_payload_bytes(sent.values, layout_), at::kLong);
+  } else {
+    // Sparse messages' sizes depend on the kept positions: a read from the device.
+    last_payload_ = comm::payload_bytes(sent, layout_).cpu();
+  }
+  ledger.record_round_from_payload(round, host_mixing(mixing), last_payload_);
   rounds_.add_(1);
 }
 
@@ -112,8 +128,7 @@ const at::Tensor& DecentralizedOptimizer::host_mixing(const at::Tensor& mixing) 
 void DecentralizedOptimizer::account_replayed_round(const at::Tensor& mixing, std::int64_t round,
                                                     metrics::ByteLedger& ledger) {
   LPDT_CHECK(rounds_done() > 0, "account_replayed_round: no round was captured");
-  ledger.record_round_from_payload(round, host_mixing(mixing),
-                                   at::full({num_nodes_}, last_round_bytes_, at::kLong));
+  ledger.record_round_from_payload(round, host_mixing(mixing), last_payload_);
   rounds_.add_(1);
 }
 

@@ -122,7 +122,9 @@ class DecentralizedOptimizer {
   const at::Tensor& host_mixing(const at::Tensor& mixing);
   at::Tensor device_mixing_seen_;
   at::Tensor host_mixing_;
-  std::int64_t last_round_bytes_ = 0;  // payload bytes per node of the last consensus round
+  // [n] int64 CPU: payload bytes per node of the last consensus round. A captured step's size is
+  // the same at every replay (dense messages: no CUDA graph captures a sparse step).
+  at::Tensor last_payload_;
 };
 
 }  // namespace lpdt::algo

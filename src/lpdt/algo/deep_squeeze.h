@@ -15,7 +15,7 @@ class DeepSqueeze final : public GossipAlgorithm {
   DeepSqueeze(std::unique_ptr<compress::Compressor> compressor, std::int64_t num_nodes,
               const LayerLayout& layout, at::Device device);
   Algorithm kind() const override { return Algorithm::kDeepSqueeze; }
-  compress::SendShape mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) override;
+  compress::Compressed mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) override;
   // "error_feedback": e [n, P] float32.
   std::map<std::string, at::Tensor> state() override;
 

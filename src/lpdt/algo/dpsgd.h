@@ -10,7 +10,7 @@ class Dpsgd final : public GossipAlgorithm {
  public:
   explicit Dpsgd(const LayerLayout& layout) : layout_(layout) {}
   Algorithm kind() const override { return Algorithm::kDpsgd; }
-  compress::SendShape mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) override;
+  compress::Compressed mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) override;
 
  private:
   LayerLayout layout_;

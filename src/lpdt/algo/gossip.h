@@ -80,8 +80,9 @@ class GossipAlgorithm {
 
   // One round on the numerators z [n, P] float32 (updated in place) with the consensus step
   // L = eta (W - I); `round` seeds random compressors. The push-sum weights are mixed by the
-  // caller with the same L. Returns what every node sent.
-  virtual compress::SendShape mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) = 0;
+  // caller with the same L. Returns the message every node sent (its values as the receivers
+  // see them, its kept positions and codes: what the wire payload carries, comm/message_codec.h).
+  virtual compress::Compressed mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) = 0;
 
   // The algorithm's buffers, live (copy_ into them to restore a checkpoint).
   virtual std::map<std::string, at::Tensor> state() { return {}; }

@@ -5,6 +5,7 @@
 #include "lpdt/exp/precision_bench.h"
 #include "lpdt/exp/scaling_bench.h"
 #include "lpdt/exp/throughput_bench.h"
+#include "lpdt/exp/wire_bench.h"
 
 namespace lpdt::cli {
 
@@ -51,8 +52,31 @@ void add_bench_command(CLI::App& app) {
       "--scaling", *scaling,
       "Step time, memory, page faults and heap growth of the engine against the node "
       "count instead (e.g. --arch lenet5 --nodes 1,8,64,256,1024 --channels 1 --size 28)");
-  cmd->callback([options, precision, modes, scaling]() {
+  auto wire = std::make_shared<bool>(false);
+  auto wire_options = std::make_shared<exp::WireBenchOptions>();
+  cmd->add_flag("--wire", *wire,
+                "Bytes of one gossip message per compressor and value format for the model's "
+                "layout, with encode / decode speed (docs/wire.md)");
+  cmd->add_option("--compressors", wire_options->compressors,
+                  "Compressors compared by --wire: none, topk:<keep>, randomk:<keep>")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--values", wire_options->values, "Message value formats compared by --wire")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->callback([options, precision, modes, scaling, wire, wire_options]() {
     const auto print = [](const std::string& line) { std::cout << line << std::endl; };
+    if (*wire) {
+      exp::WireBenchOptions w = *wire_options;
+      w.arch = options->arch;
+      w.depth = options->depth;
+      w.channels = options->channels;
+      w.size = options->size;
+      w.repeats = options->steps;
+      w.json_path = options->json_path;
+      exp::run_wire_bench(w, print);
+      return;
+    }
     if (*scaling) {
       exp::ScalingBenchOptions s;
       s.arch = options->arch;

@@ -26,14 +26,21 @@ void add_train_command(CLI::App& app) {
     std::string out_dir;
     bool help_config = false;
     bool print_config = false;
+    std::string resume_dir;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "train",
       "Train on n simulated nodes. With no arguments: the quickstart (Fashion-MNIST, 8 nodes on a "
       "directed ring, skewed non-IID data, Choco-SGD).");
-  cmd->add_option("-c,--config", args->config_path, "Experiment TOML file (see configs/)")
-      ->check(CLI::ExistingFile);
+  auto* config_option =
+      cmd->add_option("-c,--config", args->config_path, "Experiment TOML file (see configs/)")
+          ->check(CLI::ExistingFile);
+  cmd->add_option("--resume", args->resume_dir,
+                  "Continue the run in this run folder from its checkpoint (its config.toml; "
+                  "--set run.epochs=N to train longer)")
+      ->check(CLI::ExistingDirectory)
+      ->excludes(config_option);
   cmd->add_option("-s,--set", args->overrides,
                   "Override a key: --set section.key=value (repeatable), e.g. --set optim.lr=0.05");
   cmd->add_option("-o,--out", args->out_dir, "Folder for the run folder (run.out_dir)");
@@ -46,14 +53,17 @@ void add_train_command(CLI::App& app) {
     }
     std::vector<std::string> overrides = args->overrides;
     if (!args->out_dir.empty()) overrides.push_back("run.out_dir=\"" + args->out_dir + "\"");
-    const std::optional<std::string> path =
+    std::optional<std::string> path =
         args->config_path.empty() ? std::nullopt : std::optional<std::string>(args->config_path);
+    if (!args->resume_dir.empty()) path = args->resume_dir + "/config.toml";
     const ExperimentConfig config = load_experiment_config(path, overrides);
     if (args->print_config) {
       std::cout << to_toml(config);
       return;
     }
-    exp::train(config, [](const std::string& line) { std::cout << line << std::endl; });
+    exp::TrainOptions options;
+    options.resume_dir = args->resume_dir;
+    exp::train(config, [](const std::string& line) { std::cout << line << std::endl; }, options);
   });
 }
 

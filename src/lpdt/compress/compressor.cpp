@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "lpdt/compress/identity.h"
+#include "lpdt/compress/message_value_rounding.h"
 #include "lpdt/compress/random_k.h"
 #include "lpdt/compress/top_k.h"
 #include "lpdt/core/error.h"
@@ -57,7 +58,28 @@ std::int64_t kept_values(const LayerLayout& layout, double keep_fraction) {
   return v;
 }
 
-std::unique_ptr<Compressor> make_compressor(const CompressorOptions& options) {
+MessageValues parse_message_values(std::string_view name) {
+  if (name == "fp32" || name == "float32") return MessageValues::kFloat32;
+  if (name == "bf16" || name == "bfloat16") return MessageValues::kBfloat16;
+  if (name == "int8") return MessageValues::kInt8;
+  throw ConfigError("unknown message value format '" + std::string(name) +
+                    "': expected one of fp32, bf16, int8");
+}
+
+std::string_view to_string(MessageValues values) {
+  switch (values) {
+    case MessageValues::kFloat32:
+      return "fp32";
+    case MessageValues::kBfloat16:
+      return "bf16";
+    case MessageValues::kInt8:
+      return "int8";
+  }
+  return "?";
+}
+
+namespace {
+std::unique_ptr<Compressor> make_sparsifier(const CompressorOptions& options) {
   const std::string& name = options.name();
   if (name == "none" || name == "identity") return std::make_unique<IdentityCompressor>();
   if (name == "topk" || name == "top_k")
@@ -67,6 +89,15 @@ std::unique_ptr<Compressor> make_compressor(const CompressorOptions& options) {
                                                options.unbiased());
   }
   throw ConfigError("unknown compressor '" + name + "': expected one of none, topk, randomk");
+}
+}  // namespace
+
+std::unique_ptr<Compressor> make_compressor(const CompressorOptions& options) {
+  auto sparsifier = make_sparsifier(options);
+  if (options.values() == MessageValues::kFloat32) return sparsifier;
+  return std::make_unique<MessageValueRounding>(std::move(sparsifier), options.values(),
+                                                options.rounding(), options.seed(),
+                                                options.first_node());
 }
 
 }  // namespace lpdt::compress

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "lpdt/core/layer_layout.h"
+#include "lpdt/quant/affine_quantizer.h"
+#include "lpdt/quant/quant_options.h"
 
 namespace lpdt::compress {
 
@@ -27,10 +29,27 @@ struct SendShape {
   std::int64_t values = 0;                     // sum of kept_per_segment (dense: P)
 };
 
+// How the kept values of a message travel (docs/wire.md): as computed (float32), rounded to
+// bfloat16 (round to nearest even), or as 8-bit codes of the gemmlowp affine quantizer with one
+// scale and zero point per node and layer. The receiver sees the rounded values, so the sender's
+// algorithm must too: Choco's public copies and DeepSqueeze's error feedback then absorb the
+// rounding error exactly as they absorb the sparsifier's.
+enum class MessageValues { kFloat32, kBfloat16, kInt8 };
+// "fp32" | "bf16" | "int8"; ConfigError otherwise.
+MessageValues parse_message_values(std::string_view name);
+std::string_view to_string(MessageValues values);
+
 // The result of compressing one [n, P] buffer.
 struct Compressed {
-  at::Tensor dense;  // [n, P] float32, the compressed values in place, zeros where dropped
+  at::Tensor dense;  // [n, P] float32, the values the receivers see, zeros where dropped
   SendShape sent;    // what each node sends
+  // Per LayerLayout segment: the kept columns, [n, K] int64 relative to the segment, increasing
+  // along each row; undefined when the whole segment is sent (dense).
+  std::vector<at::Tensor> kept_index;
+  MessageValues values = MessageValues::kFloat32;
+  // kInt8 only, per segment: the codes ([n, K] uint8 in kept_index's order, or [n, numel] when
+  // dense) with each node's scale and zero point ([n] float32).
+  std::vector<quant::QuantizedTensor> codes;
 };
 
 // A compression operator C (Choco-SGD's Q, DeepSqueeze's C).
@@ -75,9 +94,17 @@ struct CompressorOptions {
   TORCH_ARG(std::uint64_t, seed) = 0;
   // random-k only: scale kept values by numel / K so that E[C(x)] = x.
   TORCH_ARG(bool, unbiased) = false;
+  // How kept values travel, and how int8 codes round (stochastic: unbiased, the draws keyed on
+  // (seed, node, round, segment) as the model's quantizer's, quant/stochastic_draws.h).
+  TORCH_ARG(MessageValues, values) = MessageValues::kFloat32;
+  TORCH_ARG(quant::Rounding, rounding) = quant::Rounding::kStochastic;
+  // Global id of row 0's node (a rank of a multi-process run hosts nodes first_node ...), so that
+  // a node's draws do not depend on where it runs.
+  TORCH_ARG(std::int64_t, first_node) = 0;
 };
 
-// Builds a compressor; ConfigError for an unknown name or a keep fraction outside (0, 1].
+// Builds a compressor (the sparsifier, then the value rounding of options.values); ConfigError
+// for an unknown name or a keep fraction outside (0, 1].
 std::unique_ptr<Compressor> make_compressor(const CompressorOptions& options);
 
 // Throws ConfigError unless keep_fraction is in (0, 1].

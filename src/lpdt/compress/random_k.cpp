@@ -1,5 +1,6 @@
 #include "lpdt/compress/random_k.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace lpdt::compress {
@@ -39,6 +40,7 @@ Compressed RandomKCompressor::compress(const at::Tensor& v, const LayerLayout& l
   out.sent.sparse = true;
   out.sent.kept_per_segment = kept_per_segment(layout, keep_fraction_);
   for (auto k : out.sent.kept_per_segment) out.sent.values += k;
+  out.kept_index.resize(layout.segments.size());
 
   // Index drawing is scalar work on the CPU (one stream per node, O(V) draws per node); the
   // gather/scatter below is batched over all nodes.
@@ -51,7 +53,8 @@ Compressed RandomKCompressor::compress(const at::Tensor& v, const LayerLayout& l
     Rng rng = Rng::stream(seed, static_cast<std::uint64_t>(node), StreamPurpose::kCompress);
     for (std::size_t s = 0; s < layout.segments.size(); ++s) {
       const std::int64_t k = out.sent.kept_per_segment[s];
-      const auto picked = sample_indices(layout.segments[s].numel, k, rng);
+      auto picked = sample_indices(layout.segments[s].numel, k, rng);
+      std::sort(picked.begin(), picked.end());  // column order (the wire format's)
       std::copy(picked.begin(), picked.end(), index[s][node].data_ptr<std::int64_t>());
     }
   }
@@ -66,6 +69,7 @@ Compressed RandomKCompressor::compress(const at::Tensor& v, const LayerLayout& l
       values.mul_(static_cast<double>(seg.numel) / static_cast<double>(idx.size(1)));
     }
     dst.scatter_(1, idx, values);
+    out.kept_index[s] = idx;
   }
   return out;
 }

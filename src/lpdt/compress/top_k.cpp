@@ -13,6 +13,7 @@ Compressed TopKCompressor::compress(const at::Tensor& v, const LayerLayout& layo
   out.dense = at::zeros_like(v, at::MemoryFormat::Contiguous);
   out.sent.sparse = true;
   out.sent.kept_per_segment = kept_per_segment(layout, keep_fraction_);
+  out.kept_index.resize(layout.segments.size());
   for (std::size_t s = 0; s < layout.segments.size(); ++s) {
     const auto& seg = layout.segments[s];
     const std::int64_t k = out.sent.kept_per_segment[s];
@@ -29,7 +30,11 @@ Compressed TopKCompressor::compress(const at::Tensor& v, const LayerLayout& layo
       index = src.abs().argmax(/*dim=*/1, /*keepdim=*/true);
     } else {
       index = std::get<1>(at::topk(src.abs(), k, /*dim=*/1, /*largest=*/true, /*sorted=*/false));
+      // In column order: the wire format's order, and the draws of int8 values then do not
+      // depend on the order topk happens to return.
+      index = std::get<0>(index.sort(/*dim=*/1));
     }
+    out.kept_index[s] = index;
     dst.scatter_(1, index, src.gather(1, index));
   }
   return out;

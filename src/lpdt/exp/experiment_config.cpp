@@ -57,6 +57,7 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("run.threads", c.run.threads);
   v("run.epochs", c.run.epochs);
   v("run.eval_every", c.run.eval_every);
+  v("run.checkpoint_every", c.run.checkpoint_every);
   v("run.log_every", c.run.log_every);
   v("run.max_steps_per_epoch", c.run.max_steps_per_epoch);
   v("run.nodes_per_pass", c.run.nodes_per_pass);
@@ -103,6 +104,8 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("algo.consensus_step", c.algo.consensus_step);
   v("algo.compressor", c.algo.compressor);
   v("algo.keep_fraction", c.algo.keep_fraction);
+  v("algo.message_values", c.algo.message_values);
+  v("algo.message_rounding", c.algo.message_rounding);
   v("algo.qgm", c.algo.qgm);
   v("algo.choco_init", c.algo.choco_init);
 
@@ -141,6 +144,11 @@ void add_keys(ConfigSchema& s) {
   s.add_int("run.eval_every", d.run.eval_every,
             "Evaluate every this many epochs (the last epoch is always evaluated).")
       .at_least(1);
+  s.add_int("run.checkpoint_every", d.run.checkpoint_every,
+            "Write the complete training state to RUN_DIR/checkpoint.lpdt every this many epochs "
+            "(and after the last), replacing the previous one atomically; `lpdt train --resume "
+            "RUN_DIR` continues bit for bit. 0 = no checkpoints.")
+      .at_least(0);
   s.add_int("run.log_every", d.run.log_every,
             "Log the training loss every this many steps; 0 = per-epoch logs only.")
       .at_least(0);
@@ -155,8 +163,9 @@ void add_keys(ConfigSchema& s) {
        "run.cuda_graph", name_of(d.run.cuda_graph),
        "On a GPU, capture the training step (forward, backward, optimizer, gossip) as a "
        "CUDA graph, one per learning-rate value, and replay it: auto = when the step "
-       "allows it (float32 model, static topology, compressor none or topk, a constant "
-       "or multistep schedule; the log says why not otherwise), off = always run the step eagerly.")
+       "allows it (float32 model, static topology, dense messages or top-k with reference "
+       "byte accounting, no stochastically rounded int8 messages, a constant or multistep "
+       "schedule; the log says why not otherwise), off = always run the step eagerly.")
       .one_of(choices<RunConfig::CudaGraph>());
 
   // [data]
@@ -289,6 +298,15 @@ void add_keys(ConfigSchema& s) {
               "Fraction of each tensor's entries sent by topk / randomk (official --k = 1 - this).")
       .greater_than(0)
       .at_most(1);
+  s.add_string("algo.message_values", name_of(d.algo.message_values),
+               "How the kept values of every message travel (docs/wire.md): fp32, bf16 (rounded "
+               "to nearest even), or int8 codes with a scale and zero point per layer. The "
+               "sender's algorithm sees the rounded values (deep-squeeze and choco only).")
+      .one_of(choices<AlgoConfig::MessageValues>());
+  s.add_string("algo.message_rounding", name_of(d.algo.message_rounding),
+               "Rounding of int8 message values: stochastic (unbiased, the paper's 8-bit "
+               "communication) or nearest.")
+      .one_of(choices<QuantConfig::Rounding>());
   s.add_bool("algo.qgm", d.algo.qgm,
              "Quasi-global momentum (Lin et al. 2021) instead of local Nesterov momentum.");
   s.add_string("algo.choco_init", name_of(d.algo.choco_init),
@@ -463,6 +481,16 @@ void add_checks(ConfigSchema& s) {
                  return std::nullopt;
                }});
 
+  s.add_check({{"algo.message_values", "algo.name"}, [](const Config& c) -> Problem {
+                 const std::string& values = c.get_string("algo.message_values");
+                 if (values != "fp32" && c.get_string("algo.name") == "dpsgd") {
+                   return "algo.message_values = " + toml_string(values) +
+                          " rounds the messages, but D-PSGD has no error feedback to absorb the "
+                          "rounding error: use algo.name=choco or deep-squeeze, or "
+                          "algo.message_values=fp32";
+                 }
+                 return std::nullopt;
+               }});
   s.add_check({{"algo.compressor", "algo.name"}, [](const Config& c) -> Problem {
                  const std::string& compressor = c.get_string("algo.compressor");
                  if (compressor != "none" && c.get_string("algo.name") == "dpsgd") {

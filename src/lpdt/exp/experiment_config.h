@@ -31,6 +31,7 @@ struct RunConfig {
   int threads = 0;  // 0 = all cores
   int epochs = 15;
   int eval_every = 1;           // epochs
+  int checkpoint_every = 1;     // epochs; 0 = no checkpoints
   int log_every = 50;           // steps; 0 = per-epoch logs only
   int max_steps_per_epoch = 0;  // 0 = the full epoch
   int nodes_per_pass = 0;       // 0 = automatic (up to 16 on the CPU, all nodes on a GPU)
@@ -133,11 +134,14 @@ struct AlgoConfig {
   enum class Name { kDpsgd, kDeepSqueeze, kChoco };
   enum class Compressor { kNone, kTopK, kRandomK };
   enum class ChocoInit { kZero, kModel };
+  enum class MessageValues { kFp32, kBf16, kInt8 };
 
   Name name = Name::kChoco;
   double consensus_step = 1.0;  // the paper's gamma, the official code's --eta
   Compressor compressor = Compressor::kNone;
   double keep_fraction = 1.0;  // the official --k is 1 - keep_fraction
+  MessageValues message_values = MessageValues::kFp32;  // docs/wire.md
+  QuantConfig::Rounding message_rounding = QuantConfig::Rounding::kStochastic;
   bool qgm = false;
   ChocoInit choco_init = ChocoInit::kZero;
 
@@ -228,6 +232,7 @@ LPDT_CONFIG_ENUM_NAMES(GraphConfig::Mixing, "uniform", "metropolis")
 LPDT_CONFIG_ENUM_NAMES(AlgoConfig::Name, "dpsgd", "deep-squeeze", "choco")
 LPDT_CONFIG_ENUM_NAMES(AlgoConfig::Compressor, "none", "topk", "randomk")
 LPDT_CONFIG_ENUM_NAMES(AlgoConfig::ChocoInit, "zero", "model")
+LPDT_CONFIG_ENUM_NAMES(AlgoConfig::MessageValues, "fp32", "bf16", "int8")
 LPDT_CONFIG_ENUM_NAMES(OptimConfig::Schedule, "constant", "multistep", "cosine")
 LPDT_CONFIG_ENUM_NAMES(OptimConfig::Warmup, "official", "none")
 LPDT_CONFIG_ENUM_NAMES(EvalConfig::Protocol, "average", "reference")

@@ -30,6 +30,13 @@ std::string cuda_graph_obstacle(const StepTraits& step) {
   }
   if (!step.static_topology) return "a time-varying topology changes the mixing matrix every round";
   if (step.random_compressor) return "random-k draws its indices on the host every round";
+  if (step.int8_messages) {
+    return "int8 messages' stochastic-rounding draws are keyed on the host's round counter";
+  }
+  if (step.sparse_wire_size) {
+    return "the encoded size of a sparse message depends on its kept positions, read on the host "
+           "every round for the byte ledger";
+  }
   if (step.lr_changes_every_step) {
     return "the cosine schedule changes the learning rate, a captured constant, every step";
   }

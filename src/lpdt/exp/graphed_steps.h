@@ -40,6 +40,8 @@ struct StepTraits {
   bool int8_model = false;
   bool static_topology = true;
   bool random_compressor = false;
+  bool int8_messages = false;    // stochastic-rounding draws keyed on the host's round
+  bool sparse_wire_size = false; // sparse messages counted as encoded: sizes read every round
   bool lr_changes_every_step = false;  // a cosine schedule: one graph per step would never replay
 };
 // Why the trainer's step cannot be captured, "" when it can.

@@ -17,6 +17,7 @@
 #include "lpdt/data/loader.h"
 #include "lpdt/data/partition.h"
 #include "lpdt/data/partitioner.h"
+#include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/graphed_steps.h"
 #include "lpdt/exp/run_folder.h"
 #include "lpdt/graph/factory.h"
@@ -76,7 +77,11 @@ algo::DecentralizedOptions algorithm_options(const ExperimentConfig& config) {
   const auto compressor = compress::CompressorOptions()
                               .name(std::string(to_string(config.algo.compressor)))
                               .keep_fraction(config.algo.keep_fraction)
-                              .seed(config.run.seed);
+                              .seed(config.run.seed)
+                              .values(compress::parse_message_values(
+                                  std::string(to_string(config.algo.message_values))))
+                              .rounding(quant::parse_rounding(
+                                  std::string(to_string(config.algo.message_rounding))));
   return algo::DecentralizedOptions()
       .algorithm(kAlgorithmNames[static_cast<int>(config.algo.name)])
       .compressor(compressor)
@@ -123,9 +128,73 @@ at::Device resolve_device(const ExperimentConfig& config) {
   return at::kCUDA;
 }
 
+nlohmann::json epochs_to_json(const std::vector<EpochSummary>& epochs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : epochs) {
+    const Evaluation& ev = e.evaluation;
+    out.push_back({{"epoch", e.epoch},
+                   {"lr", e.lr},
+                   {"train_loss", e.train_loss},
+                   {"node_accuracy", ev.node_accuracy},
+                   {"mean_accuracy", ev.mean_accuracy},
+                   {"min_accuracy", ev.min_accuracy},
+                   {"max_accuracy", ev.max_accuracy},
+                   {"average_model_accuracy", ev.average_model_accuracy},
+                   {"consensus_distance", ev.consensus_distance},
+                   {"mean_gb_sent_per_node", e.mean_gb_sent_per_node},
+                   {"elapsed_s", e.elapsed_s}});
+  }
+  return out;
+}
+
+std::vector<EpochSummary> epochs_from_json(const nlohmann::json& j) {
+  std::vector<EpochSummary> out;
+  for (const auto& e : j) {
+    EpochSummary s;
+    s.epoch = e.at("epoch").get<int>();
+    s.lr = e.at("lr").get<double>();
+    s.train_loss = e.at("train_loss").get<double>();
+    s.evaluation.node_accuracy = e.at("node_accuracy").get<std::vector<double>>();
+    s.evaluation.mean_accuracy = e.at("mean_accuracy").get<double>();
+    s.evaluation.min_accuracy = e.at("min_accuracy").get<double>();
+    s.evaluation.max_accuracy = e.at("max_accuracy").get<double>();
+    s.evaluation.average_model_accuracy = e.at("average_model_accuracy").get<double>();
+    s.evaluation.consensus_distance = e.at("consensus_distance").get<double>();
+    s.mean_gb_sent_per_node = e.at("mean_gb_sent_per_node").get<double>();
+    s.elapsed_s = e.at("elapsed_s").get<double>();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// A resumed run's CSV files keep their header and the rows of the epochs the checkpoint covers;
+// rows a killed run wrote after its last checkpoint are dropped (they will be written again).
+void keep_rows_up_to_epoch(const std::filesystem::path& csv, int epochs_done) {
+  std::ifstream in(csv);
+  if (!in) throw UserError("cannot resume: '" + csv.string() + "' is missing from the run folder");
+  std::string text, line;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (!header) {
+      const auto comma = line.find(',');
+      int epoch = 0;
+      try {
+        epoch = std::stoi(line.substr(0, comma));
+      } catch (const std::exception&) {
+        continue;  // a half-written last line
+      }
+      if (epoch > epochs_done || comma == std::string::npos) continue;
+    }
+    header = false;
+    text += line + "\n";
+  }
+  write_text_file(csv, text);
+}
+
 }  // namespace
 
-TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) {
+TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
+                  const TrainOptions& options) {
   const auto start = Clock::now();
   const RuntimeInfo runtime = configure_runtime(config.run.threads);
   const at::Device device = resolve_device(config);
@@ -188,18 +257,62 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   metrics::ByteLedger ledger = optimizer.make_ledger();
   const algo::LrSchedule schedule(schedule_options(config));
 
+  // Resuming: the checkpoint's state replaces the fresh one (exp/checkpoint.h).
+  std::optional<TrainingState> resumed;
+  if (!options.resume_dir.empty()) {
+    const auto file = options.resume_dir / kCheckpointFile;
+    resumed = read_checkpoint(file);
+    check_resumable(resumed->config, to_json(config), file);
+    if (resumed->epochs_done >= config.run.epochs) {
+      throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its checkpoint has " +
+                        std::to_string(resumed->epochs_done) + " of run.epochs = " +
+                        std::to_string(config.run.epochs) +
+                        " epochs done; set run.epochs higher to continue it");
+    }
+    std::ostringstream shapes;
+    shapes << "checkpoint '" << file.string() << "' holds parameters "
+           << resumed->params.sizes() << " and " << resumed->buffers.size()
+           << " buffers; the model has [" << n << ", " << model->num_params() << "] and "
+           << buffers.size();
+    if (resumed->params.sizes() != x.sizes() || resumed->buffers.size() != buffers.size()) {
+      throw UserError(shapes.str());
+    }
+    torch::NoGradGuard no_grad;
+    x.copy_(resumed->params);
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      if (resumed->buffers[i].sizes() != buffers[i].sizes()) throw UserError(shapes.str());
+      buffers[i].copy_(resumed->buffers[i]);
+    }
+    optimizer.load_state(resumed->optimizer);
+    ledger = metrics::ByteLedger::from_json(resumed->ledger);
+    {
+      auto generator = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(resumed->torch_rng_state);
+    }
+  }
+
   // The run folder: config first, so even a run that fails later says what it was.
-  const auto run_dir = create_run_folder(config.run.out_dir, config.run.name);
+  const auto run_dir = resumed ? options.resume_dir
+                               : create_run_folder(config.run.out_dir, config.run.name);
   write_text_file(run_dir / "config.toml", to_toml(config));
-  data::write_partition_json((run_dir / "partition.json").string(), partition, train_set.labels,
-                             train_set.num_classes);
-  data::write_class_histogram_csv((run_dir / "class_histogram.csv").string(), partition,
-                                  train_set.labels, train_set.num_classes);
-  std::ofstream metrics_csv(run_dir / "metrics.csv");
-  metrics_csv << "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n";
-  std::ofstream epochs_csv(run_dir / "epochs.csv");
-  epochs_csv << "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,"
-                "average_model_accuracy,consensus_distance,mean_gb_sent_per_node,elapsed_s\n";
+  std::ofstream metrics_csv, epochs_csv;
+  if (resumed) {
+    keep_rows_up_to_epoch(run_dir / "metrics.csv", resumed->epochs_done);
+    keep_rows_up_to_epoch(run_dir / "epochs.csv", resumed->epochs_done);
+    metrics_csv.open(run_dir / "metrics.csv", std::ios::app);
+    epochs_csv.open(run_dir / "epochs.csv", std::ios::app);
+  } else {
+    data::write_partition_json((run_dir / "partition.json").string(), partition, train_set.labels,
+                               train_set.num_classes);
+    data::write_class_histogram_csv((run_dir / "class_histogram.csv").string(), partition,
+                                    train_set.labels, train_set.num_classes);
+    metrics_csv.open(run_dir / "metrics.csv");
+    metrics_csv << "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n";
+    epochs_csv.open(run_dir / "epochs.csv");
+    epochs_csv << "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,"
+                  "average_model_accuracy,consensus_distance,mean_gb_sent_per_node,elapsed_s\n";
+  }
 
   const double gap = graph::spectral_gap(*topology);
   progress(format("lpdt %s (%s): %s, %lld nodes on %s (spectral gap %.4f), %s, %lld params/node",
@@ -233,6 +346,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
     traits.int8_model = config.model.precision == ModelConfig::Precision::kInt8;
     traits.static_topology = static_graph;
     traits.random_compressor = config.algo.compressor == AlgoConfig::Compressor::kRandomK;
+    traits.int8_messages = config.algo.message_values == AlgoConfig::MessageValues::kInt8 &&
+                           config.algo.message_rounding == QuantConfig::Rounding::kStochastic;
+    traits.sparse_wire_size = config.algo.compressor != AlgoConfig::Compressor::kNone &&
+                              config.algo.keep_fraction < 1 &&
+                              config.ledger.accounting == LedgerConfig::Accounting::kLpdt;
     traits.lr_changes_every_step = config.optim.schedule == OptimConfig::Schedule::kCosine;
     graph_obstacle = cuda_graph_obstacle(traits);
     if (!graph_obstacle.empty()) {
@@ -263,7 +381,46 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   result.run_dir = run_dir;
   std::int64_t round = 0;
   double train_time_s = 0;
-  for (int epoch = 0; epoch < config.run.epochs; ++epoch) {
+  double elapsed_before = 0;  // a resumed run's time before its checkpoint
+  int first_epoch = 0;
+  if (resumed) {
+    first_epoch = resumed->epochs_done;
+    round = resumed->rounds_done;
+    result.steps = resumed->rounds_done;
+    train_time_s = resumed->train_time_s;
+    elapsed_before = resumed->elapsed_s;
+    result.epochs = epochs_from_json(resumed->epochs);
+    // Every node's batches depend only on how many it has drawn: replay the draws.
+    for (std::int64_t r = 0; r < resumed->rounds_done; ++r) loader.next();
+    progress(format("resumed from %s after epoch %d (%lld steps)",
+                    (run_dir / kCheckpointFile).string().c_str(), resumed->epochs_done,
+                    static_cast<long long>(resumed->rounds_done)));
+  }
+  const auto elapsed = [&] { return elapsed_before + seconds_since(start); };
+  const auto save_checkpoint = [&](int epochs_done) {
+    const bool due = config.run.checkpoint_every > 0 &&
+                     (epochs_done % config.run.checkpoint_every == 0 ||
+                      epochs_done == config.run.epochs);
+    if (!due) return;
+    TrainingState state;
+    state.epochs_done = epochs_done;
+    state.rounds_done = round;
+    state.train_time_s = train_time_s;
+    state.elapsed_s = elapsed();
+    state.params = x;
+    state.buffers = buffers;
+    state.optimizer = optimizer.state();
+    {
+      auto generator = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      state.torch_rng_state = generator.get_state();
+    }
+    state.ledger = ledger.to_json();
+    state.epochs = epochs_to_json(result.epochs);
+    state.config = to_json(config);
+    write_checkpoint(run_dir / kCheckpointFile, state);
+  };
+  for (int epoch = first_epoch; epoch < config.run.epochs; ++epoch) {
     const auto epoch_start = Clock::now();
     node_loss_sum.zero_();
     double lr = 0;
@@ -300,7 +457,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
     }
     train_time_s += seconds_since(epoch_start);
     result.steps += steps_per_epoch;
-    if ((epoch + 1) % config.run.eval_every != 0 && epoch + 1 != config.run.epochs) continue;
+    if ((epoch + 1) % config.run.eval_every != 0 && epoch + 1 != config.run.epochs) {
+      save_checkpoint(epoch + 1);
+      continue;
+    }
 
     EpochSummary summary;
     summary.epoch = epoch + 1;
@@ -309,7 +469,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
     summary.train_loss = node_mean_loss.mean().item<double>();
     summary.evaluation = evaluate(*model, x, buffers, test_batches, config.eval.per_node);
     summary.mean_gb_sent_per_node = ledger.mean_gb_sent_per_node();
-    summary.elapsed_s = seconds_since(start);
+    summary.elapsed_s = elapsed();
     const Evaluation& ev = summary.evaluation;
     for (std::size_t i = 0; i < ev.node_accuracy.size(); ++i) {
       metrics_csv << summary.epoch << "," << i << "," << lr << ","
@@ -329,6 +489,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
                ev.mean_accuracy, ev.min_accuracy, ev.max_accuracy, ev.consensus_distance,
                summary.mean_gb_sent_per_node, summary.elapsed_s));
     result.epochs.push_back(summary);
+    save_checkpoint(epoch + 1);
   }
 
   // The official code's protocol (spec 5.4): extra gossip-only rounds, then the mean of the
@@ -351,7 +512,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress) 
   result.final_evaluation = final_evaluation;
   result.bytes_sent_per_node = ledger.bytes_sent_per_node();
   result.mean_gb_sent_per_node = ledger.mean_gb_sent_per_node();
-  result.wall_time_s = seconds_since(start);
+  result.wall_time_s = elapsed();
   result.train_images_per_s =
       static_cast<double>(result.steps * n * config.data.batch_size) / std::max(train_time_s, 1e-9);
 

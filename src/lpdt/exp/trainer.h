@@ -34,9 +34,16 @@ struct TrainResult {
 // Where progress goes: one line at a time (stdout in the CLI, captured in tests).
 using ProgressSink = std::function<void(const std::string& line)>;
 
-// Runs the experiment and writes its run folder (under config.run.out_dir). `resolved_toml` is
-// the resolved configuration text written as config.toml. Throws UserError/ConfigError for bad
-// input; whatever was already written to the run folder stays.
-TrainResult train(const ExperimentConfig& config, const ProgressSink& progress);
+struct TrainOptions {
+  // Continue the run in this folder from its checkpoint (exp/checkpoint.h) instead of starting
+  // a new one: the configuration must be the checkpoint's (check_resumable), run.epochs may grow.
+  std::filesystem::path resume_dir;
+};
+
+// Runs the experiment and writes its run folder (under config.run.out_dir; or resume_dir). The
+// resolved configuration is written as config.toml. Throws UserError/ConfigError for bad input;
+// whatever was already written to the run folder stays.
+TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
+                  const TrainOptions& options = {});
 
 }  // namespace lpdt::exp

@@ -11,11 +11,6 @@
 namespace lpdt::metrics {
 namespace {
 
-// Our format (kLpdt): fp32 values, int32 indices, one fp32 push-sum weight per message.
-constexpr std::int64_t kValueBytes = 4;
-constexpr std::int64_t kIndexBytes = 4;
-constexpr std::int64_t kPushSumWeightBytes = 4;
-
 std::vector<std::int64_t> to_vector(const at::Tensor& t, std::int64_t n, const char* what) {
   std::ostringstream msg;
   msg << what << ": expected [" << n << "] integers, got " << t.sizes();
@@ -46,24 +41,13 @@ std::string_view to_string(ByteAccounting mode) {
   return mode == ByteAccounting::kLpdt ? "lpdt" : "reference";
 }
 
-std::int64_t payload_bytes(std::int64_t values, bool sparse, ByteAccounting mode) {
+std::int64_t reference_payload_bytes(std::int64_t values, bool sparse) {
   LPDT_CHECK(values >= 0, "negative value count");
-  if (mode == ByteAccounting::kReference) {
-    // Reference spec 3.4 (gossiper.py): dense 4*len(msg) with msg = [values | ps]; sparse
-    // 4*(len/2) + len with msg = [values | indices | ps], len = 2V + 1, in Python 3 true division:
-    // 2*(2V + 1) + 2V + 1 = 6V + 3.
-    if (!sparse) return 4 * (values + 1);
-    return 6 * values + 3;
-  }
-  if (!sparse) return kValueBytes * values + kPushSumWeightBytes;
-  return (kValueBytes + kIndexBytes) * values + kPushSumWeightBytes;
-}
-
-std::int64_t payload_bytes(const std::vector<std::int64_t>& values_per_segment, bool sparse,
-                           ByteAccounting mode) {
-  const std::int64_t values =
-      std::accumulate(values_per_segment.begin(), values_per_segment.end(), std::int64_t{0});
-  return payload_bytes(values, sparse, mode);
+  // Reference spec 3.4 (gossiper.py): dense 4*len(msg) with msg = [values | ps]; sparse
+  // 4*(len/2) + len with msg = [values | indices | ps], len = 2V + 1, in Python 3 true division:
+  // 2*(2V + 1) + 2V + 1 = 6V + 3.
+  if (!sparse) return 4 * (values + 1);
+  return 6 * values + 3;
 }
 
 at::Tensor out_degrees(const at::Tensor& mixing) {

@@ -5,9 +5,9 @@
 // the compressed values, their indices when sparse, and the push-sum weight that rides with every
 // message. Two accounting modes:
 //
-//  - kLpdt: our in-memory wire format. Dense: 4 bytes per fp32 value + 4 bytes push-sum weight.
-//    Sparse: 4 bytes per fp32 value + 4 bytes per int32 index + 4 bytes push-sum weight.
-//    Every recorded round is counted.
+//  - kLpdt: the encoded wire payload, byte for byte (comm/wire_payload.h; its size per node is
+//    computed by comm::payload_bytes and tested equal to the encoder's output). Every recorded
+//    round is counted.
 //  - kReference: exactly the official code (reference spec 3.4). Dense: 4 * (P + 1) per
 //    out-edge. Sparse: 6 * V + 3 per out-edge (V kept values; the code counts the index half of
 //    its float32 message at 1 byte per element). And its lag: `transfer_params` returns the bytes
@@ -29,13 +29,10 @@ enum class ByteAccounting { kLpdt, kReference };
 ByteAccounting parse_byte_accounting(std::string_view name);
 std::string_view to_string(ByteAccounting mode);
 
-// Bytes of ONE message on ONE out-edge.
+// Bytes of ONE message on ONE out-edge as the official code counts them (kReference):
 //   dense:  values = P (every scalar of the model)
 //   sparse: values = V (kept values, summed over segments)
-std::int64_t payload_bytes(std::int64_t values, bool sparse, ByteAccounting mode);
-// The same from per-segment counts (sparse: kept per segment; dense: numel per segment).
-std::int64_t payload_bytes(const std::vector<std::int64_t>& values_per_segment, bool sparse,
-                           ByteAccounting mode);
+std::int64_t reference_payload_bytes(std::int64_t values, bool sparse);
 
 // Out-degree of node j = number of i != j with mixing[i][j] > 0 (edge j -> i); in-degree of i =
 // number of j != i with mixing[i][j] > 0. mixing: [n, n] float, any device. Returns [n] int64 CPU.

@@ -1,0 +1,217 @@
+#include "lpdt/exp/checkpoint.h"
+
+#include <fcntl.h>
+#include <torch/serialize.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <array>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "lpdt/build_info.h"
+#include "lpdt/core/error.h"
+
+namespace lpdt::exp {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr std::array<char, 8> kMagic = {'L', 'P', 'D', 'T', 'C', 'K', 'P', 'T'};
+constexpr std::uint32_t kVersion = 1;
+
+void put_u32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+void put_u64(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+std::uint64_t get_le(const std::string& in, std::size_t at, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) {
+    v |= static_cast<std::uint64_t>(static_cast<unsigned char>(in[at + i])) << (8 * i);
+  }
+  return v;
+}
+
+std::uint32_t crc_of(const char* data, std::size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (size > 0) {
+    const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, 1u << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
+    data += chunk;
+    size -= chunk;
+  }
+  return static_cast<std::uint32_t>(crc);
+}
+
+// Writes all bytes and fsyncs, so that the rename that follows publishes a complete file.
+void write_synced(const fs::path& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw UserError("cannot write checkpoint '" + path.string() + "': " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      throw UserError("cannot write checkpoint '" + path.string() + "': " + why);
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    throw UserError("cannot sync checkpoint '" + path.string() + "': " + std::strerror(errno));
+  }
+}
+
+std::string corrupt(const fs::path& file, const std::string& what) {
+  return "checkpoint '" + file.string() + "' is corrupt or truncated (" + what +
+         "); resume from an intact copy or start the run again";
+}
+
+}  // namespace
+
+void write_checkpoint(const fs::path& file, const TrainingState& state) {
+  nlohmann::json meta;
+  meta["epochs_done"] = state.epochs_done;
+  meta["rounds_done"] = state.rounds_done;
+  meta["train_time_s"] = state.train_time_s;
+  meta["elapsed_s"] = state.elapsed_s;
+  meta["ledger"] = state.ledger;
+  meta["epochs"] = state.epochs;
+  meta["config"] = state.config;
+  meta["buffers"] = state.buffers.size();
+  meta["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
+  std::vector<std::string> optimizer_names;
+  torch::serialize::OutputArchive archive;
+  archive.write("params", state.params.cpu());
+  for (std::size_t i = 0; i < state.buffers.size(); ++i) {
+    archive.write("buffer." + std::to_string(i), state.buffers[i].cpu());
+  }
+  for (const auto& [name, tensor] : state.optimizer) {
+    optimizer_names.push_back(name);
+    archive.write("optimizer." + name, tensor.cpu());
+  }
+  meta["optimizer"] = optimizer_names;
+  archive.write("torch_rng_state", state.torch_rng_state);
+  std::ostringstream tensors;
+  archive.save_to(tensors);
+
+  const std::string json = meta.dump();
+  const std::string blob = tensors.str();
+  std::string bytes(kMagic.begin(), kMagic.end());
+  put_u32(bytes, kVersion);
+  put_u64(bytes, json.size());
+  bytes += json;
+  put_u64(bytes, blob.size());
+  bytes += blob;
+  put_u32(bytes, crc_of(bytes.data(), bytes.size()));
+
+  fs::path temporary = file;
+  temporary += ".tmp";
+  write_synced(temporary, bytes);
+  std::error_code ec;
+  fs::rename(temporary, file, ec);
+  if (ec) {
+    throw UserError("cannot replace checkpoint '" + file.string() + "': " + ec.message());
+  }
+  // Make the rename itself durable.
+  const int dir = ::open(file.parent_path().empty() ? "." : file.parent_path().c_str(), O_RDONLY);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+TrainingState read_checkpoint(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    throw UserError("no checkpoint '" + file.string() +
+                    "': the run wrote none (run.checkpoint_every = 0?) or the folder is not a "
+                    "run folder");
+  }
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  constexpr std::size_t kFixed = 8 + 4 + 8;
+  if (bytes.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), bytes.begin())) {
+    throw UserError("'" + file.string() + "' is not an lpdt checkpoint (no LPDTCKPT magic)");
+  }
+  if (bytes.size() < kFixed + 8 + 4) {
+    throw UserError(corrupt(file, std::to_string(bytes.size()) + " bytes"));
+  }
+  const auto version = static_cast<std::uint32_t>(get_le(bytes, 8, 4));
+  if (version != kVersion) {
+    throw UserError("checkpoint '" + file.string() + "' has format version " +
+                    std::to_string(version) + "; this lpdt reads version " +
+                    std::to_string(kVersion));
+  }
+  const std::uint32_t stored_crc = static_cast<std::uint32_t>(get_le(bytes, bytes.size() - 4, 4));
+  if (crc_of(bytes.data(), bytes.size() - 4) != stored_crc) {
+    throw UserError(corrupt(file, "checksum mismatch"));
+  }
+  const std::uint64_t json_size = get_le(bytes, 12, 8);
+  if (json_size > bytes.size() - kFixed - 8 - 4) throw UserError(corrupt(file, "bad JSON size"));
+  const std::size_t blob_at = kFixed + json_size + 8;
+  const std::uint64_t blob_size = get_le(bytes, kFixed + json_size, 8);
+  if (blob_size != bytes.size() - blob_at - 4) throw UserError(corrupt(file, "bad tensor size"));
+
+  TrainingState state;
+  try {
+    const nlohmann::json meta = nlohmann::json::parse(bytes.substr(kFixed, json_size));
+    state.epochs_done = meta.at("epochs_done").get<int>();
+    state.rounds_done = meta.at("rounds_done").get<std::int64_t>();
+    state.train_time_s = meta.at("train_time_s").get<double>();
+    state.elapsed_s = meta.at("elapsed_s").get<double>();
+    state.ledger = meta.at("ledger");
+    state.epochs = meta.at("epochs");
+    state.config = meta.at("config");
+    torch::serialize::InputArchive archive;
+    archive.load_from(bytes.data() + blob_at, blob_size);
+    archive.read("params", state.params);
+    const auto buffers = meta.at("buffers").get<std::size_t>();
+    state.buffers.resize(buffers);
+    for (std::size_t i = 0; i < buffers; ++i) {
+      archive.read("buffer." + std::to_string(i), state.buffers[i]);
+    }
+    for (const auto& name : meta.at("optimizer")) {
+      at::Tensor t;
+      archive.read("optimizer." + name.get<std::string>(), t);
+      state.optimizer.emplace(name.get<std::string>(), t);
+    }
+    archive.read("torch_rng_state", state.torch_rng_state);
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(corrupt(file, e.what()));
+  } catch (const c10::Error& e) {
+    throw UserError(corrupt(file, e.what_without_backtrace()));
+  }
+  return state;
+}
+
+void check_resumable(const nlohmann::json& saved, const nlohmann::json& now, const fs::path& file) {
+  static const std::set<std::string> kMayChange = {"run.epochs",     "run.log_every",
+                                                   "run.threads",    "run.eval_every",
+                                                   "run.checkpoint_every", "run.out_dir",
+                                                   "run.name"};
+  std::ostringstream problems;
+  int count = 0;
+  for (const auto& [section, keys] : now.items()) {
+    for (const auto& [key, value] : keys.items()) {
+      const std::string name = section + "." + key;
+      if (kMayChange.count(name)) continue;
+      const bool present = saved.contains(section) && saved[section].contains(key);
+      if (present && saved[section][key] == value) continue;
+      problems << (count++ ? "; " : "") << name << " = "
+               << (present ? saved[section][key].dump() : std::string("(absent)"))
+               << " in the checkpoint, " << value.dump() << " now";
+    }
+  }
+  if (count > 0) {
+    throw ConfigError("cannot resume from '" + file.string() + "': " + problems.str() +
+                      ". A resumed run must be the same experiment; only run.epochs, "
+                      "run.eval_every, run.checkpoint_every, run.log_every and run.threads may "
+                      "change");
+  }
+}
+
+}  // namespace lpdt::exp
