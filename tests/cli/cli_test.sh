@@ -45,6 +45,22 @@ expect 0 "done: average-model accuracy" -- "$lpdt" train --out "$work/runs" \
   --set model.arch=mlp --set model.norm=none --set graph.nodes=4 --set run.epochs=1 \
   --set data.batch_size=8 --set run.log_every=0
 expect 0 "summary.json" -- ls "$work"/runs/quickstart-*/
+# Resume: the finished 1-epoch run continues to 2 epochs in its own folder; a finished run, a
+# changed experiment and a folder without a checkpoint are clear errors.
+run_dir=$(ls -d "$work"/runs/quickstart-* | head -1)
+expect 2 "set run.epochs higher" -- "$lpdt" train --resume "$run_dir"
+expect 2 "graph.nodes = 4 in the checkpoint, 8 now" -- "$lpdt" train --resume "$run_dir" \
+  --set run.epochs=2 --set graph.nodes=8
+expect 0 "resumed from" -- "$lpdt" train --resume "$run_dir" --set run.epochs=2
+expect 0 "^2," -- cat "$run_dir/epochs.csv"
+expect 2 "config.toml' cannot be read" -- "$lpdt" train --resume "$work"
+mkdir -p "$work/no-checkpoint" && cp "$run_dir/config.toml" "$work/no-checkpoint/"
+expect 1 "no checkpoint" -- "$lpdt" train --resume "$work/no-checkpoint" --set run.epochs=2
+# Wire formats: a row per value format; a bad compressor spec names the expected forms.
+expect 0 "topk:0.01      int8" -- "$lpdt" bench --wire --arch lenet5 --channels 1 --size 28 \
+  --steps 1 --compressors topk:0.01
+expect 2 "topk:<keep fraction>" -- "$lpdt" bench --wire --compressors topk:many
+expect 2 "algo.message_values" -- "$lpdt" train --set algo.name=dpsgd --set algo.message_values=int8
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]
