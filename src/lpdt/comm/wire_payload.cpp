@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 namespace lpdt::comm {
 namespace {
@@ -157,6 +158,25 @@ class Writer {
   }
   void raw(std::span<const std::uint8_t> data) {
     bytes_.insert(bytes_.end(), data.begin(), data.end());
+  }
+  // A run of values: one copy on a little-endian host (the wire's byte order), else value by
+  // value. The per-value path pushed 4 bytes at a time and ran at ~0.6 GB/s (docs/benchmarks.md).
+  template <typename T>
+  void values(std::span<const T> data) {
+    static_assert(std::is_trivially_copyable_v<T> && (sizeof(T) == 2 || sizeof(T) == 4));
+    if constexpr (std::endian::native == std::endian::little) {
+      const std::size_t at = bytes_.size();
+      bytes_.resize(at + data.size_bytes());
+      if (!data.empty()) std::memcpy(bytes_.data() + at, data.data(), data.size_bytes());
+    } else {
+      for (const T value : data) {
+        if constexpr (sizeof(T) == 2) {
+          u16(std::bit_cast<std::uint16_t>(value));
+        } else {
+          u32(std::bit_cast<std::uint32_t>(value));
+        }
+      }
+    }
   }
 
   std::vector<std::uint8_t>& bytes() { return bytes_; }
@@ -489,16 +509,24 @@ LayerMessage read_layer(Cursor& cursor, std::size_t layer_index) {
   switch (layer.format) {
     case ValueFormat::kFloat32:
       layer.f32.resize(count);
-      for (std::uint32_t e = 0; e < count; ++e) {
-        layer.f32[e] = std::bit_cast<float>(
-            static_cast<std::uint32_t>(read_little_endian(values.data() + 4 * std::size_t{e}, 4)));
+      if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(layer.f32.data(), values.data(), values.size());  // the wire's byte order
+      } else {
+        for (std::uint32_t e = 0; e < count; ++e) {
+          layer.f32[e] = std::bit_cast<float>(static_cast<std::uint32_t>(
+              read_little_endian(values.data() + 4 * std::size_t{e}, 4)));
+        }
       }
       break;
     case ValueFormat::kBfloat16:
       layer.bf16.resize(count);
-      for (std::uint32_t e = 0; e < count; ++e) {
-        layer.bf16[e] =
-            static_cast<std::uint16_t>(read_little_endian(values.data() + 2 * std::size_t{e}, 2));
+      if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(layer.bf16.data(), values.data(), values.size());
+      } else {
+        for (std::uint32_t e = 0; e < count; ++e) {
+          layer.bf16[e] =
+              static_cast<std::uint16_t>(read_little_endian(values.data() + 2 * std::size_t{e}, 2));
+        }
       }
       break;
     case ValueFormat::kInt8:
@@ -644,10 +672,10 @@ std::vector<std::uint8_t> encode(const Message& message) {
     }
     switch (layer.format) {
       case ValueFormat::kFloat32:
-        for (const float value : layer.f32) out.f32(value);
+        out.values(std::span<const float>(layer.f32));
         break;
       case ValueFormat::kBfloat16:
-        for (const std::uint16_t value : layer.bf16) out.u16(value);
+        out.values(std::span<const std::uint16_t>(layer.bf16));
         break;
       case ValueFormat::kInt8:
         out.raw(layer.codes);
