@@ -153,5 +153,38 @@ TEST(ByteLedger, PaperTable3ReferenceAccounting) {
   }
 }
 
+// Multi-process runs: ledgers of disjoint node blocks add up to the whole run's, in both modes,
+// and a whole-run ledger split with keep_only_nodes adds back up to itself.
+TEST(ByteLedger, BlocksAddUpToTheWholeRun) {
+  const auto w = irregular_graph();
+  const auto payload = torch::tensor({100, 70, 50, 30, 10}, torch::kLong);
+  for (ByteAccounting mode : {ByteAccounting::kLpdt, ByteAccounting::kReference}) {
+    ByteLedger whole(5, mode), a(5, mode), b(5, mode);
+    const auto in_a = torch::tensor({1, 1, 0, 0, 0}, torch::kLong);
+    for (std::int64_t round = 0; round < 3; ++round) {
+      const EdgeBytes edges = bytes_over_edges(w, payload * (round + 1));
+      whole.record_round(round, edges.sent, edges.received);
+      a.record_round(round, edges.sent * in_a, edges.received * in_a);
+      b.record_round(round, edges.sent * (1 - in_a), edges.received * (1 - in_a));
+    }
+    ByteLedger sum = a;
+    sum.add(b);
+    EXPECT_EQ(sum.bytes_sent_per_node(), whole.bytes_sent_per_node());
+    EXPECT_EQ(sum.bytes_received_per_node(), whole.bytes_received_per_node());
+    EXPECT_EQ(sum.rounds(), whole.rounds());
+    EXPECT_EQ(sum.to_json(), whole.to_json());
+
+    ByteLedger first = whole, second = whole;
+    first.keep_only_nodes(0, 2, /*keep_round_totals=*/true);
+    second.keep_only_nodes(2, 3, /*keep_round_totals=*/false);
+    EXPECT_EQ(first.bytes_sent_per_node()[2], 0);
+    first.add(second);
+    EXPECT_EQ(first.to_json(), whole.to_json());
+  }
+  ByteLedger other(4, ByteAccounting::kLpdt);
+  ByteLedger five(5, ByteAccounting::kLpdt);
+  EXPECT_THROW(five.add(other), UserError);
+}
+
 }  // namespace
 }  // namespace lpdt::metrics

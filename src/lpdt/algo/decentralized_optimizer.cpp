@@ -42,27 +42,39 @@ at::Tensor columns_mask(const LayerLayout& layout, const std::vector<bool>& per_
 DecentralizedOptimizer::DecentralizedOptimizer(const DecentralizedOptions& options,
                                                std::int64_t num_nodes, const LayerLayout& layout,
                                                at::Device device)
+    : DecentralizedOptimizer(options, layout, device,
+                             std::make_unique<InProcessExchange>(num_nodes)) {}
+
+DecentralizedOptimizer::DecentralizedOptimizer(const DecentralizedOptions& options,
+                                               const LayerLayout& layout, at::Device device,
+                                               std::unique_ptr<MessageExchange> exchange)
     : options_(validated(options)),
       algorithm_(parse_algorithm(options_.algorithm())),
       accounting_(metrics::parse_byte_accounting(options_.accounting())),
-      num_nodes_(num_nodes),
+      exchange_(std::move(exchange)),
+      nodes_(exchange_ ? exchange_->nodes() : NodeRange{}),
+      num_nodes_(nodes_.total),
       layout_(layout),
       device_(device),
-      push_sum_(num_nodes, device),
+      push_sum_(nodes_.count, device),
       rounds_(at::zeros({}, at::kLong)) {
-  LPDT_CHECK(num_nodes > 0 && layout.total_numel > 0, "optimizer needs nodes and parameters");
+  LPDT_CHECK(exchange_ != nullptr, "optimizer needs a message exchange");
+  LPDT_CHECK(nodes_.count > 0 && layout.total_numel > 0, "optimizer needs nodes and parameters");
+  LPDT_CHECK(options_.compressor().first_node() == nodes_.first,
+             "optimizer: compressor first_node must be the first hosted node");
   const XhatInit xhat_init = parse_xhat_init(options_.xhat_init());
+  const std::int64_t rows = nodes_.count;
   if (options_.qgm()) {
-    qgm_.emplace(options_.momentum(), options_.nesterov(), options_.weight_decay(), num_nodes,
+    qgm_.emplace(options_.momentum(), options_.nesterov(), options_.weight_decay(), rows,
                  layout.total_numel, device);
   } else {
     sgd_.emplace(SgdOptions()
                      .momentum(options_.momentum())
                      .nesterov(options_.nesterov())
                      .weight_decay(options_.weight_decay()),
-                 num_nodes, layout.total_numel, device);
+                 rows, layout.total_numel, device);
   }
-  gossip_ = make_gossip(algorithm_, compress::make_compressor(options_.compressor()), num_nodes,
+  gossip_ = make_gossip(algorithm_, compress::make_compressor(options_.compressor()), nodes_,
                         layout, xhat_init, device);
 }
 
@@ -81,11 +93,11 @@ std::int64_t DecentralizedOptimizer::rounds_done() const { return rounds_.item<s
 
 void DecentralizedOptimizer::check_inputs(const at::Tensor& x, const at::Tensor& mixing) const {
   std::ostringstream msg;
-  msg << "x must be [" << num_nodes_ << ", " << layout_.total_numel << "] float32 on " << device_
+  msg << "x must be [" << nodes_.count << ", " << layout_.total_numel << "] float32 on " << device_
       << ", got " << x.sizes() << " " << x.scalar_type() << " on " << x.device()
       << "; mixing must be [" << num_nodes_ << ", " << num_nodes_ << "] float32, got "
       << mixing.sizes() << " " << mixing.scalar_type();
-  LPDT_CHECK(x.dim() == 2 && x.size(0) == num_nodes_ && x.size(1) == layout_.total_numel &&
+  LPDT_CHECK(x.dim() == 2 && x.size(0) == nodes_.count && x.size(1) == layout_.total_numel &&
                  x.scalar_type() == at::kFloat && x.device().type() == device_.type() &&
                  mixing.dim() == 2 && mixing.size(0) == num_nodes_ &&
                  mixing.size(1) == num_nodes_ && mixing.scalar_type() == at::kFloat &&
@@ -97,9 +109,12 @@ void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing, 
                                        metrics::ByteLedger& ledger) {
   LPDT_CHECK(ledger.mode() == accounting_ && ledger.num_nodes() == num_nodes_,
              "byte ledger mode / node count differs from the optimizer's");
-  const ConsensusStep consensus_step(mixing, options_.eta());  // L = eta (W - I)
-  const compress::Compressed sent = gossip_->mix(z, consensus_step, round);
-  push_sum_.mix(consensus_step.matrix());  // ps <- ps + eta (W ps - ps)  (spec 5.1)
+  const ConsensusStep consensus_step(mixing, options_.eta(), nodes_);  // L = eta (W - I)
+  const compress::Compressed sent = gossip_->prepare(z, round);
+  const ExchangedRound heard =
+      exchange_->exchange(sent, push_sum_.weights(), host_mixing(mixing), round, algorithm_);
+  gossip_->combine(z, heard.messages, consensus_step);
+  push_sum_.mix(consensus_step, heard.push_sum_weights);  // ps <- ps + eta (W ps - ps)  (spec 5.1)
   if (accounting_ == metrics::ByteAccounting::kReference) {
     last_payload_ = at::full({num_nodes_},
                              metrics::reference_payload_bytes(sent.sent.values, sent.sent.sparse),
@@ -108,12 +123,29 @@ void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing, 
     // The encoded size of every node's payload (comm/wire_payload.h); a dense one depends only on
     // the layout (no device work: the step stays capturable).
     last_payload_ = at::full({num_nodes_}, comm::dense_payload_bytes(sent.values, layout_), at::kLong);
-  } else {
+  } else if (nodes_.is_all()) {
     // Sparse messages' sizes depend on the kept positions: a read from the device.
     last_payload_ = comm::payload_bytes(sent, layout_).cpu();
+  } else {
+    // The hosted nodes' sizes, and the sizes of the payloads that came from other processes.
+    last_payload_ = heard.received_payload_bytes.clone();
+    last_payload_.narrow(0, nodes_.first, nodes_.count).copy_(comm::payload_bytes(sent, layout_));
   }
-  ledger.record_round_from_payload(round, host_mixing(mixing), last_payload_);
+  record_bytes(round, mixing, ledger);
   rounds_.add_(1);
+}
+
+void DecentralizedOptimizer::record_bytes(std::int64_t round, const at::Tensor& mixing,
+                                          metrics::ByteLedger& ledger) {
+  if (nodes_.is_all()) {
+    ledger.record_round_from_payload(round, host_mixing(mixing), last_payload_);
+    return;
+  }
+  // Only the hosted nodes' sends and receives: other ranks record theirs.
+  const metrics::EdgeBytes edges = metrics::bytes_over_edges(host_mixing(mixing), last_payload_);
+  at::Tensor hosted = at::zeros({num_nodes_}, at::kLong);
+  hosted.narrow(0, nodes_.first, nodes_.count).fill_(1);
+  ledger.record_round(round, edges.sent * hosted, edges.received * hosted);
 }
 
 const at::Tensor& DecentralizedOptimizer::host_mixing(const at::Tensor& mixing) {
@@ -128,7 +160,7 @@ const at::Tensor& DecentralizedOptimizer::host_mixing(const at::Tensor& mixing) 
 void DecentralizedOptimizer::account_replayed_round(const at::Tensor& mixing, std::int64_t round,
                                                     metrics::ByteLedger& ledger) {
   LPDT_CHECK(rounds_done() > 0, "account_replayed_round: no round was captured");
-  ledger.record_round_from_payload(round, host_mixing(mixing), last_payload_);
+  record_bytes(round, mixing, ledger);
   rounds_.add_(1);
 }
 
@@ -181,14 +213,18 @@ void DecentralizedOptimizer::load_state(const std::map<std::string, at::Tensor>&
     if (it == saved.end()) {
       throw UserError("optimizer checkpoint has no tensor '" + name + "'");
     }
-    if (it->second.sizes() != live.sizes()) {
+    // Per-node tensors hold all n nodes' rows; this process takes its own.
+    auto expected = live.sizes().vec();
+    if (live.dim() > 0) expected[0] = num_nodes_;
+    if (it->second.sizes().vec() != expected) {
       std::ostringstream msg;
       msg << "optimizer checkpoint tensor '" << name << "' has shape " << it->second.sizes()
-          << ", expected " << live.sizes();
+          << ", expected " << at::IntArrayRef(expected);
       throw UserError(msg.str());
     }
-    live.copy_(it->second);
+    live.copy_(live.dim() > 0 ? it->second.narrow(0, nodes_.first, nodes_.count) : it->second);
   }
+  gossip_->restore(saved);
 }
 
 }  // namespace lpdt::algo

@@ -22,10 +22,12 @@
 
 #include "lpdt/algo/gossip.h"
 #include "lpdt/algo/local_sgd.h"
+#include "lpdt/algo/message_exchange.h"
 #include "lpdt/algo/push_sum.h"
 #include "lpdt/algo/qgm.h"
 #include "lpdt/compress/compressor.h"
 #include "lpdt/core/layer_layout.h"
+#include "lpdt/core/node_range.h"
 #include "lpdt/metrics/byte_ledger.h"
 
 namespace lpdt::algo {
@@ -54,9 +56,15 @@ at::Tensor columns_mask(const LayerLayout& layout, const std::vector<bool>& per_
 
 class DecentralizedOptimizer {
  public:
-  // ConfigError for a bad option (names the value). Buffers live on `device`.
+  // ConfigError for a bad option (names the value). Buffers live on `device`. Every node in
+  // this process (the simulator).
   DecentralizedOptimizer(const DecentralizedOptions& options, std::int64_t num_nodes,
                          const LayerLayout& layout, at::Device device = at::kCPU);
+  // The nodes exchange->nodes() of a multi-process run: every [n, P] buffer below has
+  // nodes.count rows (global nodes first .. first + count - 1); mixing matrices stay [n, n]
+  // with n = nodes.total. The compressor's options.first_node must be nodes.first.
+  DecentralizedOptimizer(const DecentralizedOptions& options, const LayerLayout& layout,
+                         at::Device device, std::unique_ptr<MessageExchange> exchange);
 
   // Restricts the local update (and weight decay) to the columns where `trainable` ([P] bool or
   // 0/1 float) is true; the other columns are still gossiped. Undefined tensor: every column.
@@ -82,14 +90,17 @@ class DecentralizedOptimizer {
   void account_replayed_round(const at::Tensor& mixing, std::int64_t round,
                               metrics::ByteLedger& ledger);
 
-  // A ledger with this optimizer's accounting mode.
+  // A ledger with this optimizer's accounting mode, for all n nodes (a rank records its own
+  // nodes' bytes only; the ranks' ledgers add up, ByteLedger::add).
   metrics::ByteLedger make_ledger() const;
 
-  // Every buffer, live (copy_ into them to restore): "ps" [n], "rounds" (0-d int64, rounds done),
-  // "momentum" [n, P] (local momentum on), "qgm_buffer" [n, P] (qgm), "error_feedback" [n, P]
-  // (deepsqueeze), "xhat" [n, P] (choco).
+  // Every buffer of the hosted nodes, live rows: "ps" [count], "rounds" (0-d int64, rounds
+  // done), "momentum" [count, P] (local momentum on), "qgm_buffer" [count, P] (qgm),
+  // "error_feedback" [count, P] (deepsqueeze), "xhat" [count, P] (choco).
   std::map<std::string, at::Tensor> state();
-  // Copies a checkpoint's tensors into state(); UserError on a missing name or a shape mismatch.
+  // Restores from a checkpoint's tensors of ALL n nodes (the rows of state(), [n, ...]): the
+  // hosted rows, and the algorithm's copies of other nodes' state (Choco's x-hat). UserError on
+  // a missing name or a shape mismatch.
   void load_state(const std::map<std::string, at::Tensor>& saved);
 
   const DecentralizedOptions& options() const { return options_; }
@@ -97,6 +108,7 @@ class DecentralizedOptimizer {
   const at::Tensor& push_sum_weights() const { return push_sum_.weights(); }
   const GossipAlgorithm& gossip() const { return *gossip_; }
   std::int64_t rounds_done() const;
+  const NodeRange& nodes() const { return nodes_; }
 
  private:
   void check_inputs(const at::Tensor& x, const at::Tensor& mixing) const;
@@ -107,7 +119,9 @@ class DecentralizedOptimizer {
   DecentralizedOptions options_;
   Algorithm algorithm_;
   metrics::ByteAccounting accounting_;
-  std::int64_t num_nodes_;
+  std::unique_ptr<MessageExchange> exchange_;
+  NodeRange nodes_;
+  std::int64_t num_nodes_;  // nodes_.total
   LayerLayout layout_;
   at::Device device_;
   PushSum push_sum_;
@@ -122,9 +136,12 @@ class DecentralizedOptimizer {
   const at::Tensor& host_mixing(const at::Tensor& mixing);
   at::Tensor device_mixing_seen_;
   at::Tensor host_mixing_;
-  // [n] int64 CPU: payload bytes per node of the last consensus round. A captured step's size is
-  // the same at every replay (dense messages: no CUDA graph captures a sparse step).
+  // [n] int64 CPU: payload bytes per node of the last consensus round (the hosted nodes' and
+  // their in-neighbours'). A captured step's size is the same at every replay (dense messages:
+  // no CUDA graph captures a sparse step).
   at::Tensor last_payload_;
+  // Records a round's bytes: every node's when all are hosted, else the hosted nodes' only.
+  void record_bytes(std::int64_t round, const at::Tensor& mixing, metrics::ByteLedger& ledger);
 };
 
 }  // namespace lpdt::algo

@@ -12,11 +12,13 @@ namespace lpdt::algo {
 
 class DeepSqueeze final : public GossipAlgorithm {
  public:
+  // num_nodes: the hosted nodes (count).
   DeepSqueeze(std::unique_ptr<compress::Compressor> compressor, std::int64_t num_nodes,
               const LayerLayout& layout, at::Device device);
   Algorithm kind() const override { return Algorithm::kDeepSqueeze; }
-  compress::Compressed mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) override;
-  // "error_feedback": e [n, P] float32.
+  compress::Compressed prepare(at::Tensor& z, std::int64_t round) override;
+  void combine(at::Tensor& z, const at::Tensor& messages, const ConsensusStep& step) override;
+  // "error_feedback": the hosted nodes' e [count, P] float32.
   std::map<std::string, at::Tensor> state() override;
 
   const at::Tensor& error_feedback() const { return error_; }

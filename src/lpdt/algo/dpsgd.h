@@ -10,7 +10,8 @@ class Dpsgd final : public GossipAlgorithm {
  public:
   explicit Dpsgd(const LayerLayout& layout) : layout_(layout) {}
   Algorithm kind() const override { return Algorithm::kDpsgd; }
-  compress::Compressed mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) override;
+  compress::Compressed prepare(at::Tensor& z, std::int64_t round) override;
+  void combine(at::Tensor& z, const at::Tensor& messages, const ConsensusStep& step) override;
 
  private:
   LayerLayout layout_;

@@ -51,7 +51,15 @@ at::Tensor consensus_step_matrix(const at::Tensor& mixing, double eta) {
 }
 
 ConsensusStep::ConsensusStep(const at::Tensor& mixing, double eta)
-    : dense_(consensus_step_matrix(mixing, eta)) {
+    : ConsensusStep(mixing, eta, NodeRange::all(mixing.dim() == 2 ? mixing.size(0) : 0)) {}
+
+ConsensusStep::ConsensusStep(const at::Tensor& mixing, double eta, const NodeRange& rows)
+    : rows_(rows) {
+  const at::Tensor full = consensus_step_matrix(mixing, eta);
+  LPDT_CHECK(rows.total == full.size(0) && rows.first >= 0 && rows.count > 0 &&
+                 rows.end() <= rows.total,
+             "ConsensusStep: hosted rows outside the mixing matrix");
+  dense_ = rows.is_all() ? full : full.narrow(0, rows.first, rows.count).contiguous();
   if (dense_.device().is_cpu()) sparse_ = dense_.to_sparse().coalesce();
 }
 
@@ -64,12 +72,21 @@ void ConsensusStep::add_product(at::Tensor& z, const at::Tensor& m) const {
 }
 
 void ConsensusStep::add_self_product(at::Tensor& z) const {
+  LPDT_CHECK(rows_.is_all(), "ConsensusStep::add_self_product needs every row hosted");
   z.add_(at::mm(sparse_.defined() ? sparse_ : dense_, z));
+}
+
+compress::Compressed GossipAlgorithm::mix(at::Tensor& z, const ConsensusStep& step,
+                                          std::int64_t round) {
+  LPDT_CHECK(step.rows().is_all(), "GossipAlgorithm::mix needs every node hosted");
+  compress::Compressed sent = prepare(z, round);
+  combine(z, sent.dense, step);
+  return sent;
 }
 
 std::unique_ptr<GossipAlgorithm> make_gossip(Algorithm algorithm,
                                              std::unique_ptr<compress::Compressor> compressor,
-                                             std::int64_t num_nodes, const LayerLayout& layout,
+                                             const NodeRange& nodes, const LayerLayout& layout,
                                              XhatInit xhat_init, at::Device device) {
   LPDT_CHECK(compressor != nullptr, "make_gossip: no compressor");
   switch (algorithm) {
@@ -81,9 +98,9 @@ std::unique_ptr<GossipAlgorithm> make_gossip(Algorithm algorithm,
       }
       return std::make_unique<Dpsgd>(layout);
     case Algorithm::kDeepSqueeze:
-      return std::make_unique<DeepSqueeze>(std::move(compressor), num_nodes, layout, device);
+      return std::make_unique<DeepSqueeze>(std::move(compressor), nodes.count, layout, device);
     case Algorithm::kChoco:
-      return std::make_unique<Choco>(std::move(compressor), num_nodes, layout, xhat_init, device);
+      return std::make_unique<Choco>(std::move(compressor), nodes, layout, xhat_init, device);
   }
   LPDT_CHECK(false, "unknown algorithm");
   return nullptr;

@@ -20,6 +20,7 @@
 
 #include "lpdt/compress/compressor.h"
 #include "lpdt/core/layer_layout.h"
+#include "lpdt/core/node_range.h"
 
 namespace lpdt::algo {
 
@@ -50,20 +51,28 @@ at::Tensor consensus_step_matrix(const at::Tensor& mixing, double eta);
 // edges of W times P: Debian's LibTorch calls the reference (netlib) BLAS, whose dense
 // [n, n] x [n, P] GEMM is ~8x slower on ResNet-20-sized buffers (16 nodes: 56 ms vs 7 ms). On
 // other devices it is a dense GEMM. Both compute the same sums (in a different order).
+//
+// A process hosting the nodes `rows` (NodeRange) keeps only their rows of L: z has `rows.count`
+// rows and M all n. On CPU each row of the sparse product adds its terms in increasing column
+// order whatever the other rows are, so a rank of a multi-process run computes its nodes' sums
+// bit for bit as the simulator does (tested under MPI, dist/).
 class ConsensusStep {
  public:
-  // mixing: [n, n] float32. eta in (0, 1].
+  // mixing: [n, n] float32. eta in (0, 1]. rows: the hosted nodes (default: all n).
   ConsensusStep(const at::Tensor& mixing, double eta);
+  ConsensusStep(const at::Tensor& mixing, double eta, const NodeRange& rows);
 
-  // L [n, n] dense.
+  // The hosted rows of L: [count, n] dense.
   const at::Tensor& matrix() const { return dense_; }
-  // z += L m; z, m: [n, P] float32; m must not alias z.
+  const NodeRange& rows() const { return rows_; }
+  // z += L m; z: [count, P], m: [n, P] float32; m must not alias z.
   void add_product(at::Tensor& z, const at::Tensor& m) const;
-  // z += L z (D-PSGD), through a temporary.
+  // z += L z (all rows hosted only), through a temporary.
   void add_self_product(at::Tensor& z) const;
 
  private:
-  at::Tensor dense_;   // [n, n]
+  NodeRange rows_;
+  at::Tensor dense_;   // [count, n]
   at::Tensor sparse_;  // coalesced COO of dense_ (CPU only), undefined elsewhere
 };
 
@@ -74,25 +83,37 @@ class GossipAlgorithm {
 
   virtual Algorithm kind() const = 0;
 
-  // Called once, before the first round, with the initial numerators z [n, P] (Choco uses it
-  // when x-hat starts from the model).
+  // Called once, before the first round, with the hosted nodes' initial numerators z
+  // [count, P] (Choco uses it when x-hat starts from the model: every node starts from the same
+  // model, so z's first row is also every other node's).
   virtual void start(const at::Tensor& z) {}
 
-  // One round on the numerators z [n, P] float32 (updated in place) with the consensus step
-  // L = eta (W - I); `round` seeds random compressors. The push-sum weights are mixed by the
-  // caller with the same L. Returns the message every node sent (its values as the receivers
-  // see them, its kept positions and codes: what the wire payload carries, comm/message_codec.h).
-  virtual compress::Compressed mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round) = 0;
+  // One round is two phases around the message exchange (algo/message_exchange.h):
+  //  1. prepare: from the hosted numerators z [count, P], the message of every hosted node (its
+  //     values as the receivers will see them, its kept positions and codes: what the wire
+  //     payload carries, comm/message_codec.h); `round` seeds random compressors.
+  //  2. combine: with `messages` [n, P], every node's message as its receivers see it (the rows
+  //     of the hosted nodes and of their in-neighbours are set), z += the round's consensus
+  //     update with L = eta (W - I) (in place).
+  // The push-sum weights are mixed by the caller with the same L.
+  virtual compress::Compressed prepare(at::Tensor& z, std::int64_t round) = 0;
+  virtual void combine(at::Tensor& z, const at::Tensor& messages, const ConsensusStep& step) = 0;
 
-  // The algorithm's buffers, live (copy_ into them to restore a checkpoint).
+  // Both phases in one process that hosts every node (the messages are the prepared ones).
+  compress::Compressed mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round);
+
+  // The algorithm's buffers for the hosted nodes, live rows [count, ...] (checkpoints).
   virtual std::map<std::string, at::Tensor> state() { return {}; }
+  // Restores from a checkpoint's buffers of all n nodes ([n, ...] each, as state() names them):
+  // the hosted rows, and whatever copies of other nodes' state the algorithm keeps.
+  virtual void restore(const std::map<std::string, at::Tensor>& all_nodes) {}
 };
 
-// Builds an algorithm for n nodes of `layout` with compressor `compressor` (D-PSGD requires
-// "none": ConfigError otherwise). Buffers are allocated on `device`.
+// Builds an algorithm for the hosted `nodes` of `layout` with compressor `compressor` (D-PSGD
+// requires "none": ConfigError otherwise). Buffers are allocated on `device`.
 std::unique_ptr<GossipAlgorithm> make_gossip(Algorithm algorithm,
                                              std::unique_ptr<compress::Compressor> compressor,
-                                             std::int64_t num_nodes, const LayerLayout& layout,
+                                             const NodeRange& nodes, const LayerLayout& layout,
                                              XhatInit xhat_init, at::Device device);
 
 }  // namespace lpdt::algo

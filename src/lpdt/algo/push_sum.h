@@ -12,9 +12,11 @@
 
 namespace lpdt::algo {
 
+class ConsensusStep;  // algo/gossip.h
+
 class PushSum {
  public:
-  // n nodes, weights initialised to 1 (float32, on `device`).
+  // n hosted nodes, weights initialised to 1 (float32, on `device`).
   PushSum(std::int64_t num_nodes, at::Device device);
 
   // [n] float32, live (mix() and checkpoint loading write into it).
@@ -26,9 +28,11 @@ class PushSum {
   // z [n, P] -> x = z / ps, in place (spec 5.1: before forward, p /= ps).
   void to_params(at::Tensor& z) const;
 
-  // ps <- ps + eta * (W ps - ps) = ps + L ps, with step_matrix L = eta (W - I) [n, n] dense
-  // (ConsensusStep::matrix()). The weight travels uncompressed with every message (spec 5.1).
-  void mix(const at::Tensor& step_matrix);
+  // ps <- ps + eta * (W ps - ps) = ps + L ps with the round's ConsensusStep (the same sparse
+  // product as the numerators'). all_weights: [n] every node's weight before the round as its
+  // receivers see it (the weight travels uncompressed with every message, spec 5.1); for the
+  // hosted rows it equals weights(), and it must not alias it.
+  void mix(const ConsensusStep& step, const at::Tensor& all_weights);
 
  private:
   at::Tensor weights_;  // [n] float32

@@ -5,6 +5,22 @@
 
 #include "lpdt/cli/commands.h"
 #include "lpdt/core/error.h"
+#include "lpdt/dist/cluster.h"
+
+namespace {
+
+// Under mpirun: a configuration error is the same on every rank, so rank 0 alone reports it and
+// every rank exits normally; any other error stops the whole job (no peer waits for this rank).
+int fail(const char* kind, const std::exception& e, int code) {
+  const int rank = lpdt::dist::job_rank();
+  if (rank > 0 && code == 2) return code;
+  std::cerr << "lpdt: " << (rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string())
+            << kind << e.what() << "\n";
+  if (code != 2) lpdt::dist::abort_job(code);
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"lpdt: decentralized training on many peer-to-peer nodes that never share data"};
@@ -19,14 +35,11 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   } catch (const lpdt::ConfigError& e) {
-    std::cerr << "lpdt: configuration error: " << e.what() << "\n";
-    return 2;
+    return fail("configuration error: ", e, 2);
   } catch (const lpdt::UserError& e) {
-    std::cerr << "lpdt: error: " << e.what() << "\n";
-    return 1;
+    return fail("error: ", e, 1);
   } catch (const std::exception& e) {
-    std::cerr << "lpdt: " << e.what() << "\n";
-    return 1;
+    return fail("", e, 1);
   }
   return lpdt::cli::exit_code();
 }

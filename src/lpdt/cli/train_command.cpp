@@ -4,6 +4,7 @@
 
 #include "lpdt/build_info.h"
 #include "lpdt/cli/commands.h"
+#include "lpdt/dist/cluster.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/trainer.h"
 
@@ -63,6 +64,8 @@ void add_train_command(CLI::App& app) {
     }
     exp::TrainOptions options;
     options.resume_dir = args->resume_dir;
+    // Under mpirun: one rank of a multi-process run (dist/cluster.h).
+    if (dist::launched_by_mpirun()) options.cluster = &dist::mpi_cluster(config.run.receive_timeout_s);
     exp::train(config, [](const std::string& line) { std::cout << line << std::endl; }, options);
   });
 }

@@ -86,7 +86,7 @@ std::unique_ptr<Compressor> make_sparsifier(const CompressorOptions& options) {
     return std::make_unique<TopKCompressor>(options.keep_fraction());
   if (name == "randomk" || name == "random_k") {
     return std::make_unique<RandomKCompressor>(options.keep_fraction(), options.seed(),
-                                               options.unbiased());
+                                               options.unbiased(), options.first_node());
   }
   throw ConfigError("unknown compressor '" + name + "': expected one of none, topk, randomk");
 }

@@ -5,8 +5,9 @@
 
 namespace lpdt::compress {
 
-RandomKCompressor::RandomKCompressor(double keep_fraction, std::uint64_t seed, bool unbiased)
-    : keep_fraction_(keep_fraction), seed_(seed), unbiased_(unbiased) {
+RandomKCompressor::RandomKCompressor(double keep_fraction, std::uint64_t seed, bool unbiased,
+                                     std::int64_t first_node)
+    : keep_fraction_(keep_fraction), seed_(seed), unbiased_(unbiased), first_node_(first_node) {
   check_keep_fraction(keep_fraction);
 }
 
@@ -50,7 +51,8 @@ Compressed RandomKCompressor::compress(const at::Tensor& v, const LayerLayout& l
   }
   const std::uint64_t seed = step_seed(seed_, step);
   for (std::int64_t node = 0; node < n; ++node) {
-    Rng rng = Rng::stream(seed, static_cast<std::uint64_t>(node), StreamPurpose::kCompress);
+    Rng rng = Rng::stream(seed, static_cast<std::uint64_t>(first_node_ + node),
+                          StreamPurpose::kCompress);
     for (std::size_t s = 0; s < layout.segments.size(); ++s) {
       const std::int64_t k = out.sent.kept_per_segment[s];
       auto picked = sample_indices(layout.segments[s].numel, k, rng);

@@ -14,7 +14,9 @@ namespace lpdt::compress {
 class RandomKCompressor final : public Compressor {
  public:
   // keep_fraction in (0, 1] (ConfigError otherwise). unbiased: scale kept values by numel / K.
-  RandomKCompressor(double keep_fraction, std::uint64_t seed, bool unbiased);
+  // first_node: the global id of row 0's node (a rank of a multi-process run).
+  RandomKCompressor(double keep_fraction, std::uint64_t seed, bool unbiased,
+                    std::int64_t first_node = 0);
 
   std::string_view name() const override { return "randomk"; }
 
@@ -31,6 +33,7 @@ class RandomKCompressor final : public Compressor {
   double keep_fraction_;
   std::uint64_t seed_;
   bool unbiased_;
+  std::int64_t first_node_;
 };
 
 }  // namespace lpdt::compress

@@ -192,7 +192,7 @@ void check_resumable(const nlohmann::json& saved, const nlohmann::json& now, con
   static const std::set<std::string> kMayChange = {"run.epochs",     "run.log_every",
                                                    "run.threads",    "run.eval_every",
                                                    "run.checkpoint_every", "run.out_dir",
-                                                   "run.name"};
+                                                   "run.name", "run.receive_timeout_s"};
   std::ostringstream problems;
   int count = 0;
   for (const auto& [section, keys] : now.items()) {
@@ -209,8 +209,8 @@ void check_resumable(const nlohmann::json& saved, const nlohmann::json& now, con
   if (count > 0) {
     throw ConfigError("cannot resume from '" + file.string() + "': " + problems.str() +
                       ". A resumed run must be the same experiment; only run.epochs, "
-                      "run.eval_every, run.checkpoint_every, run.log_every and run.threads may "
-                      "change");
+                      "run.eval_every, run.checkpoint_every, run.log_every, run.threads and "
+                      "run.receive_timeout_s may change");
   }
 }
 

@@ -62,6 +62,7 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("run.max_steps_per_epoch", c.run.max_steps_per_epoch);
   v("run.nodes_per_pass", c.run.nodes_per_pass);
   v("run.cuda_graph", c.run.cuda_graph);
+  v("run.receive_timeout_s", c.run.receive_timeout_s);
 
   v("data.dataset", c.data.dataset);
   v("data.dir", c.data.dir);
@@ -155,6 +156,11 @@ void add_keys(ConfigSchema& s) {
   s.add_int("run.max_steps_per_epoch", d.run.max_steps_per_epoch,
             "Stop each epoch after this many steps, for quick runs; 0 = the full epoch.")
       .at_least(0);
+  s.add_float("run.receive_timeout_s", d.run.receive_timeout_s,
+              "Multi-process runs (mpirun): seconds a rank waits for a peer's message (gossip "
+              "payloads, and rank 0's evaluations and checkpoints) before it reports the peer as "
+              "dead or stalled and stops the job; never a hang.")
+      .greater_than(0);
   s.add_int("run.nodes_per_pass", d.run.nodes_per_pass,
             "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (up to "
             "16 on the CPU, all nodes on a GPU). The result does not depend on it.")

@@ -36,6 +36,7 @@ struct RunConfig {
   int max_steps_per_epoch = 0;  // 0 = the full epoch
   int nodes_per_pass = 0;       // 0 = automatic (up to 16 on the CPU, all nodes on a GPU)
   CudaGraph cuda_graph = CudaGraph::kAuto;
+  double receive_timeout_s = 600;  // multi-process runs: the deadline of every wait for a peer
 
   bool operator==(const RunConfig&) const = default;
 };

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "lpdt/algo/decentralized_optimizer.h"
@@ -17,6 +18,8 @@
 #include "lpdt/data/loader.h"
 #include "lpdt/data/partition.h"
 #include "lpdt/data/partitioner.h"
+#include "lpdt/dist/cluster.h"
+#include "lpdt/dist/placement.h"
 #include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/graphed_steps.h"
 #include "lpdt/exp/run_folder.h"
@@ -72,7 +75,8 @@ algo::LrScheduleOptions schedule_options(const ExperimentConfig& config) {
   return options;
 }
 
-algo::DecentralizedOptions algorithm_options(const ExperimentConfig& config) {
+algo::DecentralizedOptions algorithm_options(const ExperimentConfig& config,
+                                             std::int64_t first_node) {
   static const char* kAlgorithmNames[] = {"dpsgd", "deepsqueeze", "choco"};
   const auto compressor = compress::CompressorOptions()
                               .name(std::string(to_string(config.algo.compressor)))
@@ -81,7 +85,8 @@ algo::DecentralizedOptions algorithm_options(const ExperimentConfig& config) {
                               .values(compress::parse_message_values(
                                   std::string(to_string(config.algo.message_values))))
                               .rounding(quant::parse_rounding(
-                                  std::string(to_string(config.algo.message_rounding))));
+                                  std::string(to_string(config.algo.message_rounding))))
+                              .first_node(first_node);
   return algo::DecentralizedOptions()
       .algorithm(kAlgorithmNames[static_cast<int>(config.algo.name)])
       .compressor(compressor)
@@ -126,6 +131,25 @@ at::Device resolve_device(const ExperimentConfig& config) {
   }
   at::globalContext().setBenchmarkCuDNN(true);  // static shapes: autotune each convolution once
   return at::kCUDA;
+}
+
+// What a multi-process run cannot do (yet), as configuration errors every rank detects alike.
+void check_multi_process(const ExperimentConfig& config, const dist::Cluster& cluster,
+                         bool static_topology) {
+  if (!cluster.distributed()) return;
+  if (config.run.device != RunConfig::Device::kCpu) {
+    throw ConfigError(
+        "multi-process (mpirun) runs exchange payloads from CPU tensors: set run.device = 'cpu'");
+  }
+  if (config.algo.name == AlgoConfig::Name::kChoco && !static_topology && cluster.size() > 1) {
+    throw ConfigError(
+        "algo.name = 'choco' over a time-varying topology needs every node's public copy "
+        "update q_j at every node (the simulator's exact W xh), which a rank only hears from its "
+        "current in-neighbours: use a static topology, or deepsqueeze / dpsgd, under mpirun");
+  }
+  if (config.graph.nodes >= 32767) {
+    throw ConfigError("multi-process runs tag messages by node: graph.nodes must be < 32767");
+  }
 }
 
 nlohmann::json epochs_to_json(const std::vector<EpochSummary>& epochs) {
@@ -196,6 +220,13 @@ void keep_rows_up_to_epoch(const std::filesystem::path& csv, int epochs_done) {
 TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                   const TrainOptions& options) {
   const auto start = Clock::now();
+  dist::SingleProcess single_process;
+  dist::Cluster& cluster = options.cluster ? *options.cluster : single_process;
+  const bool leader = cluster.leader();
+  // Progress lines come from rank 0 only.
+  const ProgressSink say = [&](const std::string& line) {
+    if (leader) progress(line);
+  };
   const RuntimeInfo runtime = configure_runtime(config.run.threads);
   const at::Device device = resolve_device(config);
   torch::manual_seed(config.run.seed);  // dropout masks
@@ -213,6 +244,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
   const std::int64_t n = config.graph.nodes;
   const data::Partition partition =
       data::make_partition(train_set.labels, n, config.run.seed, partition_options(config));
+  // The nodes this process trains: all of them, or a rank's block (dist/placement.h).
+  const NodeRange hosted = cluster.hosted(n);
+  const std::int64_t k = hosted.count;
+  std::vector<std::int64_t> hosted_ids;
+  if (!hosted.is_all()) {
+    for (std::int64_t i = hosted.first; i < hosted.end(); ++i) hosted_ids.push_back(i);
+  }
 
   data::AugmentOptions augment;
   if (config.data.pad_to > 0) augment.pad_height = augment.pad_width = config.data.pad_to;
@@ -224,7 +262,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                                  data::LoaderOptions()
                                      .batch_size(config.data.batch_size)
                                      .seed(config.run.seed)
-                                     .augment(augment));
+                                     .augment(augment)
+                                     .nodes(hosted_ids));
   const data::EvalBatches test_batches(test_set, config.data.eval_batch_size, augment);
 
   // Topology and model.
@@ -246,13 +285,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
   model_options.num_classes = train_set.num_classes;
   model_options.quant = quant_options(config);
   const auto model = models::make_model(model_options);
+  check_multi_process(config, cluster, topology->is_static());
 
   // Every node starts from the same model, as the official code's identical per-rank seed.
   at::Tensor x =
-      model->init_params(config.run.seed).to(device).unsqueeze(0).repeat({n, 1});  // [n, P]
-  std::vector<at::Tensor> buffers = model->init_buffers(n);
+      model->init_params(config.run.seed).to(device).unsqueeze(0).repeat({k, 1});  // [k, P]
+  std::vector<at::Tensor> buffers = model->init_buffers(k);
   for (auto& b : buffers) b = b.to(device);
-  algo::DecentralizedOptimizer optimizer(algorithm_options(config), n, model->layout(), device);
+  algo::DecentralizedOptimizer optimizer(algorithm_options(config, hosted.first), model->layout(),
+                                         device, cluster.make_exchange(hosted, model->layout()));
   optimizer.set_trainable(model->trainable_mask());
   metrics::ByteLedger ledger = optimizer.make_ledger();
   const algo::LrSchedule schedule(schedule_options(config));
@@ -274,17 +315,23 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
            << resumed->params.sizes() << " and " << resumed->buffers.size()
            << " buffers; the model has [" << n << ", " << model->num_params() << "] and "
            << buffers.size();
-    if (resumed->params.sizes() != x.sizes() || resumed->buffers.size() != buffers.size()) {
+    // The checkpoint holds every node; this process takes its rows.
+    const auto own_rows = [&](const at::Tensor& all) { return all.narrow(0, hosted.first, k); };
+    if (resumed->params.dim() != 2 || resumed->params.size(0) != n ||
+        resumed->params.size(1) != x.size(1) || resumed->buffers.size() != buffers.size()) {
       throw UserError(shapes.str());
     }
     torch::NoGradGuard no_grad;
-    x.copy_(resumed->params);
+    x.copy_(own_rows(resumed->params));
     for (std::size_t i = 0; i < buffers.size(); ++i) {
-      if (resumed->buffers[i].sizes() != buffers[i].sizes()) throw UserError(shapes.str());
-      buffers[i].copy_(resumed->buffers[i]);
+      auto expected = buffers[i].sizes().vec();
+      expected[0] = n;
+      if (resumed->buffers[i].sizes().vec() != expected) throw UserError(shapes.str());
+      buffers[i].copy_(own_rows(resumed->buffers[i]));
     }
     optimizer.load_state(resumed->optimizer);
     ledger = metrics::ByteLedger::from_json(resumed->ledger);
+    if (!hosted.is_all()) ledger.keep_only_nodes(hosted.first, k, /*keep_round_totals=*/leader);
     {
       auto generator = at::detail::getDefaultCPUGenerator();
       std::lock_guard<std::mutex> lock(generator.mutex());
@@ -292,12 +339,16 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     }
   }
 
-  // The run folder: config first, so even a run that fails later says what it was.
-  const auto run_dir = resumed ? options.resume_dir
-                               : create_run_folder(config.run.out_dir, config.run.name);
-  write_text_file(run_dir / "config.toml", to_toml(config));
+  // The run folder (rank 0 writes it): config first, so even a run that fails later says what
+  // it was.
+  std::filesystem::path run_dir = options.resume_dir;
+  if (!resumed && leader) run_dir = create_run_folder(config.run.out_dir, config.run.name);
+  run_dir = cluster.broadcast_text(run_dir.string());
+  if (leader) write_text_file(run_dir / "config.toml", to_toml(config));
   std::ofstream metrics_csv, epochs_csv;
-  if (resumed) {
+  if (!leader) {
+    // Ranks other than 0 write nothing.
+  } else if (resumed) {
     keep_rows_up_to_epoch(run_dir / "metrics.csv", resumed->epochs_done);
     keep_rows_up_to_epoch(run_dir / "epochs.csv", resumed->epochs_done);
     metrics_csv.open(run_dir / "metrics.csv", std::ios::app);
@@ -315,11 +366,18 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
   }
 
   const double gap = graph::spectral_gap(*topology);
-  progress(format("lpdt %s (%s): %s, %lld nodes on %s (spectral gap %.4f), %s, %lld params/node",
+  say(format("lpdt %s (%s): %s, %lld nodes on %s (spectral gap %.4f), %s, %lld params/node",
                   build_info::kVersion, build_info::kGitRevision, dataset_name.c_str(),
                   static_cast<long long>(n), topology->label().c_str(), gap, model->name().c_str(),
                   static_cast<long long>(model->num_params())));
-  progress("run folder: " + run_dir.string() + "; " + runtime.description());
+  say("run folder: " + run_dir.string() + "; " + runtime.description());
+  if (cluster.distributed()) {
+    say(format("%s: each rank trains %lld or %lld of the %lld nodes; payloads between ranks are "
+               "real messages",
+               cluster.description().c_str(), static_cast<long long>(n / cluster.size()),
+               static_cast<long long>((n + cluster.size() - 1) / cluster.size()),
+               static_cast<long long>(n)));
+  }
 
   const std::int64_t steps_per_epoch =
       config.run.max_steps_per_epoch > 0
@@ -330,7 +388,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
   const bool on_gpu = device.is_cuda();
   const std::int64_t nodes_per_pass = config.run.nodes_per_pass > 0
                                           ? config.run.nodes_per_pass
-                                          : models::automatic_nodes_per_pass(n, on_gpu);
+                                          : models::automatic_nodes_per_pass(k, on_gpu);
   const nn::ConvAlgorithm conv_algorithm = nn::ConvAlgorithm::kGrouped;
   const bool static_graph = topology->is_static();
   auto mixing_at = [&](std::int64_t r) {
@@ -354,7 +412,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     traits.lr_changes_every_step = config.optim.schedule == OptimConfig::Schedule::kCosine;
     graph_obstacle = cuda_graph_obstacle(traits);
     if (!graph_obstacle.empty()) {
-      progress("CUDA graphs off (" + graph_obstacle + "): the step runs eagerly");
+      say("CUDA graphs off (" + graph_obstacle + "): the step runs eagerly");
     }
   }
   const bool use_graphs =
@@ -365,12 +423,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
   std::int64_t step_round = 0;
   const auto device_options = at::TensorOptions().device(device);
   // Summed on the device: no host synchronisation inside the step.
-  at::Tensor node_loss_sum = at::zeros({n}, device_options.dtype(at::kDouble));
-  at::Tensor last_loss = at::zeros({n}, device_options.dtype(at::kFloat));
+  at::Tensor node_loss_sum = at::zeros({k}, device_options.dtype(at::kDouble));
+  at::Tensor last_loss = at::zeros({k}, device_options.dtype(at::kFloat));
   const auto training_step = [&] {
     const models::GradientResult gradients =
         models::compute_gradients(*model, x, buffers, step_inputs, step_targets, nodes_per_pass,
-                                  conv_algorithm, quant::DrawKey{config.run.seed, step_round, 0});
+                                  conv_algorithm,
+                                  quant::DrawKey{config.run.seed, step_round, hosted.first});
     torch::NoGradGuard no_grad;
     optimizer.step(x, gradients.grad, step_mixing, step_lr, step_round, ledger);
     node_loss_sum.add_(gradients.loss.to(at::kDouble));
@@ -392,11 +451,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     result.epochs = epochs_from_json(resumed->epochs);
     // Every node's batches depend only on how many it has drawn: replay the draws.
     for (std::int64_t r = 0; r < resumed->rounds_done; ++r) loader.next();
-    progress(format("resumed from %s after epoch %d (%lld steps)",
+    say(format("resumed from %s after epoch %d (%lld steps)",
                     (run_dir / kCheckpointFile).string().c_str(), resumed->epochs_done,
                     static_cast<long long>(resumed->rounds_done)));
   }
   const auto elapsed = [&] { return elapsed_before + seconds_since(start); };
+  // Whole-run views on rank 0 (every rank calls these; the others get undefined tensors / an
+  // empty ledger): every node's rows, and the ranks' byte ledgers added up.
+  const auto all_rows = [&](const at::Tensor& rows) { return cluster.gather_rows(rows, n); };
+  const auto whole_ledger = [&]() -> std::optional<metrics::ByteLedger> {
+    if (!cluster.distributed()) return ledger;
+    const auto texts = cluster.gather_text(ledger.to_json().dump());
+    if (!leader) return std::nullopt;
+    metrics::ByteLedger sum = metrics::ByteLedger::from_json(nlohmann::json::parse(texts[0]));
+    for (std::size_t r = 1; r < texts.size(); ++r) {
+      sum.add(metrics::ByteLedger::from_json(nlohmann::json::parse(texts[r])));
+    }
+    return sum;
+  };
   const auto save_checkpoint = [&](int epochs_done) {
     const bool due = config.run.checkpoint_every > 0 &&
                      (epochs_done % config.run.checkpoint_every == 0 ||
@@ -407,15 +479,19 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     state.rounds_done = round;
     state.train_time_s = train_time_s;
     state.elapsed_s = elapsed();
-    state.params = x;
-    state.buffers = buffers;
-    state.optimizer = optimizer.state();
+    state.params = all_rows(x);
+    for (const auto& b : buffers) state.buffers.push_back(all_rows(b));
+    for (const auto& [name, tensor] : optimizer.state()) {
+      state.optimizer[name] = tensor.dim() == 0 ? tensor.clone() : all_rows(tensor);
+    }
     {
       auto generator = at::detail::getDefaultCPUGenerator();
       std::lock_guard<std::mutex> lock(generator.mutex());
       state.torch_rng_state = generator.get_state();
     }
-    state.ledger = ledger.to_json();
+    const auto ledger_now = whole_ledger();
+    if (!leader) return;
+    state.ledger = ledger_now->to_json();
     state.epochs = epochs_to_json(result.epochs);
     state.config = to_json(config);
     write_checkpoint(run_dir / kCheckpointFile, state);
@@ -446,13 +522,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
       if (graphed.run(lr, training_step) == GraphedSteps::Run::kReplayed) {
         optimizer.account_replayed_round(step_mixing, round, ledger);
       }
-      if (config.run.log_every > 0 && (step + 1) % config.run.log_every == 0) {
+      if (leader && config.run.log_every > 0 && (step + 1) % config.run.log_every == 0) {
         const double step_loss = last_loss.mean().item<double>();
-        progress(format("epoch %d step %lld/%lld  loss %.4f  lr %.4g  %.1f img/s", epoch + 1,
+        progress(format("epoch %d step %lld/%lld  loss %.4f  lr %.4g  %.1f img/s%s", epoch + 1,
                         static_cast<long long>(step + 1), static_cast<long long>(steps_per_epoch),
                         step_loss, lr,
                         static_cast<double>((step + 1) * n * config.data.batch_size) /
-                            seconds_since(epoch_start)));
+                            seconds_since(epoch_start),
+                        cluster.distributed() ? " (loss of rank 0's nodes)" : ""));
       }
     }
     train_time_s += seconds_since(epoch_start);
@@ -462,32 +539,40 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
       continue;
     }
 
+    // Evaluation on rank 0, of every node's rows.
+    const at::Tensor all_x = all_rows(x);
+    std::vector<at::Tensor> all_buffers;
+    for (const auto& b : buffers) all_buffers.push_back(all_rows(b));
+    const at::Tensor all_loss_sum = all_rows(node_loss_sum);
+    const auto ledger_now = whole_ledger();
     EpochSummary summary;
     summary.epoch = epoch + 1;
     summary.lr = lr;
-    const at::Tensor node_mean_loss = (node_loss_sum / static_cast<double>(steps_per_epoch)).cpu();
-    summary.train_loss = node_mean_loss.mean().item<double>();
-    summary.evaluation = evaluate(*model, x, buffers, test_batches, config.eval.per_node);
-    summary.mean_gb_sent_per_node = ledger.mean_gb_sent_per_node();
-    summary.elapsed_s = elapsed();
-    const Evaluation& ev = summary.evaluation;
-    for (std::size_t i = 0; i < ev.node_accuracy.size(); ++i) {
-      metrics_csv << summary.epoch << "," << i << "," << lr << ","
-                  << node_mean_loss[i].item<double>() << "," << ev.node_accuracy[i] << ","
-                  << ledger.bytes_sent_per_node()[i] << "\n";
+    if (leader) {
+      const at::Tensor node_mean_loss = (all_loss_sum / static_cast<double>(steps_per_epoch)).cpu();
+      summary.train_loss = node_mean_loss.mean().item<double>();
+      summary.evaluation = evaluate(*model, all_x, all_buffers, test_batches, config.eval.per_node);
+      summary.mean_gb_sent_per_node = ledger_now->mean_gb_sent_per_node();
+      summary.elapsed_s = elapsed();
+      const Evaluation& ev = summary.evaluation;
+      for (std::size_t i = 0; i < ev.node_accuracy.size(); ++i) {
+        metrics_csv << summary.epoch << "," << i << "," << lr << ","
+                    << node_mean_loss[i].item<double>() << "," << ev.node_accuracy[i] << ","
+                    << ledger_now->bytes_sent_per_node()[i] << "\n";
+      }
+      metrics_csv.flush();
+      epochs_csv << summary.epoch << "," << lr << "," << summary.train_loss << ","
+                 << ev.mean_accuracy << "," << ev.min_accuracy << "," << ev.max_accuracy << ","
+                 << ev.average_model_accuracy << "," << ev.consensus_distance << ","
+                 << summary.mean_gb_sent_per_node << "," << summary.elapsed_s << "\n";
+      epochs_csv.flush();
+      progress(
+          format("epoch %d/%d  loss %.4f  acc avg-model %.2f%%  nodes mean %.2f%% "
+                 "[min %.2f, max %.2f]  consensus %.3g  sent %.4f GB/node  %.0f s",
+                 summary.epoch, config.run.epochs, summary.train_loss, ev.average_model_accuracy,
+                 ev.mean_accuracy, ev.min_accuracy, ev.max_accuracy, ev.consensus_distance,
+                 summary.mean_gb_sent_per_node, summary.elapsed_s));
     }
-    metrics_csv.flush();
-    epochs_csv << summary.epoch << "," << lr << "," << summary.train_loss << "," << ev.mean_accuracy
-               << "," << ev.min_accuracy << "," << ev.max_accuracy << ","
-               << ev.average_model_accuracy << "," << ev.consensus_distance << ","
-               << summary.mean_gb_sent_per_node << "," << summary.elapsed_s << "\n";
-    epochs_csv.flush();
-    progress(
-        format("epoch %d/%d  loss %.4f  acc avg-model %.2f%%  nodes mean %.2f%% "
-               "[min %.2f, max %.2f]  consensus %.3g  sent %.4f GB/node  %.0f s",
-               summary.epoch, config.run.epochs, summary.train_loss, ev.average_model_accuracy,
-               ev.mean_accuracy, ev.min_accuracy, ev.max_accuracy, ev.consensus_distance,
-               summary.mean_gb_sent_per_node, summary.elapsed_s));
     result.epochs.push_back(summary);
     save_checkpoint(epoch + 1);
   }
@@ -502,19 +587,37 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
       const at::Tensor mixing = static_graph ? static_mixing : mixing_at(round);
       optimizer.gossip_round(x, mixing, round, ledger);
     }
-    final_evaluation = evaluate(*model, x, buffers, test_batches, /*per_node=*/true);
-    progress(
-        format("after %d gossip-only rounds: mean of node accuracies %.2f%% (the official "
-               "code's \"averaged model\"), exact average %.2f%%",
-               config.eval.gossip_rounds, final_evaluation.mean_accuracy,
-               final_evaluation.average_model_accuracy));
+    const at::Tensor all_x = all_rows(x);
+    std::vector<at::Tensor> all_buffers;
+    for (const auto& b : buffers) all_buffers.push_back(all_rows(b));
+    if (leader) {
+      final_evaluation = evaluate(*model, all_x, all_buffers, test_batches, /*per_node=*/true);
+      progress(
+          format("after %d gossip-only rounds: mean of node accuracies %.2f%% (the official "
+                 "code's \"averaged model\"), exact average %.2f%%",
+                 config.eval.gossip_rounds, final_evaluation.mean_accuracy,
+                 final_evaluation.average_model_accuracy));
+    }
   }
+  const auto final_ledger = whole_ledger();
+  const dist::WireTraffic traffic = cluster.traffic();
+  const std::vector<std::string> traffic_texts = cluster.gather_text(
+      nlohmann::json{{"payloads_sent", traffic.payloads_sent},
+                     {"bytes_sent", traffic.bytes_sent},
+                     {"payloads_received", traffic.payloads_received},
+                     {"bytes_received", traffic.bytes_received},
+                     {"wait_s", traffic.wait_s}}
+          .dump());
   result.final_evaluation = final_evaluation;
-  result.bytes_sent_per_node = ledger.bytes_sent_per_node();
-  result.mean_gb_sent_per_node = ledger.mean_gb_sent_per_node();
   result.wall_time_s = elapsed();
   result.train_images_per_s =
       static_cast<double>(result.steps * n * config.data.batch_size) / std::max(train_time_s, 1e-9);
+  if (!leader) {
+    result.bytes_sent_per_node = ledger.bytes_sent_per_node();
+    return result;
+  }
+  result.bytes_sent_per_node = final_ledger->bytes_sent_per_node();
+  result.mean_gb_sent_per_node = final_ledger->mean_gb_sent_per_node();
 
   nlohmann::json summary;
   summary["config"] = to_json(config);
@@ -531,6 +634,19 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                         {"conv_algorithm", "grouped"},
                         {"cuda_graphs", graphed.graphs()},
                         {"cuda_graph_obstacle", graph_obstacle}};
+  nlohmann::json ranks = nlohmann::json::array();
+  for (int r = 0; r < static_cast<int>(traffic_texts.size()); ++r) {
+    nlohmann::json rank = nlohmann::json::parse(traffic_texts[r]);
+    const NodeRange block = cluster.distributed() ? dist::hosted_nodes(r, cluster.size(), n) : hosted;
+    rank["rank"] = r;
+    rank["first_node"] = block.first;
+    rank["nodes"] = block.count;
+    ranks.push_back(rank);
+  }
+  summary["processes"] = {{"mode", cluster.distributed() ? "mpi" : "in-process"},
+                          {"description", cluster.description()},
+                          {"ranks", cluster.size()},
+                          {"per_rank", ranks}};
   summary["build"] = {{"version", build_info::kVersion},
                       {"git_revision", build_info::kGitRevision},
                       {"build_type", build_info::kBuildType},
@@ -547,7 +663,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                       {"evaluation_protocol", std::string(to_string(config.eval.protocol))},
                       {"bytes_sent_per_node", result.bytes_sent_per_node},
                       {"mean_gb_sent_per_node", result.mean_gb_sent_per_node},
-                      {"byte_accounting", std::string(metrics::to_string(ledger.mode()))},
+                      {"byte_accounting", std::string(metrics::to_string(final_ledger->mode()))},
                       {"steps", result.steps},
                       {"wall_time_s", result.wall_time_s},
                       {"train_images_per_s", result.train_images_per_s}};

@@ -9,6 +9,10 @@
 #include "lpdt/exp/evaluation.h"
 #include "lpdt/exp/experiment_config.h"
 
+namespace lpdt::dist {
+class Cluster;  // dist/cluster.h
+}
+
 namespace lpdt::exp {
 
 struct EpochSummary {
@@ -38,11 +42,16 @@ struct TrainOptions {
   // Continue the run in this folder from its checkpoint (exp/checkpoint.h) instead of starting
   // a new one: the configuration must be the checkpoint's (check_resumable), run.epochs may grow.
   std::filesystem::path resume_dir;
+  // The processes of the run (dist/cluster.h): null = this one process hosts every node (the
+  // simulator). Under MPI each rank trains its block of nodes, and rank 0 alone evaluates,
+  // writes the run folder and reports progress; the result is bit for bit the simulator's.
+  dist::Cluster* cluster = nullptr;
 };
 
 // Runs the experiment and writes its run folder (under config.run.out_dir; or resume_dir). The
 // resolved configuration is written as config.toml. Throws UserError/ConfigError for bad input;
-// whatever was already written to the run folder stays.
+// whatever was already written to the run folder stays. On ranks other than 0 of a
+// multi-process run the result holds the run folder, steps and bytes only.
 TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                   const TrainOptions& options = {});
 

@@ -134,6 +134,47 @@ double ByteLedger::mean_gb_sent_per_node() const {
   return static_cast<double>(total_bytes_sent()) / static_cast<double>(num_nodes_) / 1e9;
 }
 
+void ByteLedger::add(const ByteLedger& other) {
+  if (other.num_nodes_ != num_nodes_ || other.mode_ != mode_ ||
+      other.rounds_.size() != rounds_.size() ||
+      other.pending_sent_.size() != pending_sent_.size()) {
+    throw UserError("byte ledgers of different runs cannot be added (nodes " +
+                    std::to_string(num_nodes_) + " vs " + std::to_string(other.num_nodes_) +
+                    ", rounds " + std::to_string(rounds_.size()) + " vs " +
+                    std::to_string(other.rounds_.size()) + ")");
+  }
+  for (std::size_t r = 0; r < rounds_.size(); ++r) {
+    if (rounds_[r].first != other.rounds_[r].first) {
+      throw UserError("byte ledgers recorded different rounds: " +
+                      std::to_string(rounds_[r].first) + " vs " +
+                      std::to_string(other.rounds_[r].first));
+    }
+    rounds_[r].second += other.rounds_[r].second;
+  }
+  add_to_totals(other.sent_per_node_, other.received_per_node_);
+  for (std::size_t i = 0; i < pending_sent_.size(); ++i) {
+    pending_sent_[i] += other.pending_sent_[i];
+    pending_received_[i] += other.pending_received_[i];
+  }
+}
+
+void ByteLedger::keep_only_nodes(std::int64_t first, std::int64_t count, bool keep_round_totals) {
+  LPDT_CHECK(first >= 0 && count >= 0 && first + count <= num_nodes_,
+             "keep_only_nodes: nodes out of range");
+  const auto outside = [&](std::size_t i) {
+    const auto node = static_cast<std::int64_t>(i);
+    return node < first || node >= first + count;
+  };
+  for (std::size_t i = 0; i < sent_per_node_.size(); ++i) {
+    if (!outside(i)) continue;
+    sent_per_node_[i] = received_per_node_[i] = 0;
+    if (!pending_sent_.empty()) pending_sent_[i] = pending_received_[i] = 0;
+  }
+  if (!keep_round_totals) {
+    for (auto& round : rounds_) round.second = 0;
+  }
+}
+
 nlohmann::json ByteLedger::to_json() const {
   nlohmann::json j;
   j["num_nodes"] = num_nodes_;

@@ -81,6 +81,14 @@ class ByteLedger {
   // Mean over nodes of the counted bytes sent, in GB (1e9 bytes): the paper's "Data (GB)".
   double mean_gb_sent_per_node() const;
 
+  // Multi-process runs: each rank records its own nodes' bytes in a ledger of all n nodes (the
+  // others' entries stay 0); the ranks' ledgers add up to the simulator's. add() sums another
+  // ledger of the same nodes, mode and recorded rounds into this one (UserError otherwise).
+  void add(const ByteLedger& other);
+  // A rank continuing from a whole-run ledger: keeps the totals of nodes [first, first + count)
+  // only, and the per-round totals only if keep_round_totals (one rank keeps them).
+  void keep_only_nodes(std::int64_t first, std::int64_t count, bool keep_round_totals);
+
   // Checkpointing: everything needed to continue counting.
   nlohmann::json to_json() const;
   static ByteLedger from_json(const nlohmann::json& j);

@@ -1,0 +1,167 @@
+// The MPI job of a multi-process run (dist/cluster.h); only compiled when lpdt is built with MPI.
+#include <mpi.h>
+
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+#include "lpdt/dist/cluster.h"
+#include "lpdt/dist/mpi_comm.h"
+#include "lpdt/dist/mpi_exchange.h"
+#include "lpdt/dist/placement.h"
+
+namespace lpdt::dist {
+namespace {
+
+// Tags of the control communicator (gossip has its own, tagged by node).
+constexpr int kTagGather = 1;
+constexpr int kTagBroadcast = 2;
+
+class MpiCluster final : public Cluster {
+ public:
+  explicit MpiCluster(double timeout_s) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      MpiComm::check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
+                     "MPI_Init_thread");
+    }
+    MPI_Comm gossip, control;
+    MpiComm::check(MPI_Comm_dup(MPI_COMM_WORLD, &gossip), "MPI_Comm_dup");
+    MpiComm::check(MPI_Comm_dup(MPI_COMM_WORLD, &control), "MPI_Comm_dup");
+    gossip_ = std::make_shared<MpiComm>(gossip, timeout_s);
+    control_ = std::make_unique<MpiComm>(control, timeout_s);
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int length = 0;
+    MPI_Get_library_version(version, &length);
+    library_ = std::string(version, static_cast<std::size_t>(length));
+    if (const auto comma = library_.find(','); comma != std::string::npos) library_.resize(comma);
+  }
+
+  ~MpiCluster() override {
+    gossip_.reset();
+    control_.reset();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+
+  int rank() const override { return control_->rank(); }
+  int size() const override { return control_->size(); }
+  bool mpi() const override { return true; }
+  std::string description() const override {
+    return "MPI (" + library_ + "), " + std::to_string(size()) + " ranks";
+  }
+  NodeRange hosted(std::int64_t total) const override {
+    return hosted_nodes(rank(), size(), total);
+  }
+
+  std::unique_ptr<algo::MessageExchange> make_exchange(const NodeRange& nodes,
+                                                       const LayerLayout& layout) override {
+    return std::make_unique<MpiExchange>(gossip_, nodes, layout, &traffic_);
+  }
+
+  at::Tensor gather_rows(const at::Tensor& rows, std::int64_t total) override {
+    const at::Tensor mine = rows.detach().cpu().contiguous();
+    const auto* bytes = static_cast<const std::uint8_t*>(mine.data_ptr());
+    const std::size_t size_bytes = static_cast<std::size_t>(mine.nbytes());
+    if (!leader()) {
+      control_->send({bytes, size_bytes}, 0, kTagGather, "rank 0 to gather rows");
+      return at::Tensor();
+    }
+    auto shape = mine.sizes().vec();
+    LPDT_CHECK(!shape.empty(), "gather_rows: a 0-d tensor has no rows");
+    shape[0] = total;
+    at::Tensor all = at::empty(shape, mine.options());
+    const std::size_t row_bytes = mine.size(0) > 0 ? size_bytes / mine.size(0) : 0;
+    for (int r = 0; r < size(); ++r) {
+      const NodeRange block = hosted_nodes(r, size(), total);
+      auto* out = static_cast<std::uint8_t*>(all.data_ptr()) + block.first * row_bytes;
+      if (r == 0) {
+        std::memcpy(out, bytes, size_bytes);
+        continue;
+      }
+      const std::vector<std::uint8_t> got = control_->receive(r, kTagGather, "gathered rows");
+      if (got.size() != static_cast<std::size_t>(block.count) * row_bytes) {
+        throw UserError("rank " + std::to_string(r) + " sent " + std::to_string(got.size()) +
+                        " bytes of rows, expected " +
+                        std::to_string(block.count * row_bytes) +
+                        " (ranks disagree on the model or the node placement)");
+      }
+      std::memcpy(out, got.data(), got.size());
+    }
+    return all;
+  }
+
+  std::vector<std::string> gather_text(const std::string& text) override {
+    const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(text.data()),
+                                              text.size());
+    if (!leader()) {
+      control_->send(bytes, 0, kTagGather, "rank 0 to gather text");
+      return {};
+    }
+    std::vector<std::string> all{text};
+    for (int r = 1; r < size(); ++r) {
+      const auto got = control_->receive(r, kTagGather, "gathered text");
+      all.emplace_back(got.begin(), got.end());
+    }
+    return all;
+  }
+
+  std::string broadcast_text(const std::string& text) override {
+    if (leader()) {
+      const std::span<const std::uint8_t> bytes(
+          reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+      for (int r = 1; r < size(); ++r) {
+        control_->send(bytes, r, kTagBroadcast, "rank " + std::to_string(r) + " to take text");
+      }
+      return text;
+    }
+    const auto got = control_->receive(0, kTagBroadcast, "rank 0's text");
+    return std::string(got.begin(), got.end());
+  }
+
+  WireTraffic traffic() const override { return traffic_; }
+
+ private:
+  std::shared_ptr<MpiComm> gossip_;
+  std::unique_ptr<MpiComm> control_;
+  std::string library_;
+  WireTraffic traffic_;
+};
+
+std::unique_ptr<MpiCluster>& instance() {
+  static std::unique_ptr<MpiCluster> cluster;
+  return cluster;
+}
+
+}  // namespace
+
+Cluster& mpi_cluster(double receive_timeout_s) {
+  auto& cluster = instance();
+  if (!cluster) cluster = std::make_unique<MpiCluster>(receive_timeout_s);
+  return *cluster;
+}
+
+void abort_job(int exit_code) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
+int job_rank() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return launcher_rank();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+}  // namespace lpdt::dist

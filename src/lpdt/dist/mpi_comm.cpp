@@ -1,0 +1,107 @@
+#include "lpdt/dist/mpi_comm.h"
+
+#include <sstream>
+#include <thread>
+
+#include "lpdt/dist/cluster.h"
+
+namespace lpdt::dist {
+
+void MpiComm::check(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw UserError(std::string("MPI error in ") + call + ": " + std::string(text, length));
+}
+
+MpiComm::MpiComm(MPI_Comm comm, double timeout_s) : comm_(comm), timeout_s_(timeout_s) {
+  check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+}
+
+MpiComm::~MpiComm() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Comm_free(&comm_);
+}
+
+MpiComm::Clock::time_point MpiComm::deadline() const {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(timeout_s_));
+}
+
+void poll_pause() { std::this_thread::sleep_for(std::chrono::microseconds(20)); }
+
+MPI_Request MpiComm::start_send(std::span<const std::uint8_t> bytes, int dest, int tag) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm_,
+                  &request),
+        "MPI_Isend");
+  return request;
+}
+
+MPI_Request MpiComm::start_receive(std::span<std::uint8_t> buffer, int source, int tag) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Irecv(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, source, tag, comm_,
+                  &request),
+        "MPI_Irecv");
+  return request;
+}
+
+void MpiComm::wait_all(std::vector<MPI_Request>& requests, Clock::time_point deadline,
+                       const std::string& what) {
+  for (;;) {
+    int done = 0;
+    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                      MPI_STATUSES_IGNORE),
+          "MPI_Testall");
+    if (done) return;
+    if (Clock::now() > deadline) {
+      for (auto& r : requests) {
+        if (r != MPI_REQUEST_NULL) {
+          MPI_Cancel(&r);
+          MPI_Request_free(&r);
+        }
+      }
+      std::ostringstream msg;
+      msg << "rank " << rank_ << " waited " << timeout_s_ << " s for " << what
+          << " (run.receive_timeout_s): a peer died or stalled";
+      throw PeerTimeout(msg.str());
+    }
+    poll_pause();
+  }
+}
+
+void MpiComm::send(std::span<const std::uint8_t> bytes, int dest, int tag,
+                   const std::string& what) {
+  std::vector<MPI_Request> requests{start_send(bytes, dest, tag)};
+  wait_all(requests, deadline(), what + " to be taken by rank " + std::to_string(dest));
+}
+
+std::vector<std::uint8_t> MpiComm::receive(int source, int tag, const std::string& what) {
+  const auto until = deadline();
+  for (;;) {
+    int found = 0;
+    MPI_Message message;
+    MPI_Status status;
+    check(MPI_Improbe(source, tag, comm_, &found, &message, &status), "MPI_Improbe");
+    if (found) {
+      int count = 0;
+      check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
+      check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+      return bytes;
+    }
+    if (Clock::now() > until) {
+      std::ostringstream msg;
+      msg << "rank " << rank_ << " waited " << timeout_s_ << " s for " << what << " from rank "
+          << source << " (run.receive_timeout_s): the peer died or stalled";
+      throw PeerTimeout(msg.str());
+    }
+    poll_pause();
+  }
+}
+
+}  // namespace lpdt::dist

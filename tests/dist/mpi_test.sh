@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Multi-process runs (mpirun) against the in-process simulator: the same seed and configuration
+# give the same training state value for value (parameters, buffers, Choco copies, error
+# feedback, push-sum weights, momentum, the byte ledger, every epoch's accuracies), with 4 ranks,
+# with 3 ranks of uneven blocks and with 1; a run resumed under mpirun continues exactly as an
+# uninterrupted one; more ranks than nodes is a clear error.
+# Usage: mpi_test.sh path/to/lpdt path/to/checkpoint_equal
+set -u
+lpdt="$1"
+equal="$2"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+mpirun=(mpirun --allow-run-as-root --oversubscribe -x OMPI_MCA_rmaps_base_oversubscribe=1)
+
+check() {  # check NAME command...: exit 0 expected
+  local name="$1"
+  shift
+  local out
+  if out=$("$@" 2>&1); then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: $name: $*"
+    echo "$out" | tail -20
+  fi
+}
+
+tiny=(--set data.dataset=synthetic --set data.synthetic_samples_per_class=24
+      --set data.synthetic_size=28 --set model.arch=lenet5 --set graph.nodes=8
+      --set data.batch_size=8 --set run.log_every=0 --set run.threads=1
+      --set run.max_steps_per_epoch=5 --set data.test_subset=64 --set run.epochs=2)
+
+# train NAME LAUNCH... -- ARGS...: a run into $work/NAME (LAUNCH empty: the simulator).
+train() {
+  local name="$1"
+  shift
+  local launch=()
+  while [ "$1" != "--" ]; do launch+=("$1"); shift; done
+  shift
+  check "$name" "${launch[@]}" "$lpdt" train --out "$work/$name" --set run.name="$name" \
+    "${tiny[@]}" "$@"
+}
+ckpt() { echo "$work/$1/$1-"*/checkpoint.lpdt; }
+
+# Choco, top-10% with int8 messages; a multistep schedule, whose rates do not depend on
+# run.epochs, so that a 1-epoch run continued to 2 epochs is the 2-epoch run.
+choco=(--set algo.name=choco --set algo.compressor=topk --set algo.keep_fraction=0.1
+       --set algo.message_values=int8 --set algo.consensus_step=0.5
+       --set optim.schedule=multistep)
+train choco_sim -- "${choco[@]}"
+train choco_np4 "${mpirun[@]}" -np 4 -- "${choco[@]}"
+train choco_np1 "${mpirun[@]}" -np 1 -- "${choco[@]}"
+check "choco: 4 ranks = simulator" "$equal" "$(ckpt choco_np4)" "$(ckpt choco_sim)"
+check "choco: 1 rank = simulator" "$equal" "$(ckpt choco_np1)" "$(ckpt choco_sim)"
+check "choco: payloads between ranks" grep -q '"bytes_sent": [1-9]' "$work"/choco_np4/*/summary.json
+
+# DeepSqueeze with 8-bit training (int8 model), random-k, quasi-global momentum, 3 ranks
+# (blocks of 3, 3 and 2 nodes).
+squeeze=(--set algo.name=deep-squeeze --set algo.compressor=randomk --set algo.keep_fraction=0.2
+         --set algo.qgm=true --set model.precision=int8 --set algo.consensus_step=0.3)
+train squeeze_sim -- "${squeeze[@]}"
+train squeeze_np3 "${mpirun[@]}" -np 3 -- "${squeeze[@]}"
+check "deepsqueeze: 3 ranks = simulator" "$equal" "$(ckpt squeeze_np3)" "$(ckpt squeeze_sim)"
+
+# D-PSGD on a time-varying graph (a one-peer exponential graph), 2 ranks.
+dpsgd=(--set algo.name=dpsgd --set graph.topology=one-peer-exponential)
+train dpsgd_sim -- "${dpsgd[@]}"
+train dpsgd_np2 "${mpirun[@]}" -np 2 -- "${dpsgd[@]}"
+check "dpsgd: 2 ranks = simulator" "$equal" "$(ckpt dpsgd_np2)" "$(ckpt dpsgd_sim)"
+
+# Resume under mpirun: 1 epoch, then continued to 2, equals the uninterrupted 2-epoch run.
+train resume_np4 "${mpirun[@]}" -np 4 -- "${choco[@]}" --set run.epochs=1
+check "resume under mpirun" "${mpirun[@]}" -np 4 "$lpdt" train \
+  --resume "$(dirname "$(ckpt resume_np4)")" --set run.epochs=2
+check "resumed 4-rank run = simulator" "$equal" "$(ckpt resume_np4)" "$(ckpt choco_sim)"
+
+# More ranks than nodes: a configuration error naming the key, exit code 2.
+out=$("${mpirun[@]}" -np 3 "$lpdt" train --out "$work/bad" "${tiny[@]}" --set graph.nodes=2 2>&1)
+code=$?
+if [ "$code" = 2 ] && grep -q "graph.nodes = 2 cannot be spread over 3 processes" <<<"$out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: 3 ranks for 2 nodes -> exit $code:"
+  echo "$out" | tail -10
+fi
+
+echo "mpi_test: $passed passed, $failed failed"
+[ "$failed" = 0 ]
