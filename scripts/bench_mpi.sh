@@ -14,23 +14,25 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mpirun=(mpirun --oversubscribe)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-# LeNet-5 on Fashion-MNIST (the quickstart's), 8 nodes, Choco top-10% int8 messages, 1 thread per
-# process so that the simulator and the ranks use the same cores.
+# LeNet-5 on Fashion-MNIST (the quickstart's), 8 nodes, Choco top-10% int8 messages. The same
+# cores for both: the simulator uses every core, each rank its share (at least one thread).
+cores=$(nproc)
 experiment=(--set run.epochs=1 --set run.max_steps_per_epoch=60 --set run.log_every=0
-            --set run.threads=1 --set run.checkpoint_every=0 --set data.test_subset=500
+            --set run.checkpoint_every=0 --set data.test_subset=500
             --set algo.compressor=topk --set algo.keep_fraction=0.1 --set algo.message_values=int8
             "$@")
-throughput() {  # throughput NAME LAUNCH... : train img/s of one run
-  local name="$1"
-  shift
-  "$@" "$lpdt" train --out "$work/$name" --set run.name="$name" "${experiment[@]}" >/dev/null
+throughput() {  # throughput NAME THREADS LAUNCH... : train img/s of one run
+  local name="$1" threads="$2"
+  shift 2
+  "$@" "$lpdt" train --out "$work/$name" --set run.name="$name" --set run.threads="$threads" \
+    "${experiment[@]}" >/dev/null
   python3 -c "import json,glob; print(json.load(open(glob.glob('$work/$name/*/summary.json')[0]))['final']['train_images_per_s'])"
 }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 sim=() mpi=()
 for r in $(seq "$repeats"); do
-  sim+=("$(throughput "sim$r")")
-  mpi+=("$(throughput "mpi$r" "${mpirun[@]}" -np "$ranks")")
+  sim+=("$(throughput "sim$r" "$cores")")
+  mpi+=("$(throughput "mpi$r" $((cores / ranks > 0 ? cores / ranks : 1)) "${mpirun[@]}" -np "$ranks")")
 done
 s=$(printf '%s\n' "${sim[@]}" | median)
 m=$(printf '%s\n' "${mpi[@]}" | median)
