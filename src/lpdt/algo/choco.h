@@ -22,6 +22,7 @@ class Choco final : public GossipAlgorithm {
   void start(const at::Tensor& z) override;
   compress::Compressed prepare(at::Tensor& z, std::int64_t round) override;
   void combine(at::Tensor& z, const at::Tensor& messages, const ConsensusStep& step) override;
+  const at::Tensor& mixed_operand(const at::Tensor& messages) const override { return xhat_; }
   // "xhat": the hosted nodes' xh [count, P] float32.
   std::map<std::string, at::Tensor> state() override;
   // Every row of xh (the hosted ones and the copies of the other nodes').

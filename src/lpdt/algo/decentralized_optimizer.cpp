@@ -78,6 +78,10 @@ DecentralizedOptimizer::DecentralizedOptimizer(const DecentralizedOptions& optio
                         layout, xhat_init, device);
 }
 
+void DecentralizedOptimizer::set_faults(std::unique_ptr<LinkFaults> faults) {
+  faults_ = std::move(faults);
+}
+
 void DecentralizedOptimizer::set_trainable(const at::Tensor& trainable) {
   if (!trainable.defined()) {
     trainable_ = at::Tensor();
@@ -111,10 +115,15 @@ void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing, 
              "byte ledger mode / node count differs from the optimizer's");
   const ConsensusStep consensus_step(mixing, options_.eta(), nodes_);  // L = eta (W - I)
   const compress::Compressed sent = gossip_->prepare(z, round);
-  const ExchangedRound heard =
+  ExchangedRound heard =
       exchange_->exchange(sent, push_sum_.weights(), host_mixing(mixing), round, algorithm_);
+  if (faults_) faults_->begin_round(round, host_mixing(mixing), heard);
   gossip_->combine(z, heard.messages, consensus_step);
   push_sum_.mix(consensus_step, heard.push_sum_weights);  // ps <- ps + eta (W ps - ps)  (spec 5.1)
+  if (faults_) {
+    faults_->correct(z, gossip_->mixed_operand(heard.messages), push_sum_.weights(),
+                     heard.push_sum_weights, options_.eta());
+  }
   if (accounting_ == metrics::ByteAccounting::kReference) {
     last_payload_ = at::full({num_nodes_},
                              metrics::reference_payload_bytes(sent.sent.values, sent.sent.sparse),

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lpdt/algo/gossip.h"
+#include "lpdt/algo/link_faults.h"
 #include "lpdt/algo/local_sgd.h"
 #include "lpdt/algo/message_exchange.h"
 #include "lpdt/algo/push_sum.h"
@@ -65,6 +66,11 @@ class DecentralizedOptimizer {
   // with n = nodes.total. The compressor's options.first_node must be nodes.first.
   DecentralizedOptimizer(const DecentralizedOptions& options, const LayerLayout& layout,
                          at::Device device, std::unique_ptr<MessageExchange> exchange);
+
+  // Injected faults and dead peers (algo/link_faults.h): every later round drops, delays and
+  // renormalises as `faults` says. Its hosted nodes must be this optimizer's.
+  void set_faults(std::unique_ptr<LinkFaults> faults);
+  const LinkFaults* faults() const { return faults_.get(); }
 
   // Restricts the local update (and weight decay) to the columns where `trainable` ([P] bool or
   // 0/1 float) is true; the other columns are still gossiped. Undefined tensor: every column.
@@ -128,6 +134,7 @@ class DecentralizedOptimizer {
   std::optional<LocalSgd> sgd_;
   std::optional<QuasiGlobalMomentum> qgm_;
   std::unique_ptr<GossipAlgorithm> gossip_;
+  std::unique_ptr<LinkFaults> faults_;
   at::Tensor trainable_;  // undefined or [1, P] float32 0/1
   at::Tensor rounds_;     // 0-d int64 CPU
   // The byte ledger reads the mixing matrix on the host. A device mixing matrix is copied once

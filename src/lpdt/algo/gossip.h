@@ -99,6 +99,10 @@ class GossipAlgorithm {
   virtual compress::Compressed prepare(at::Tensor& z, std::int64_t round) = 0;
   virtual void combine(at::Tensor& z, const at::Tensor& messages, const ConsensusStep& step) = 0;
 
+  // What combine multiplied by L this round, [n, P]: the messages themselves, or (Choco) the
+  // public copies they update. Fault corrections mix the same operand (algo/link_faults.h).
+  virtual const at::Tensor& mixed_operand(const at::Tensor& messages) const { return messages; }
+
   // Both phases in one process that hosts every node (the messages are the prepared ones).
   compress::Compressed mix(at::Tensor& z, const ConsensusStep& step, std::int64_t round);
 

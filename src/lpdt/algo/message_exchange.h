@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "lpdt/algo/gossip.h"
 #include "lpdt/comm/wire_payload.h"
@@ -24,6 +25,9 @@ struct ExchangedRound {
   // [n] int64 CPU: encoded bytes of each message received from another process (0 elsewhere);
   // undefined when every node is hosted here.
   at::Tensor received_payload_bytes;
+  // Nodes this process found dead in this round (no payload, or a send not taken, before the
+  // deadline: a multi-process run's detection, algo/link_faults.h). Empty in the simulator.
+  std::vector<std::int64_t> unreachable;
 };
 
 class MessageExchange {

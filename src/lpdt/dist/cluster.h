@@ -4,11 +4,13 @@
 // contiguous block of nodes (dist/placement.h). The trainer writes one code path against this:
 // gossip goes through make_exchange(), and the few whole-run operations (evaluation,
 // checkpoints, the run folder) gather the ranks' rows on rank 0, the leader, which alone writes
-// files. Every wait has a deadline: a peer that dies or stalls gives a clear error, never a hang.
+// files. Every wait has a deadline: a peer that dies or stalls is reported and left behind
+// (docs/faults.md), never a hang.
 #include <ATen/ATen.h>
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,9 @@ class Cluster {
   virtual std::string broadcast_text(const std::string& text) = 0;
 
   virtual WireTraffic traffic() const { return {}; }
+  // Ranks this process found dead (a gossip payload or a gather that did not come before the
+  // deadline). The gathers skip them: their rows are zeros, their texts empty.
+  virtual std::set<int> dead_ranks() const { return {}; }
 };
 
 // The one process of the simulator.

@@ -1,7 +1,10 @@
 // The MPI job of a multi-process run (dist/cluster.h); only compiled when lpdt is built with MPI.
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstring>
+#include <optional>
+#include <set>
 #include <iostream>
 #include <sstream>
 
@@ -16,6 +19,8 @@ namespace {
 // Tags of the control communicator (gossip has its own, tagged by node).
 constexpr int kTagGather = 1;
 constexpr int kTagBroadcast = 2;
+// The deadline of the gathers and the broadcast, in gossip deadlines (run.receive_timeout_s).
+constexpr double kControlTimeoutFactor = 3;
 
 class MpiCluster final : public Cluster {
  public:
@@ -31,7 +36,11 @@ class MpiCluster final : public Cluster {
     MpiComm::check(MPI_Comm_dup(MPI_COMM_WORLD, &gossip), "MPI_Comm_dup");
     MpiComm::check(MPI_Comm_dup(MPI_COMM_WORLD, &control), "MPI_Comm_dup");
     gossip_ = std::make_shared<MpiComm>(gossip, timeout_s);
-    control_ = std::make_unique<MpiComm>(control, timeout_s);
+    // A peer may be late to a gather by one gossip round's deadline (it was finding a dead
+    // rank): the gathers wait longer, so that a live rank is never taken for a dead one.
+    control_ = std::make_unique<MpiComm>(control, kControlTimeoutFactor * timeout_s);
+    notices_ = std::make_shared<DeathNotices>(control, control_->rank(), control_->size(),
+                                              timeout_s);
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int length = 0;
     MPI_Get_library_version(version, &length);
@@ -40,6 +49,7 @@ class MpiCluster final : public Cluster {
   }
 
   ~MpiCluster() override {
+    notices_.reset();
     gossip_.reset();
     control_.reset();
     int finalized = 0;
@@ -59,7 +69,7 @@ class MpiCluster final : public Cluster {
 
   std::unique_ptr<algo::MessageExchange> make_exchange(const NodeRange& nodes,
                                                        const LayerLayout& layout) override {
-    return std::make_unique<MpiExchange>(gossip_, nodes, layout, &traffic_);
+    return std::make_unique<MpiExchange>(gossip_, nodes, layout, &traffic_, notices_);
   }
 
   at::Tensor gather_rows(const at::Tensor& rows, std::int64_t total) override {
@@ -73,7 +83,7 @@ class MpiCluster final : public Cluster {
     auto shape = mine.sizes().vec();
     LPDT_CHECK(!shape.empty(), "gather_rows: a 0-d tensor has no rows");
     shape[0] = total;
-    at::Tensor all = at::empty(shape, mine.options());
+    at::Tensor all = at::zeros(shape, mine.options());  // a dead rank's rows stay zero
     const std::size_t row_bytes = mine.size(0) > 0 ? size_bytes / mine.size(0) : 0;
     for (int r = 0; r < size(); ++r) {
       const NodeRange block = hosted_nodes(r, size(), total);
@@ -82,7 +92,10 @@ class MpiCluster final : public Cluster {
         std::memcpy(out, bytes, size_bytes);
         continue;
       }
-      const std::vector<std::uint8_t> got = control_->receive(r, kTagGather, "gathered rows");
+      if (notices_->dead(r)) continue;
+      const auto received = receive_or_mark_dead(r, "gathered rows");
+      if (!received) continue;
+      const std::vector<std::uint8_t>& got = *received;
       if (got.size() != static_cast<std::size_t>(block.count) * row_bytes) {
         throw UserError("rank " + std::to_string(r) + " sent " + std::to_string(got.size()) +
                         " bytes of rows, expected " +
@@ -103,8 +116,8 @@ class MpiCluster final : public Cluster {
     }
     std::vector<std::string> all{text};
     for (int r = 1; r < size(); ++r) {
-      const auto got = control_->receive(r, kTagGather, "gathered text");
-      all.emplace_back(got.begin(), got.end());
+      const auto got = notices_->dead(r) ? std::nullopt : receive_or_mark_dead(r, "gathered text");
+      all.emplace_back(got ? std::string(got->begin(), got->end()) : std::string());
     }
     return all;
   }
@@ -114,7 +127,14 @@ class MpiCluster final : public Cluster {
       const std::span<const std::uint8_t> bytes(
           reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
       for (int r = 1; r < size(); ++r) {
-        control_->send(bytes, r, kTagBroadcast, "rank " + std::to_string(r) + " to take text");
+        notices_->absorb();
+        if (notices_->dead(r)) continue;
+        try {
+          control_->send(bytes, r, kTagBroadcast, "rank " + std::to_string(r) + " to take text");
+        } catch (const PeerTimeout& timeout) {
+          notices_->declare(r);
+          std::fprintf(stderr, "rank 0: %s; treating rank %d as dead\n", timeout.what(), r);
+        }
       }
       return text;
     }
@@ -123,12 +143,26 @@ class MpiCluster final : public Cluster {
   }
 
   WireTraffic traffic() const override { return traffic_; }
+  std::set<int> dead_ranks() const override { return notices_->dead_ranks(); }
 
  private:
+  // A gathered message from rank r; nullopt (and r marked dead) when none came by the deadline.
+  std::optional<std::vector<std::uint8_t>> receive_or_mark_dead(int r, const std::string& what) {
+    try {
+      return control_->receive_unless_dead(r, kTagGather, what, *notices_);
+    } catch (const PeerTimeout& timeout) {
+      notices_->declare(r);
+      std::fprintf(stderr, "rank 0: %s; treating rank %d as dead (its rows are left out)\n",
+                   timeout.what(), r);
+      return std::nullopt;
+    }
+  }
+
   std::shared_ptr<MpiComm> gossip_;
   std::unique_ptr<MpiComm> control_;
   std::string library_;
   WireTraffic traffic_;
+  std::shared_ptr<DeathNotices> notices_;
 };
 
 std::unique_ptr<MpiCluster>& instance() {

@@ -42,6 +42,40 @@ MPI_Request MpiComm::start_send(std::span<const std::uint8_t> bytes, int dest, i
   return request;
 }
 
+MPI_Request MpiComm::start_synchronous_send(std::span<const std::uint8_t> bytes, int dest,
+                                            int tag) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Issend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm_,
+                   &request),
+        "MPI_Issend");
+  return request;
+}
+
+std::vector<std::size_t> MpiComm::wait_or_abandon(std::vector<MPI_Request>& requests,
+                                                  Clock::time_point deadline) {
+  for (;;) {
+    int done = 0;
+    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                      MPI_STATUSES_IGNORE),
+          "MPI_Testall");
+    if (done) return {};
+    if (Clock::now() > deadline) break;
+    poll_pause();
+  }
+  // MPI_Testall leaves every handle as it was unless all completed: test each one.
+  std::vector<std::size_t> abandoned;
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    if (requests[r] == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    check(MPI_Test(&requests[r], &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) continue;
+    MPI_Cancel(&requests[r]);
+    MPI_Request_free(&requests[r]);
+    abandoned.push_back(r);
+  }
+  return abandoned;
+}
+
 MPI_Request MpiComm::start_receive(std::span<std::uint8_t> buffer, int source, int tag) {
   MPI_Request request = MPI_REQUEST_NULL;
   check(MPI_Irecv(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, source, tag, comm_,
@@ -102,6 +136,86 @@ std::vector<std::uint8_t> MpiComm::receive(int source, int tag, const std::strin
     }
     poll_pause();
   }
+}
+
+std::optional<std::vector<std::uint8_t>> MpiComm::receive_unless_dead(int source, int tag,
+                                                                      const std::string& what,
+                                                                      DeathNotices& notices) {
+  auto until = deadline();
+  bool extended = false;
+  for (;;) {
+    int found = 0;
+    MPI_Message message;
+    MPI_Status status;
+    check(MPI_Improbe(source, tag, comm_, &found, &message, &status), "MPI_Improbe");
+    if (found) {
+      int count = 0;
+      check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
+      check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+      return bytes;
+    }
+    notices.absorb();
+    if (notices.dead(source)) return std::nullopt;
+    if (Clock::now() > until) {
+      if (!extended && notices.recent_death()) {
+        extended = true;
+        until = deadline();
+        continue;
+      }
+      std::ostringstream msg;
+      msg << "rank " << rank_ << " waited " << timeout_s_ << " s for " << what << " from rank "
+          << source << " (run.receive_timeout_s): the peer died or stalled";
+      throw PeerTimeout(msg.str());
+    }
+    poll_pause();
+  }
+}
+
+namespace {
+constexpr int kTagDeathNotice = 77;
+}
+
+DeathNotices::DeathNotices(MPI_Comm control, int rank, int size, double timeout_s)
+    : control_(control), rank_(rank), size_(size), timeout_s_(timeout_s) {}
+
+bool DeathNotices::declare(int dead_rank) {
+  if (!dead_.insert(dead_rank).second) return false;
+  last_death_ = std::chrono::steady_clock::now();
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_ || dead_.count(r)) continue;
+    sent_.push_back(std::make_unique<int>(dead_rank));
+    MPI_Request request = MPI_REQUEST_NULL;
+    MpiComm::check(MPI_Isend(sent_.back().get(), 1, MPI_INT, r, kTagDeathNotice, control_, &request),
+                   "MPI_Isend");
+    MPI_Request_free(&request);  // a one-int message: sent eagerly, nobody waits for it
+  }
+  return true;
+}
+
+bool DeathNotices::absorb() {
+  bool news = false;
+  for (;;) {
+    int found = 0;
+    MPI_Message message;
+    MPI_Status status;
+    MpiComm::check(MPI_Improbe(MPI_ANY_SOURCE, kTagDeathNotice, control_, &found, &message, &status),
+                   "MPI_Improbe");
+    if (!found) return news;
+    int dead_rank = -1;
+    MpiComm::check(MPI_Mrecv(&dead_rank, 1, MPI_INT, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    if (dead_rank >= 0 && dead_rank < size_ && dead_rank != rank_ && dead_.insert(dead_rank).second) {
+      last_death_ = std::chrono::steady_clock::now();
+      news = true;
+    }
+  }
+}
+
+bool DeathNotices::recent_death() const {
+  if (dead_.empty()) return false;
+  const double since =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_death_).count();
+  return since < 3 * timeout_s_;
 }
 
 }  // namespace lpdt::dist

@@ -1,6 +1,7 @@
 #include "lpdt/dist/mpi_exchange.h"
 
 #include <chrono>
+#include <cstdio>
 #include <set>
 #include <sstream>
 
@@ -10,14 +11,16 @@
 namespace lpdt::dist {
 
 MpiExchange::MpiExchange(std::shared_ptr<MpiComm> comm, const NodeRange& nodes,
-                         const LayerLayout& layout, WireTraffic* traffic)
+                         const LayerLayout& layout, WireTraffic* traffic,
+                         std::shared_ptr<DeathNotices> notices)
     : comm_(std::move(comm)),
       nodes_(nodes),
       layout_(layout),
       layer_numels_(comm::layout_numels(layout)),
       traffic_(traffic),
       messages_(at::zeros({nodes.total, layout.total_numel}, at::kFloat)),
-      weights_(at::zeros({nodes.total}, at::kFloat)) {
+      weights_(at::zeros({nodes.total}, at::kFloat)),
+      notices_(std::move(notices)) {
   // No valid payload is larger than every layer sent sparse with 32-bit indices and float32
   // values (plus the int8 parameters): receive buffers of this size never truncate one.
   max_payload_ = static_cast<std::size_t>(
@@ -34,11 +37,15 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
   const std::int64_t n = nodes_.total;
   const int ranks = comm_->size();
   const auto w = mixing.accessor<float, 2>();  // w[i][j] > 0: edge j -> i
+  const auto rank_dead = [&](std::int64_t node) {
+    return notices_->dead(owner_rank(node, ranks, n));
+  };
 
+  notices_->absorb();
   // Who sends what to whom this round.
   std::vector<std::int64_t> senders;  // remote in-neighbours of hosted nodes, increasing
   for (std::int64_t j = 0; j < n; ++j) {
-    if (nodes_.contains(j)) continue;
+    if (nodes_.contains(j) || rank_dead(j)) continue;
     for (std::int64_t i = nodes_.first; i < nodes_.end(); ++i) {
       if (i != j && w[i][j] > 0) {
         senders.push_back(j);
@@ -57,11 +64,14 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
   std::vector<std::vector<std::uint8_t>> payloads;
   payloads.reserve(static_cast<std::size_t>(nodes_.count));
   std::vector<MPI_Request> sends;
+  std::vector<int> send_destinations;
   const auto weights = push_sum_weights.cpu();
   for (std::int64_t j = nodes_.first; j < nodes_.end(); ++j) {
     std::set<int> destinations;
     for (std::int64_t i = 0; i < n; ++i) {
-      if (i != j && w[i][j] > 0 && !nodes_.contains(i)) destinations.insert(owner_rank(i, ranks, n));
+      if (i != j && w[i][j] > 0 && !nodes_.contains(i) && !rank_dead(i)) {
+        destinations.insert(owner_rank(i, ranks, n));
+      }
     }
     if (destinations.empty()) continue;
     const std::int64_t row = j - nodes_.first;
@@ -69,7 +79,8 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
         sent, layout_, row, algo::wire_algorithm(algorithm), static_cast<std::uint64_t>(round),
         static_cast<std::uint32_t>(j), weights[row].item<float>())));
     for (int dest : destinations) {
-      sends.push_back(comm_->start_send(payloads.back(), dest, static_cast<int>(j)));
+      sends.push_back(comm_->start_synchronous_send(payloads.back(), dest, static_cast<int>(j)));
+      send_destinations.push_back(dest);
       traffic_->payloads_sent += 1;
       traffic_->bytes_sent += static_cast<std::int64_t>(payloads.back().size());
     }
@@ -82,7 +93,8 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
 
   // Decode each payload as it arrives.
   const auto wait_start = MpiComm::Clock::now();
-  const auto deadline = comm_->deadline();
+  auto deadline = comm_->deadline();
+  bool extended = false;
   comm::Expectations expect;
   expect.algorithm = algo::wire_algorithm(algorithm);
   expect.round = static_cast<std::uint64_t>(round);
@@ -114,25 +126,55 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
       --pending;
     }
     if (completed == 0) {
-      if (MpiComm::Clock::now() > deadline) {
-        std::ostringstream missing;
+      // Senders another rank found dead: stop waiting for them.
+      if (notices_->absorb()) {
         for (std::size_t s = 0; s < senders.size(); ++s) {
-          if (receives[s] != MPI_REQUEST_NULL) missing << " " << senders[s];
+          if (receives[s] != MPI_REQUEST_NULL && rank_dead(senders[s])) {
+            MPI_Cancel(&receives[s]);
+            MPI_Wait(&receives[s], MPI_STATUS_IGNORE);
+            --pending;
+          }
         }
-        std::vector<MPI_Request> rest;
-        for (auto& r : receives) {
-          if (r != MPI_REQUEST_NULL) rest.push_back(r);
-        }
-        comm_->wait_all(rest, deadline,
-                        "round " + std::to_string(round) + "'s payloads of nodes" + missing.str());
+      }
+      if (MpiComm::Clock::now() > deadline) {
+        // A peer that is late because it waited out a recent death gets one more deadline.
+        if (extended || !notices_->recent_death()) break;
+        extended = true;
+        deadline = comm_->deadline();
       }
       poll_pause();
     }
   }
-  comm_->wait_all(sends, comm_->deadline(),
-                  "round " + std::to_string(round) + "'s payloads to be taken by their receivers");
+  // Payloads that did not come before the deadline: their senders' ranks are dead.
+  std::set<int> newly_dead;
+  for (std::size_t s = 0; s < senders.size(); ++s) {
+    if (receives[s] == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&receives[s]);
+    MPI_Wait(&receives[s], MPI_STATUS_IGNORE);  // a cancelled receive completes at once
+    newly_dead.insert(owner_rank(senders[s], ranks, n));
+  }
+  // Sends not taken before the deadline: their receivers' ranks are dead.
+  const std::vector<std::size_t> abandoned = comm_->wait_or_abandon(sends, deadline);
+  for (const std::size_t a : abandoned) newly_dead.insert(send_destinations[a]);
+  if (!abandoned.empty()) abandoned_payloads_.push_back(std::move(payloads));
+  algo::ExchangedRound heard{messages_, weights_, received_bytes, {}};
+  for (const int r : newly_dead) {
+    if (!notices_->declare(r)) continue;
+    const NodeRange block = hosted_nodes(r, ranks, n);
+    std::fprintf(stderr,
+                 "rank %d: rank %d (nodes %lld .. %lld) did not answer in round %lld within "
+                 "%.3g s (run.receive_timeout_s): treating it as dead and dropping its edges\n",
+                 comm_->rank(), r, static_cast<long long>(block.first),
+                 static_cast<long long>(block.end() - 1), static_cast<long long>(round),
+                 comm_->timeout_s());
+  }
+  // Every dead rank's nodes (this round's and earlier ones', also those rank 0's gathers found).
+  for (const int r : notices_->dead_ranks()) {
+    const NodeRange block = hosted_nodes(r, ranks, n);
+    for (std::int64_t i = block.first; i < block.end(); ++i) heard.unreachable.push_back(i);
+  }
   traffic_->wait_s += std::chrono::duration<double>(MpiComm::Clock::now() - wait_start).count();
-  return algo::ExchangedRound{messages_, weights_, received_bytes};
+  return heard;
 }
 
 }  // namespace lpdt::dist

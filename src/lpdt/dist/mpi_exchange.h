@@ -8,8 +8,13 @@
 //     rank; edges between hosted nodes stay in memory;
 //  3. each payload is decoded as it arrives, while the others are still in flight, and checked
 //     as untrusted (sender, round, algorithm, layer sizes); every wait has a deadline.
+// Sends are synchronous-mode (MPI_Issend): a send completes once its receiver has matched it.
+// A rank whose payloads do not come, or which does not take ours, before the deadline is dead:
+// its nodes are reported in ExchangedRound::unreachable (algo/link_faults.h drops their edges)
+// and this rank neither waits for nor sends to it again.
 // Only compiled when lpdt is built with MPI.
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "lpdt/algo/message_exchange.h"
@@ -22,9 +27,10 @@ namespace lpdt::dist {
 class MpiExchange final : public algo::MessageExchange {
  public:
   // comm: the gossip communicator (shared with nothing else); traffic: where the bytes moved
-  // are counted.
+  // are counted; notices: the ranks known dead (shared with the cluster's gathers), and the
+  // notices that tell the other ranks of the deaths found here.
   MpiExchange(std::shared_ptr<MpiComm> comm, const NodeRange& nodes, const LayerLayout& layout,
-              WireTraffic* traffic);
+              WireTraffic* traffic, std::shared_ptr<DeathNotices> notices);
 
   algo::ExchangedRound exchange(const compress::Compressed& sent,
                                 const at::Tensor& push_sum_weights, const at::Tensor& mixing,
@@ -41,6 +47,9 @@ class MpiExchange final : public algo::MessageExchange {
   at::Tensor messages_;  // [n, P] float32 (CPU)
   at::Tensor weights_;   // [n] float32
   std::vector<std::vector<std::uint8_t>> receive_buffers_;  // one per in-neighbour, reused
+  std::shared_ptr<DeathNotices> notices_;
+  // Payloads of sends abandoned to a dead rank: MPI may still read them, so they live on.
+  std::vector<std::vector<std::vector<std::uint8_t>>> abandoned_payloads_;
 };
 
 }  // namespace lpdt::dist

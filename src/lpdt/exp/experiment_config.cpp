@@ -124,6 +124,12 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("eval.per_node", c.eval.per_node);
 
   v("ledger.accounting", c.ledger.accounting);
+
+  v("faults.drop_probability", c.faults.drop_probability);
+  v("faults.delay_probability", c.faults.delay_probability);
+  v("faults.delay_rounds", c.faults.delay_rounds);
+  v("faults.kill_nodes", c.faults.kill_nodes);
+  v("faults.kill_step", c.faults.kill_step);
 }
 
 void add_keys(ConfigSchema& s) {
@@ -355,6 +361,32 @@ void add_keys(ConfigSchema& s) {
                "Byte accounting: lpdt = the bytes of the payloads sent; reference = the "
                "official code's count (the paper's Table 3).")
       .one_of(choices<LedgerConfig::Accounting>());
+
+  // [faults]
+  s.add_float("faults.drop_probability", d.faults.drop_probability,
+              "Injected fault: each gossip message (one edge, one round) is lost with this "
+              "probability and sent again with the next round, which may lose it again; the "
+              "receiver mixes without it until it arrives (docs/faults.md).")
+      .at_least(0)
+      .less_than(1);
+  s.add_float("faults.delay_probability", d.faults.delay_probability,
+              "Injected fault: each message arrives faults.delay_rounds rounds late with this "
+              "probability.")
+      .at_least(0)
+      .less_than(1);
+  s.add_int("faults.delay_rounds", d.faults.delay_rounds,
+            "How many rounds late a delayed message arrives.")
+      .at_least(1);
+  s.add_int_list("faults.kill_nodes",
+                 std::vector<std::int64_t>(d.faults.kill_nodes.begin(), d.faults.kill_nodes.end()),
+                 "Injected fault: these nodes die at step faults.kill_step; the survivors drop "
+                 "their edges, renormalise and finish. Under mpirun the list must be whole "
+                 "ranks' blocks of nodes, not rank 0's, and those processes are killed (run "
+                 "mpirun with --enable-recovery so that it lets the others finish).");
+  s.add_int("faults.kill_step", d.faults.kill_step,
+            "The training step (0-based, counted over the whole run) at which faults.kill_nodes "
+            "die.")
+      .at_least(0);
 }
 
 void add_checks(ConfigSchema& s) {
@@ -513,6 +545,30 @@ void add_checks(ConfigSchema& s) {
                      c.get_float("optim.momentum") == 0) {
                    return "optim.nesterov = true needs momentum: expected optim.momentum in "
                           "(0, 1), or set optim.nesterov=false";
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check({{"faults.kill_nodes", "graph.nodes"}, [](const Config& c) -> Problem {
+                 const auto& kill = c.get_int_list("faults.kill_nodes");
+                 const std::int64_t nodes = c.get_int("graph.nodes");
+                 for (const std::int64_t node : kill) {
+                   if (node < 0 || node >= nodes) {
+                     return "faults.kill_nodes = " + format_config_value(kill) +
+                            " names node " + std::to_string(node) +
+                            ", but the nodes are 0 .. " + std::to_string(nodes - 1) +
+                            " (graph.nodes = " + std::to_string(nodes) + ")";
+                   }
+                 }
+                 std::vector<std::int64_t> sorted = kill;
+                 std::sort(sorted.begin(), sorted.end());
+                 if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+                   return "faults.kill_nodes = " + format_config_value(kill) +
+                          " names a node twice";
+                 }
+                 if (static_cast<std::int64_t>(sorted.size()) >= nodes) {
+                   return "faults.kill_nodes = " + format_config_value(kill) +
+                          " kills every node: leave at least one alive";
                  }
                  return std::nullopt;
                }});

@@ -186,6 +186,18 @@ struct LedgerConfig {
   bool operator==(const LedgerConfig&) const = default;
 };
 
+// [faults]: injected faults (docs/faults.md).
+struct FaultsConfig {
+  double drop_probability = 0;
+  double delay_probability = 0;
+  int delay_rounds = 1;
+  std::vector<int> kill_nodes = {};
+  int kill_step = 0;
+
+  bool any() const { return drop_probability > 0 || delay_probability > 0 || !kill_nodes.empty(); }
+  bool operator==(const FaultsConfig&) const = default;
+};
+
 // The whole experiment. A default-constructed ExperimentConfig holds the documented defaults
 // (the same as load_experiment_config(std::nullopt, {})).
 struct ExperimentConfig {
@@ -198,6 +210,7 @@ struct ExperimentConfig {
   OptimConfig optim;
   EvalConfig eval;
   LedgerConfig ledger;
+  FaultsConfig faults;
 
   bool operator==(const ExperimentConfig&) const = default;
 };
@@ -268,7 +281,7 @@ constexpr std::optional<E> config_enum_from_string(std::string_view name) {
 }
 
 // The schema of an experiment: every key of the sections run, data, model, graph, algo, optim,
-// eval and ledger, with the cross-key rules. Built once; lives for the whole program.
+// eval, ledger and faults, with the cross-key rules. Built once; lives for the whole program.
 const ConfigSchema& experiment_schema();
 
 // defaults < the TOML file at `path` (if any) < `overrides` ("section.key=value" each), validated

@@ -40,6 +40,7 @@ std::string cuda_graph_obstacle(const StepTraits& step) {
   if (step.lr_changes_every_step) {
     return "the cosine schedule changes the learning rate, a captured constant, every step";
   }
+  if (step.faults) return "injected faults decide on the host, every round, which messages arrive";
   return "";
 }
 

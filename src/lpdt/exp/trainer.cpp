@@ -2,14 +2,18 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "lpdt/algo/decentralized_optimizer.h"
+#include "lpdt/algo/link_faults.h"
 #include "lpdt/algo/lr_schedule.h"
 #include "lpdt/build_info.h"
 #include "lpdt/core/error.h"
@@ -150,6 +154,86 @@ void check_multi_process(const ExperimentConfig& config, const dist::Cluster& cl
   if (config.graph.nodes >= 32767) {
     throw ConfigError("multi-process runs tag messages by node: graph.nodes must be < 32767");
   }
+  if (!config.faults.kill_nodes.empty() && cluster.size() > 1) {
+    // A rank dies as a whole: the killed nodes must be whole blocks, and rank 0 (which writes
+    // the run) must live.
+    const std::set<std::int64_t> kill(config.faults.kill_nodes.begin(),
+                                      config.faults.kill_nodes.end());
+    for (int r = 0; r < cluster.size(); ++r) {
+      const NodeRange block = dist::hosted_nodes(r, cluster.size(), config.graph.nodes);
+      std::int64_t killed = 0;
+      for (std::int64_t i = block.first; i < block.end(); ++i) killed += kill.count(i);
+      if (killed == 0) continue;
+      const std::string nodes = std::to_string(block.first) + " .. " + std::to_string(block.end() - 1);
+      if (r == 0) {
+        throw ConfigError("faults.kill_nodes under mpirun kills processes, and rank 0 (nodes " +
+                          nodes + ") writes the run: kill nodes of other ranks");
+      }
+      if (killed != block.count) {
+        throw ConfigError("faults.kill_nodes under mpirun kills whole processes: rank " +
+                          std::to_string(r) + " hosts nodes " + nodes +
+                          "; list all of them or none");
+      }
+    }
+  }
+}
+
+// "" when the survivors' graph (edges j -> i where mixing[i][j] > 0) is strongly connected; else
+// what is cut. Push-sum averages over a strongly connected graph only: across a cut, the nodes
+// upstream keep losing mass and the two sides drift apart.
+std::string survivors_cut(const at::Tensor& mixing, const std::vector<std::int64_t>& alive) {
+  if (alive.size() < 2) return "";
+  const auto w = mixing.accessor<float, 2>();
+  const auto reach = [&](bool forward) {
+    std::set<std::int64_t> seen{alive.front()};
+    std::vector<std::int64_t> todo{alive.front()};
+    while (!todo.empty()) {
+      const std::int64_t a = todo.back();
+      todo.pop_back();
+      for (const std::int64_t b : alive) {
+        const float edge = forward ? w[b][a] : w[a][b];  // a -> b (forward) or b -> a
+        if (b != a && edge > 0 && seen.insert(b).second) todo.push_back(b);
+      }
+    }
+    return seen.size();
+  };
+  if (reach(true) == alive.size() && reach(false) == alive.size()) return "";
+  return "without the dead nodes the graph is no longer strongly connected: push-sum cannot "
+         "average across the cut, nodes that hear from no survivor lose their mass, and the "
+         "survivors drift apart (use a topology with more paths, docs/faults.md)";
+}
+
+algo::FaultOptions fault_options(const ExperimentConfig& config) {
+  algo::FaultOptions f;
+  f.seed = config.run.seed;
+  f.drop_probability = config.faults.drop_probability;
+  f.delay_probability = config.faults.delay_probability;
+  f.delay_rounds = config.faults.delay_rounds;
+  f.kill_nodes.assign(config.faults.kill_nodes.begin(), config.faults.kill_nodes.end());
+  f.kill_step = config.faults.kill_step;
+  return f;
+}
+
+nlohmann::json fault_counts_to_json(const algo::FaultCounts& c) {
+  nlohmann::json dead = nlohmann::json::array();
+  for (const auto& [node, round] : c.dead_nodes) dead.push_back({{"node", node}, {"seen_in_round", round}});
+  return {{"messages_lost", c.messages_lost},
+          {"messages_late", c.messages_late},
+          {"late_rounds", c.late_rounds},
+          {"dead_edge_rounds", c.dead_edge_rounds},
+          {"dead_nodes", dead}};
+}
+
+algo::FaultCounts fault_counts_from_json(const nlohmann::json& j) {
+  algo::FaultCounts c;
+  c.messages_lost = j.at("messages_lost").get<std::int64_t>();
+  c.messages_late = j.at("messages_late").get<std::int64_t>();
+  c.late_rounds = j.at("late_rounds").get<std::int64_t>();
+  c.dead_edge_rounds = j.at("dead_edge_rounds").get<std::int64_t>();
+  for (const auto& d : j.at("dead_nodes")) {
+    c.dead_nodes[d.at("node").get<std::int64_t>()] = d.at("seen_in_round").get<std::int64_t>();
+  }
+  return c;
 }
 
 nlohmann::json epochs_to_json(const std::vector<EpochSummary>& epochs) {
@@ -295,6 +379,18 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
   algo::DecentralizedOptimizer optimizer(algorithm_options(config, hosted.first), model->layout(),
                                          device, cluster.make_exchange(hosted, model->layout()));
   optimizer.set_trainable(model->trainable_mask());
+  if (config.faults.any() || cluster.size() > 1) {
+    // The simulator (and a one-rank job) kills nodes as the plan says; the ranks of a
+    // multi-process job detect their dead peers by deadline (also when no fault is injected).
+    optimizer.set_faults(std::make_unique<algo::LinkFaults>(
+        algo::FaultPlan(fault_options(config)), hosted,
+        config.algo.name == AlgoConfig::Name::kChoco, /*kills_from_plan=*/cluster.size() == 1));
+  }
+  // Under mpirun, the rank whose nodes faults.kill_nodes names dies at faults.kill_step.
+  const bool killed_rank =
+      cluster.size() > 1 && !config.faults.kill_nodes.empty() &&
+      std::count_if(config.faults.kill_nodes.begin(), config.faults.kill_nodes.end(),
+                    [&](int node) { return hosted.contains(node); }) == k;
   metrics::ByteLedger ledger = optimizer.make_ledger();
   const algo::LrSchedule schedule(schedule_options(config));
 
@@ -330,6 +426,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
       buffers[i].copy_(own_rows(resumed->buffers[i]));
     }
     optimizer.load_state(resumed->optimizer);
+    if (optimizer.faults() != nullptr && resumed->optimizer.count("fault_held_meta")) {
+      const_cast<algo::LinkFaults*>(optimizer.faults())->restore_held(resumed->optimizer);
+    }
     ledger = metrics::ByteLedger::from_json(resumed->ledger);
     if (!hosted.is_all()) ledger.keep_only_nodes(hosted.first, k, /*keep_round_totals=*/leader);
     {
@@ -410,6 +509,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                               config.algo.keep_fraction < 1 &&
                               config.ledger.accounting == LedgerConfig::Accounting::kLpdt;
     traits.lr_changes_every_step = config.optim.schedule == OptimConfig::Schedule::kCosine;
+    traits.faults = config.faults.any();
     graph_obstacle = cuda_graph_obstacle(traits);
     if (!graph_obstacle.empty()) {
       say("CUDA graphs off (" + graph_obstacle + "): the step runs eagerly");
@@ -465,9 +565,81 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     if (!leader) return std::nullopt;
     metrics::ByteLedger sum = metrics::ByteLedger::from_json(nlohmann::json::parse(texts[0]));
     for (std::size_t r = 1; r < texts.size(); ++r) {
+      if (texts[r].empty()) continue;  // a dead rank: its bytes are lost with it
       sum.add(metrics::ByteLedger::from_json(nlohmann::json::parse(texts[r])));
     }
     return sum;
+  };
+  // Messages in flight (held back by injected faults) at every receiver, on rank 0.
+  const auto all_held_messages = [&]() -> std::map<std::string, at::Tensor> {
+    std::map<std::string, at::Tensor> mine = optimizer.faults()->held_state();
+    if (!cluster.distributed()) return mine;
+    const std::vector<char> bytes = torch::pickle_save(c10::IValue(std::vector<at::Tensor>{
+        mine["fault_held_meta"], mine["fault_held_weights"], mine["fault_held_values"]}));
+    const auto texts = cluster.gather_text(std::string(bytes.begin(), bytes.end()));
+    if (!leader) return {};
+    std::vector<at::Tensor> meta, weights, values;
+    for (const std::string& text : texts) {
+      if (text.empty()) continue;  // a dead rank
+      const auto parts =
+          torch::pickle_load(std::vector<char>(text.begin(), text.end())).toTensorVector();
+      meta.push_back(parts.at(0));
+      weights.push_back(parts.at(1));
+      if (parts.at(2).size(0) > 0) values.push_back(parts.at(2));
+    }
+    // The simulator's order: by sent round, then receiver, then sender.
+    const at::Tensor all_meta = at::cat(meta);
+    const at::Tensor key = (all_meta.select(1, 2) * n + all_meta.select(1, 0)) * n + all_meta.select(1, 1);
+    const at::Tensor order = std::get<1>(at::sort(key, c10::optional<bool>(true), /*dim=*/0, /*descending=*/false));
+    return {{"fault_held_meta", all_meta.index_select(0, order)},
+            {"fault_held_weights", at::cat(weights).index_select(0, order)},
+            {"fault_held_values", values.empty() ? at::empty({0, 0}, at::kFloat)
+                                                 : at::cat(values).index_select(0, order)}};
+  };
+  // The nodes still alive as rank 0 knows them (the dead ones are left out of evaluations).
+  const auto survivors = [&]() {
+    std::set<std::int64_t> dead;
+    if (optimizer.faults() != nullptr) dead = optimizer.faults()->dead_nodes();
+    for (const int r : cluster.dead_ranks()) {
+      const NodeRange block = dist::hosted_nodes(r, cluster.size(), n);
+      for (std::int64_t i = block.first; i < block.end(); ++i) dead.insert(i);
+    }
+    std::vector<std::int64_t> alive;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (!dead.count(i)) alive.push_back(i);
+    }
+    return alive;
+  };
+  // Evaluation of the survivors' models (every node when none died).
+  const auto evaluate_survivors = [&](const at::Tensor& all_x, const std::vector<at::Tensor>& all_buffers,
+                                      bool per_node, std::vector<std::int64_t>& alive) {
+    alive = survivors();
+    if (static_cast<std::int64_t>(alive.size()) == n) {
+      return evaluate(*model, all_x, all_buffers, test_batches, per_node);
+    }
+    const at::Tensor index = at::tensor(alive, at::kLong).to(all_x.device());
+    std::vector<at::Tensor> alive_buffers;
+    for (const auto& b : all_buffers) alive_buffers.push_back(b.index_select(0, index.to(b.device())));
+    return evaluate(*model, all_x.index_select(0, index), alive_buffers, test_batches, per_node);
+  };
+  std::set<std::int64_t> deaths_reported;
+  const auto report_deaths = [&] {
+    if (optimizer.faults() == nullptr) return;
+    for (const auto& [node, seen] : optimizer.faults()->counts().dead_nodes) {
+      if (!deaths_reported.insert(node).second) continue;
+      const std::string line = format("round %lld: node %lld is dead; its edges are dropped and "
+                                      "its neighbours renormalise (docs/faults.md)",
+                                      static_cast<long long>(seen), static_cast<long long>(node));
+      if (leader) {
+        progress(line);
+      } else {
+        std::fprintf(stderr, "rank %d: %s\n", cluster.rank(), line.c_str());
+      }
+      if (leader && static_graph) {
+        const std::string cut = survivors_cut(static_mixing.cpu(), survivors());
+        if (!cut.empty()) progress("warning: " + cut);
+      }
+    }
   };
   const auto save_checkpoint = [&](int epochs_done) {
     const bool due = config.run.checkpoint_every > 0 &&
@@ -484,6 +656,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     for (const auto& [name, tensor] : optimizer.state()) {
       state.optimizer[name] = tensor.dim() == 0 ? tensor.clone() : all_rows(tensor);
     }
+    if (optimizer.faults() != nullptr) {
+      for (auto& [name, tensor] : all_held_messages()) state.optimizer[name] = tensor;
+    }
     {
       auto generator = at::detail::getDefaultCPUGenerator();
       std::lock_guard<std::mutex> lock(generator.mutex());
@@ -497,6 +672,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     write_checkpoint(run_dir / kCheckpointFile, state);
   };
   for (int epoch = first_epoch; epoch < config.run.epochs; ++epoch) {
+    // Ranks start an epoch together: rank 0's evaluation and checkpoint take time that a peer
+    // waiting for its next payload must not take for a death.
+    if (cluster.distributed() && epoch != first_epoch) cluster.broadcast_text("");
     const auto epoch_start = Clock::now();
     node_loss_sum.zero_();
     double lr = 0;
@@ -516,12 +694,21 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
         step_inputs = batch.inputs.to(device, /*non_blocking=*/true);
         step_targets = batch.targets.to(device, /*non_blocking=*/true);
       }
+      if (killed_rank && round == config.faults.kill_step) {
+        std::fprintf(stderr, "rank %d: injected fault: killing this process (nodes %lld .. %lld) "
+                     "at step %lld (faults.kill_nodes)\n", cluster.rank(),
+                     static_cast<long long>(hosted.first), static_cast<long long>(hosted.end() - 1),
+                     static_cast<long long>(round));
+        std::fflush(stderr);
+        std::raise(SIGKILL);
+      }
       step_lr = lr;
       step_round = round;
       step_mixing = static_graph ? static_mixing : mixing_at(round);
       if (graphed.run(lr, training_step) == GraphedSteps::Run::kReplayed) {
         optimizer.account_replayed_round(step_mixing, round, ledger);
       }
+      report_deaths();
       if (leader && config.run.log_every > 0 && (step + 1) % config.run.log_every == 0) {
         const double step_loss = last_loss.mean().item<double>();
         progress(format("epoch %d step %lld/%lld  loss %.4f  lr %.4g  %.1f img/s%s", epoch + 1,
@@ -550,15 +737,18 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     summary.lr = lr;
     if (leader) {
       const at::Tensor node_mean_loss = (all_loss_sum / static_cast<double>(steps_per_epoch)).cpu();
-      summary.train_loss = node_mean_loss.mean().item<double>();
-      summary.evaluation = evaluate(*model, all_x, all_buffers, test_batches, config.eval.per_node);
+      std::vector<std::int64_t> alive;
+      summary.evaluation = evaluate_survivors(all_x, all_buffers, config.eval.per_node, alive);
+      summary.train_loss =
+          node_mean_loss.index_select(0, at::tensor(alive, at::kLong)).mean().item<double>();
       summary.mean_gb_sent_per_node = ledger_now->mean_gb_sent_per_node();
       summary.elapsed_s = elapsed();
       const Evaluation& ev = summary.evaluation;
-      for (std::size_t i = 0; i < ev.node_accuracy.size(); ++i) {
+      for (std::size_t a = 0; a < ev.node_accuracy.size(); ++a) {
+        const std::int64_t i = alive[a];
         metrics_csv << summary.epoch << "," << i << "," << lr << ","
-                    << node_mean_loss[i].item<double>() << "," << ev.node_accuracy[i] << ","
-                    << ledger_now->bytes_sent_per_node()[i] << "\n";
+                    << node_mean_loss[i].item<double>() << "," << ev.node_accuracy[a] << ","
+                    << ledger_now->bytes_sent_per_node()[static_cast<std::size_t>(i)] << "\n";
       }
       metrics_csv.flush();
       epochs_csv << summary.epoch << "," << lr << "," << summary.train_loss << ","
@@ -591,7 +781,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     std::vector<at::Tensor> all_buffers;
     for (const auto& b : buffers) all_buffers.push_back(all_rows(b));
     if (leader) {
-      final_evaluation = evaluate(*model, all_x, all_buffers, test_batches, /*per_node=*/true);
+      std::vector<std::int64_t> alive;
+      final_evaluation = evaluate_survivors(all_x, all_buffers, /*per_node=*/true, alive);
       progress(
           format("after %d gossip-only rounds: mean of node accuracies %.2f%% (the official "
                  "code's \"averaged model\"), exact average %.2f%%",
@@ -608,6 +799,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                      {"bytes_received", traffic.bytes_received},
                      {"wait_s", traffic.wait_s}}
           .dump());
+  report_deaths();
+  const std::vector<std::string> fault_texts =
+      optimizer.faults() == nullptr
+          ? std::vector<std::string>{}
+          : cluster.gather_text(fault_counts_to_json(optimizer.faults()->counts()).dump());
   result.final_evaluation = final_evaluation;
   result.wall_time_s = elapsed();
   result.train_images_per_s =
@@ -636,7 +832,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                         {"cuda_graph_obstacle", graph_obstacle}};
   nlohmann::json ranks = nlohmann::json::array();
   for (int r = 0; r < static_cast<int>(traffic_texts.size()); ++r) {
-    nlohmann::json rank = nlohmann::json::parse(traffic_texts[r]);
+    nlohmann::json rank = traffic_texts[r].empty() ? nlohmann::json{{"dead", true}}
+                                                   : nlohmann::json::parse(traffic_texts[r]);
     const NodeRange block = cluster.distributed() ? dist::hosted_nodes(r, cluster.size(), n) : hosted;
     rank["rank"] = r;
     rank["first_node"] = block.first;
@@ -647,6 +844,36 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                           {"description", cluster.description()},
                           {"ranks", cluster.size()},
                           {"per_rank", ranks}};
+  if (config.faults.any() || !fault_texts.empty()) {
+    algo::FaultCounts faults;
+    for (const std::string& text : fault_texts) {
+      if (!text.empty()) faults.add(fault_counts_from_json(nlohmann::json::parse(text)));
+    }
+    for (const int r : cluster.dead_ranks()) {  // ranks rank 0's gathers found dead
+      const NodeRange block = dist::hosted_nodes(r, cluster.size(), n);
+      for (std::int64_t i = block.first; i < block.end(); ++i) faults.dead_nodes.emplace(i, round);
+    }
+    nlohmann::json f = fault_counts_to_json(faults);
+    f["injected"] = config.faults.any();
+    f["survivors"] = survivors().size();
+    if (leader && !faults.dead_nodes.empty()) {
+      std::vector<std::int64_t> alive = survivors();
+      // Rank 0 may learn of a death from another rank's counts only: leave those out too.
+      alive.erase(std::remove_if(alive.begin(), alive.end(),
+                                 [&](std::int64_t i) { return faults.dead_nodes.count(i) > 0; }),
+                  alive.end());
+      f["survivors"] = alive.size();
+    }
+    summary["faults"] = f;
+    if (faults.messages_late > 0 || !faults.dead_nodes.empty()) {
+      progress(format("faults: %lld messages late (%lld lost and resent, %lld rounds late in all), "
+                      "%zu dead nodes, %lld edge-rounds dropped",
+                      static_cast<long long>(faults.messages_late),
+                      static_cast<long long>(faults.messages_lost),
+                      static_cast<long long>(faults.late_rounds), faults.dead_nodes.size(),
+                      static_cast<long long>(faults.dead_edge_rounds)));
+    }
+  }
   summary["build"] = {{"version", build_info::kVersion},
                       {"git_revision", build_info::kGitRevision},
                       {"build_type", build_info::kBuildType},

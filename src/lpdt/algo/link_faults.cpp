@@ -1,0 +1,186 @@
+#include "lpdt/algo/link_faults.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::algo {
+
+void FaultCounts::add(const FaultCounts& other) {
+  messages_lost += other.messages_lost;
+  messages_late += other.messages_late;
+  late_rounds += other.late_rounds;
+  dead_edge_rounds += other.dead_edge_rounds;
+  for (const auto& [node, round] : other.dead_nodes) {
+    const auto it = dead_nodes.find(node);
+    if (it == dead_nodes.end() || round < it->second) dead_nodes[node] = round;
+  }
+}
+
+LinkFaults::LinkFaults(FaultPlan plan, const NodeRange& hosted, bool choco, bool kills_from_plan)
+    : plan_(std::move(plan)), hosted_(hosted), choco_(choco), kills_from_plan_(kills_from_plan) {}
+
+void LinkFaults::begin_round(std::int64_t round, const at::Tensor& mixing, ExchangedRound& heard) {
+  LPDT_CHECK(mixing.is_cpu() && mixing.dim() == 2 && mixing.size(0) == hosted_.total,
+             "LinkFaults: mixing must be the [n, n] CPU matrix of the round");
+  const std::int64_t n = hosted_.total;
+  rows_.clear();
+  cols_.clear();
+  numerator_delta_.clear();
+  push_sum_delta_.clear();
+  terms_.clear();
+  const auto see_dead = [&](std::int64_t node) {
+    if (dead_.insert(node).second) counts_.dead_nodes.emplace(node, round);
+  };
+  if (kills_from_plan_) {
+    for (const std::int64_t node : plan_.options().kill_nodes) {
+      if (node < n && plan_.killed(node, round)) see_dead(node);
+    }
+  }
+  for (const std::int64_t node : heard.unreachable) see_dead(node);
+  // A dead node's message and weight are stale (or its last words): nobody mixes them any more,
+  // and Choco's copies of its xh stop changing. Zero, so that the fault-free combine adds
+  // nothing that the correction must take back (which would not be exact in floating point).
+  for (const std::int64_t node : dead_) {
+    heard.messages[node].zero_();
+    heard.push_sum_weights[node].zero_();
+  }
+
+  const auto w = mixing.accessor<float, 2>();  // w[i][j]: edge j -> i
+  const auto adjust = [&](std::int64_t i, std::int64_t j, float numerator, float push_sum) {
+    rows_.push_back(i);
+    cols_.push_back(j);
+    numerator_delta_.push_back(numerator);
+    push_sum_delta_.push_back(push_sum);
+  };
+  const auto all_ps = heard.push_sum_weights.cpu();
+  for (std::int64_t i = hosted_.first; i < hosted_.end(); ++i) {
+    if (dead(i)) {
+      // A dead node (the simulator's) keeps its state: its row of W becomes the identity.
+      for (std::int64_t j = 0; j < n; ++j) {
+        const float wij = w[i][j];
+        const float delta = (j == i ? 1.0f : 0.0f) - wij;
+        if (delta != 0) adjust(i, j, delta, delta);
+      }
+      continue;
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (j == i) continue;
+      const float wij = w[i][j];
+      if (dead(j)) {
+        if (wij > 0) {
+          adjust(i, j, -wij, -wij);  // the receiver hears nothing from a dead node
+          ++counts_.dead_edge_rounds;
+        }
+        // The sender keeps the share of a dead out-neighbour (W stays column-stochastic).
+        const float wji = w[j][i];
+        if (wji > 0) adjust(i, i, wji, wji);
+        continue;
+      }
+      if (wij <= 0 || !plan_.options().any_link_fault()) continue;
+      const MessageFate fate = plan_.fate(round, j, i);
+      if (fate.late_rounds == 0) continue;
+      counts_.messages_lost += fate.losses;
+      counts_.messages_late += 1;
+      counts_.late_rounds += fate.late_rounds;
+      held_.push_back(Held{i, j, round, round + fate.late_rounds, wij, all_ps[j].item<float>(),
+                           heard.messages[j].clone()});
+      // Not mixed now: the message's share and its push-sum weight (Choco mixes its copy).
+      adjust(i, j, choco_ ? 0.0f : -wij, -wij);
+    }
+  }
+
+  // Messages arriving now (sent by a node that was alive then), and Choco's lagging copies.
+  std::vector<Held> still_held;
+  for (Held& h : held_) {
+    if (dead(h.receiver)) continue;  // nobody to take it
+    if (h.due_round <= round) {
+      terms_.push_back(Term{h.receiver, h.weight, choco_ ? at::Tensor() : h.values,
+                            h.push_sum_weight, !choco_, true});
+    } else {
+      still_held.push_back(std::move(h));
+    }
+  }
+  held_ = std::move(still_held);
+  if (choco_) {
+    // i's copy of xh_j lacks the q_j still in flight: mix (xh_j - lag) with this round's W_ij.
+    for (const Held& h : held_) {
+      const float wij = w[h.receiver][h.sender];
+      if (wij > 0 && !dead(h.sender)) {
+        terms_.push_back(Term{h.receiver, -wij, h.values, 0.0f, true, false});
+      }
+    }
+  }
+}
+
+void LinkFaults::correct(at::Tensor& z, const at::Tensor& mixed, at::Tensor& ps,
+                         const at::Tensor& all_ps, double eta) {
+  const std::int64_t n = hosted_.total;
+  if (!rows_.empty()) {
+    const auto count = static_cast<std::int64_t>(rows_.size());
+    at::Tensor indices = at::empty({2, count}, at::kLong);
+    auto idx = indices.accessor<std::int64_t, 2>();
+    for (std::int64_t e = 0; e < count; ++e) {
+      idx[0][e] = rows_[static_cast<std::size_t>(e)] - hosted_.first;
+      idx[1][e] = cols_[static_cast<std::size_t>(e)];
+    }
+    const auto sparse = [&](const std::vector<float>& values) {
+      at::Tensor v = at::from_blob(const_cast<float*>(values.data()), {count}, at::kFloat).clone();
+      return at::sparse_coo_tensor(indices, v, {hosted_.count, n}).coalesce().to(z.device());
+    };
+    z.addmm_(sparse(numerator_delta_), mixed, 1.0, eta);
+    at::Tensor column = ps.unsqueeze(1);
+    column.addmm_(sparse(push_sum_delta_), all_ps.unsqueeze(1), 1.0, eta);
+  }
+  for (const Term& t : terms_) {
+    const std::int64_t row = t.receiver - hosted_.first;
+    if (t.numerator) z[row].add_(t.values.to(z.device()), eta * t.coefficient);
+    if (t.push_sum) ps[row].add_(eta * t.coefficient * t.push_sum_value);
+  }
+}
+
+std::map<std::string, at::Tensor> LinkFaults::held_state() const {
+  const auto count = static_cast<std::int64_t>(held_.size());
+  at::Tensor meta = at::empty({count, 4}, at::kLong);
+  at::Tensor weights = at::empty({count, 2}, at::kFloat);
+  std::vector<at::Tensor> values;
+  for (std::int64_t h = 0; h < count; ++h) {
+    const Held& item = held_[static_cast<std::size_t>(h)];
+    meta[h][0] = item.receiver;
+    meta[h][1] = item.sender;
+    meta[h][2] = item.sent_round;
+    meta[h][3] = item.due_round;
+    weights[h][0] = item.weight;
+    weights[h][1] = item.push_sum_weight;
+    values.push_back(item.values.cpu());
+  }
+  return {{"fault_held_meta", meta},
+          {"fault_held_weights", weights},
+          {"fault_held_values", values.empty() ? at::empty({0, 0}, at::kFloat) : at::stack(values)}};
+}
+
+void LinkFaults::restore_held(const std::map<std::string, at::Tensor>& all) {
+  held_.clear();
+  const auto get = [&](const char* name) {
+    const auto it = all.find(name);
+    if (it == all.end()) throw UserError(std::string("checkpoint has no tensor '") + name + "'");
+    return it->second;
+  };
+  const at::Tensor meta = get("fault_held_meta");
+  const at::Tensor weights = get("fault_held_weights");
+  const at::Tensor values = get("fault_held_values");
+  const std::int64_t count = meta.dim() == 2 ? meta.size(0) : -1;
+  if (count < 0 || meta.size(1) != 4 || weights.sizes() != at::IntArrayRef{count, 2} ||
+      (count > 0 && (values.dim() != 2 || values.size(0) != count))) {
+    throw UserError("checkpoint's held messages (fault_held_*) have inconsistent shapes");
+  }
+  const auto m = meta.accessor<std::int64_t, 2>();
+  for (std::int64_t h = 0; h < count; ++h) {
+    if (!hosted_.contains(m[h][0])) continue;
+    held_.push_back(Held{m[h][0], m[h][1], m[h][2], m[h][3], weights[h][0].item<float>(),
+                         weights[h][1].item<float>(), values[h].clone()});
+  }
+}
+
+}  // namespace lpdt::algo

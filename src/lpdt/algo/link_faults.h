@@ -1,0 +1,103 @@
+#pragma once
+// How the nodes live with faulty links and dead peers (docs/faults.md). Each round, after the
+// message exchange and before the algorithm's combine, LinkFaults looks at every edge j -> i
+// into a hosted node i of this round's W:
+//  - a late message (lost and resent, or delayed; FaultPlan) is held back: receiver i mixes
+//    without it now and adds it in the round it arrives, with the weight W_ij of the round it was
+//    sent. Push-sum weights travel in the same payload and are held back alike, so the push-sum
+//    mass sum_i ps_i + (mass in flight) is conserved exactly. D-PSGD and DeepSqueeze messages are
+//    mass too. Choco's q_j only updates i's copy of xh_j late: i mixes its lagging copy
+//    (xh_j minus the q_j not yet arrived) with the full weight W_ij.
+//  - an edge touching a dead node is dropped for good, with the rule that keeps W column-
+//    stochastic among the survivors: the receiver i drops W_id (it hears nothing), the sender j
+//    keeps the share W_dj it would have sent the dead node (W_jj += W_dj). The survivors' W is
+//    then column-stochastic, so push-sum runs on the surviving graph: the mass that stays is
+//    conserved and every x_i = z_i / ps_i keeps converging to the same weighted average. The
+//    rule is local (each node changes its own row and diagonal only), so the survivors agree
+//    without a round of agreement.
+// All of this is a correction added after the fault-free combine:
+//   z  += eta (Dz M + late),   ps += eta (Dps ps_all + late ps)
+// with D the change of W (sparse) and M what the algorithm mixes (its messages, or Choco's xh).
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lpdt/algo/fault_plan.h"
+#include "lpdt/algo/message_exchange.h"
+#include "lpdt/core/node_range.h"
+
+namespace lpdt::algo {
+
+// What the faults did to the hosted nodes' incoming edges so far.
+struct FaultCounts {
+  std::int64_t messages_lost = 0;     // losses (each one resent the next round)
+  std::int64_t messages_late = 0;     // messages that arrived at least one round late
+  std::int64_t late_rounds = 0;       // sum over late messages of how late they were
+  std::int64_t dead_edge_rounds = 0;  // (edge, round) pairs dropped because a node was dead
+  std::map<std::int64_t, std::int64_t> dead_nodes;  // node -> round its death was seen here
+
+  void add(const FaultCounts& other);
+};
+
+class LinkFaults {
+ public:
+  // plan: the injected faults. hosted: this process's nodes. choco: the algorithm mixes public
+  // copies (Choco) rather than its messages. kills_from_plan: a node is dead from the plan's
+  // kill_step on (the simulator); otherwise only when the exchange reports it unreachable (a
+  // rank of a multi-process run detects its peers' deaths by deadline).
+  LinkFaults(FaultPlan plan, const NodeRange& hosted, bool choco, bool kills_from_plan);
+
+  // Called after the exchange of `round`, before combine. mixing: this round's W [n, n] float32
+  // CPU; heard: the exchange's result (rows of dead senders are zeroed in place, so that Choco's
+  // copies stop changing).
+  void begin_round(std::int64_t round, const at::Tensor& mixing, ExchangedRound& heard);
+  // Called after combine and the push-sum mix: the corrections of this round.
+  // z: hosted numerators [count, P]; mixed: what the algorithm multiplied by L this round
+  // [n, P]; ps: hosted push-sum weights [count]; all_ps: every weight before the round [n].
+  void correct(at::Tensor& z, const at::Tensor& mixed, at::Tensor& ps, const at::Tensor& all_ps,
+               double eta);
+
+  bool dead(std::int64_t node) const { return dead_.count(node) > 0; }
+  const std::set<std::int64_t>& dead_nodes() const { return dead_; }
+  const FaultCounts& counts() const { return counts_; }
+  const FaultPlan& plan() const { return plan_; }
+
+  // Messages held back at the hosted receivers (checkpoints): "fault_held_meta" [H, 4] int64
+  // (receiver, sender, sent round, due round), "fault_held_weights" [H, 2] float32 (W_ij of
+  // the sent round, push-sum weight), "fault_held_values" [H, P] float32.
+  std::map<std::string, at::Tensor> held_state() const;
+  // Keeps the held messages of hosted receivers among `all` (every process's, as held_state).
+  void restore_held(const std::map<std::string, at::Tensor>& all);
+
+ private:
+  struct Held {
+    std::int64_t receiver, sender, sent_round, due_round;
+    float weight, push_sum_weight;
+    at::Tensor values;  // [P]
+  };
+  struct Term {
+    std::int64_t receiver;  // global id
+    float coefficient;
+    at::Tensor values;  // [P] (numerators) or undefined (push-sum only)
+    float push_sum_value;
+    bool numerator, push_sum;
+  };
+
+  FaultPlan plan_;
+  NodeRange hosted_;
+  bool choco_;
+  bool kills_from_plan_;
+  std::set<std::int64_t> dead_;
+  std::vector<Held> held_;
+  FaultCounts counts_;
+  // This round's corrections.
+  std::vector<std::int64_t> rows_, cols_;  // D entries, rows global
+  std::vector<float> numerator_delta_, push_sum_delta_;
+  std::vector<Term> terms_;
+};
+
+}  // namespace lpdt::algo
