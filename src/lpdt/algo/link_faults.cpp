@@ -47,6 +47,22 @@ void LinkFaults::begin_round(std::int64_t round, const at::Tensor& mixing, Excha
     heard.push_sum_weights[node].zero_();
   }
 
+  // Messages arriving now (sent by a node that was alive then).
+  std::vector<Held> still_held;
+  for (Held& h : held_) {
+    if (dead(h.receiver)) continue;  // nobody to take it
+    if (h.due_round <= round) {
+      if (choco_) {
+        known_weight(h.receiver, h.sender, h.sent_round, h.push_sum_weight);
+      } else {
+        terms_.push_back(Term{h.receiver, h.weight, h.values, h.push_sum_weight, true, true});
+      }
+    } else {
+      still_held.push_back(std::move(h));
+    }
+  }
+  held_ = std::move(still_held);
+
   const auto w = mixing.accessor<float, 2>();  // w[i][j]: edge j -> i
   const auto adjust = [&](std::int64_t i, std::int64_t j, float numerator, float push_sum) {
     rows_.push_back(i);
@@ -80,29 +96,27 @@ void LinkFaults::begin_round(std::int64_t round, const at::Tensor& mixing, Excha
       }
       if (wij <= 0 || !plan_.options().any_link_fault()) continue;
       const MessageFate fate = plan_.fate(round, j, i);
-      if (fate.late_rounds == 0) continue;
+      if (fate.late_rounds == 0) {
+        if (choco_) known_weight(i, j, round, all_ps[j].item<float>());
+        continue;
+      }
       counts_.messages_lost += fate.losses;
       counts_.messages_late += 1;
       counts_.late_rounds += fate.late_rounds;
       held_.push_back(Held{i, j, round, round + fate.late_rounds, wij, all_ps[j].item<float>(),
                            heard.messages[j].clone()});
-      // Not mixed now: the message's share and its push-sum weight (Choco mixes its copy).
-      adjust(i, j, choco_ ? 0.0f : -wij, -wij);
+      if (choco_) {
+        // Choco mixes its copy of xh_j with the full weight W_ij, and so the last push-sum
+        // weight of j that i knows (initially 1): the same stale view for both.
+        const auto it = last_weight_.find({i, j});
+        const float known = it == last_weight_.end() ? 1.0f : it->second.second;
+        terms_.push_back(Term{i, wij, at::Tensor(), known - all_ps[j].item<float>(), false, true});
+      } else {
+        adjust(i, j, -wij, -wij);  // not mixed now: the message's share and its weight
+      }
     }
   }
 
-  // Messages arriving now (sent by a node that was alive then), and Choco's lagging copies.
-  std::vector<Held> still_held;
-  for (Held& h : held_) {
-    if (dead(h.receiver)) continue;  // nobody to take it
-    if (h.due_round <= round) {
-      terms_.push_back(Term{h.receiver, h.weight, choco_ ? at::Tensor() : h.values,
-                            h.push_sum_weight, !choco_, true});
-    } else {
-      still_held.push_back(std::move(h));
-    }
-  }
-  held_ = std::move(still_held);
   if (choco_) {
     // i's copy of xh_j lacks the q_j still in flight: mix (xh_j - lag) with this round's W_ij.
     for (const Held& h : held_) {
@@ -155,7 +169,17 @@ std::map<std::string, at::Tensor> LinkFaults::held_state() const {
     weights[h][1] = item.push_sum_weight;
     values.push_back(item.values.cpu());
   }
-  return {{"fault_held_meta", meta},
+  at::Tensor known = at::empty({static_cast<std::int64_t>(last_weight_.size()), 4}, at::kDouble);
+  std::int64_t e = 0;
+  for (const auto& [edge, entry] : last_weight_) {
+    known[e][0] = static_cast<double>(edge.first);
+    known[e][1] = static_cast<double>(edge.second);
+    known[e][2] = static_cast<double>(entry.first);
+    known[e][3] = static_cast<double>(entry.second);
+    ++e;
+  }
+  return {{"fault_known_weights", known},
+          {"fault_held_meta", meta},
           {"fault_held_weights", weights},
           {"fault_held_values", values.empty() ? at::empty({0, 0}, at::kFloat) : at::stack(values)}};
 }
@@ -174,6 +198,18 @@ void LinkFaults::restore_held(const std::map<std::string, at::Tensor>& all) {
   if (count < 0 || meta.size(1) != 4 || weights.sizes() != at::IntArrayRef{count, 2} ||
       (count > 0 && (values.dim() != 2 || values.size(0) != count))) {
     throw UserError("checkpoint's held messages (fault_held_*) have inconsistent shapes");
+  }
+  last_weight_.clear();
+  const at::Tensor known = get("fault_known_weights");
+  if (known.dim() != 2 || known.size(1) != 4 || known.scalar_type() != at::kDouble) {
+    throw UserError("checkpoint's fault_known_weights must be [E, 4] float64");
+  }
+  const auto k = known.accessor<double, 2>();
+  for (std::int64_t e = 0; e < known.size(0); ++e) {
+    const auto receiver = static_cast<std::int64_t>(k[e][0]);
+    if (!hosted_.contains(receiver)) continue;
+    last_weight_[{receiver, static_cast<std::int64_t>(k[e][1])}] = {
+        static_cast<std::int64_t>(k[e][2]), static_cast<float>(k[e][3])};
   }
   const auto m = meta.accessor<std::int64_t, 2>();
   for (std::int64_t h = 0; h < count; ++h) {

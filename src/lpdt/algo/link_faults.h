@@ -7,7 +7,9 @@
 //    sent. Push-sum weights travel in the same payload and are held back alike, so the push-sum
 //    mass sum_i ps_i + (mass in flight) is conserved exactly. D-PSGD and DeepSqueeze messages are
 //    mass too. Choco's q_j only updates i's copy of xh_j late: i mixes its lagging copy
-//    (xh_j minus the q_j not yet arrived) with the full weight W_ij.
+//    (xh_j minus the q_j not yet arrived) with the full weight W_ij, and likewise the newest
+//    push-sum weight of j it has heard (a stale view of both, consistent: once the messages
+//    stop changing, the copies are exact and z and ps share their fixed point).
 //  - an edge touching a dead node is dropped for good, with the rule that keeps W column-
 //    stochastic among the survivors: the receiver i drops W_id (it hears nothing), the sender j
 //    keeps the share W_dj it would have sent the dead node (W_jj += W_dj). The survivors' W is
@@ -68,7 +70,8 @@ class LinkFaults {
 
   // Messages held back at the hosted receivers (checkpoints): "fault_held_meta" [H, 4] int64
   // (receiver, sender, sent round, due round), "fault_held_weights" [H, 2] float32 (W_ij of
-  // the sent round, push-sum weight), "fault_held_values" [H, P] float32.
+  // the sent round, push-sum weight), "fault_held_values" [H, P] float32; and Choco's newest
+  // heard weights "fault_known_weights" [E, 4] float64 (receiver, sender, sent round, weight).
   std::map<std::string, at::Tensor> held_state() const;
   // Keeps the held messages of hosted receivers among `all` (every process's, as held_state).
   void restore_held(const std::map<std::string, at::Tensor>& all);
@@ -93,6 +96,14 @@ class LinkFaults {
   bool kills_from_plan_;
   std::set<std::int64_t> dead_;
   std::vector<Held> held_;
+  // Choco: the newest push-sum weight each hosted receiver has heard from each in-neighbour,
+  // (receiver, sender) -> (sent round, weight).
+  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<std::int64_t, float>> last_weight_;
+  void known_weight(std::int64_t receiver, std::int64_t sender, std::int64_t sent_round,
+                    float weight) {
+    auto& entry = last_weight_[{receiver, sender}];
+    if (entry.first <= sent_round) entry = {sent_round, weight};
+  }
   FaultCounts counts_;
   // This round's corrections.
   std::vector<std::int64_t> rows_, cols_;  // D entries, rows global

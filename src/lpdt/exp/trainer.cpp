@@ -575,10 +575,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     std::map<std::string, at::Tensor> mine = optimizer.faults()->held_state();
     if (!cluster.distributed()) return mine;
     const std::vector<char> bytes = torch::pickle_save(c10::IValue(std::vector<at::Tensor>{
-        mine["fault_held_meta"], mine["fault_held_weights"], mine["fault_held_values"]}));
+        mine["fault_held_meta"], mine["fault_held_weights"], mine["fault_held_values"],
+        mine["fault_known_weights"]}));
     const auto texts = cluster.gather_text(std::string(bytes.begin(), bytes.end()));
     if (!leader) return {};
-    std::vector<at::Tensor> meta, weights, values;
+    std::vector<at::Tensor> meta, weights, values, known;
     for (const std::string& text : texts) {
       if (text.empty()) continue;  // a dead rank
       const auto parts =
@@ -586,12 +587,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
       meta.push_back(parts.at(0));
       weights.push_back(parts.at(1));
       if (parts.at(2).size(0) > 0) values.push_back(parts.at(2));
+      known.push_back(parts.at(3));  // rank blocks ascend: (receiver, sender) order kept
     }
     // The simulator's order: by sent round, then receiver, then sender.
     const at::Tensor all_meta = at::cat(meta);
     const at::Tensor key = (all_meta.select(1, 2) * n + all_meta.select(1, 0)) * n + all_meta.select(1, 1);
     const at::Tensor order = std::get<1>(at::sort(key, c10::optional<bool>(true), /*dim=*/0, /*descending=*/false));
-    return {{"fault_held_meta", all_meta.index_select(0, order)},
+    return {{"fault_known_weights", at::cat(known)},
+            {"fault_held_meta", all_meta.index_select(0, order)},
             {"fault_held_weights", at::cat(weights).index_select(0, order)},
             {"fault_held_values", values.empty() ? at::empty({0, 0}, at::kFloat)
                                                  : at::cat(values).index_select(0, order)}};

@@ -1,0 +1,272 @@
+// Injected faults and dead peers (algo/fault_plan.h, algo/link_faults.h) against the equations of
+// docs/faults.md: late messages conserve the push-sum mass (in flight included) and the nodes
+// still agree on the exact average; a dead node's survivors keep a column-stochastic W (their
+// mass is conserved) and agree; no fault changes nothing bit for bit.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "graphs.h"
+#include "lpdt/algo/decentralized_optimizer.h"
+#include "lpdt/algo/fault_plan.h"
+#include "lpdt/algo/link_faults.h"
+#include "lpdt/core/error.h"
+
+namespace lpdt::algo {
+namespace {
+
+using testing::small_layout;
+
+// Exponential graph on 8 nodes: j -> j+1, j+2, j+4, uniform weights 1/4 (column-stochastic,
+// strongly connected after any one node dies).
+torch::Tensor exponential8() {
+  const std::int64_t n = 8;
+  auto w = torch::zeros({n, n});
+  for (std::int64_t j = 0; j < n; ++j) {
+    w[j][j] = 0.25;
+    for (const std::int64_t hop : {1, 2, 4}) w[(j + hop) % n][j] = 0.25;
+  }
+  return w;
+}
+
+DecentralizedOptions gossip_only(const char* algorithm, double eta) {
+  DecentralizedOptions o;
+  o.algorithm(algorithm).eta(eta).momentum(0).weight_decay(0);
+  return o;
+}
+
+std::unique_ptr<LinkFaults> faults_for(const FaultOptions& f, std::int64_t n, bool choco) {
+  return std::make_unique<LinkFaults>(FaultPlan(f), NodeRange::all(n), choco,
+                                      /*kills_from_plan=*/true);
+}
+
+// sum over held messages of W_ij * (push-sum weight) and of W_ij * values: the mass in flight.
+std::pair<double, torch::Tensor> mass_in_flight(const LinkFaults& faults, std::int64_t p) {
+  const auto held = faults.held_state();
+  const auto& weights = held.at("fault_held_weights");
+  if (weights.size(0) == 0) return {0.0, torch::zeros({p}, torch::kDouble)};
+  const auto w = weights.select(1, 0).to(torch::kDouble);
+  const double ps = (w * weights.select(1, 1).to(torch::kDouble)).sum().item<double>();
+  const auto values = (held.at("fault_held_values").to(torch::kDouble) * w.unsqueeze(1)).sum(0);
+  return {ps, values};
+}
+
+TEST(FaultPlan, IsDeterministicAndDrawsAtTheConfiguredRates) {
+  FaultOptions f;
+  f.seed = 7;
+  f.drop_probability = 0.2;
+  f.delay_probability = 0.1;
+  f.delay_rounds = 3;
+  const FaultPlan plan(f), again(f);
+  std::int64_t lost_once = 0, delayed = 0, total = 0, resent_twice = 0;
+  for (std::int64_t round = 0; round < 400; ++round) {
+    for (std::int64_t j = 0; j < 10; ++j) {
+      const MessageFate fate = plan.fate(round, j, (j + 1) % 10);
+      const MessageFate same = again.fate(round, j, (j + 1) % 10);
+      ASSERT_EQ(fate.late_rounds, same.late_rounds);
+      ASSERT_EQ(fate.losses, same.losses);
+      ASSERT_GE(fate.late_rounds, fate.losses);
+      lost_once += fate.losses >= 1;
+      resent_twice += fate.losses >= 2;
+      delayed += fate.late_rounds - fate.losses == 3;
+      ++total;
+    }
+  }
+  // 4000 draws: 3 standard deviations of a binomial proportion are < 0.02.
+  EXPECT_NEAR(static_cast<double>(lost_once) / total, 0.2, 0.02);
+  EXPECT_NEAR(static_cast<double>(resent_twice) / total, 0.04, 0.012);  // lost again: p^2
+  EXPECT_NEAR(static_cast<double>(delayed) / total, 0.1, 0.015);
+  // Another seed, other fates.
+  f.seed = 8;
+  const FaultPlan other(f);
+  std::int64_t differ = 0;
+  for (std::int64_t round = 0; round < 100; ++round) {
+    differ += other.fate(round, 0, 1).late_rounds != plan.fate(round, 0, 1).late_rounds;
+  }
+  EXPECT_GT(differ, 10);
+}
+
+TEST(FaultPlan, RejectsBadOptions) {
+  FaultOptions f;
+  f.drop_probability = 1.0;
+  EXPECT_THROW(FaultPlan{f}, ConfigError);
+  f.drop_probability = 0;
+  f.delay_rounds = 0;
+  EXPECT_THROW(FaultPlan{f}, ConfigError);
+  f.delay_rounds = 1;
+  f.kill_nodes = {-1};
+  EXPECT_THROW(FaultPlan{f}, ConfigError);
+  f.kill_nodes = {2, 0};
+  f.kill_step = 5;
+  const FaultPlan plan(f);
+  EXPECT_FALSE(plan.killed(0, 4));
+  EXPECT_TRUE(plan.killed(0, 5));
+  EXPECT_TRUE(plan.killed(2, 9));
+  EXPECT_FALSE(plan.killed(1, 9));
+}
+
+// With a plan that injects nothing, a run with LinkFaults is bit-identical to one without.
+TEST(LinkFaults, NoFaultChangesNothing) {
+  for (const char* algorithm : {"choco", "deepsqueeze"}) {
+    const auto layout = small_layout();
+    const auto w = exponential8();
+    const std::int64_t n = w.size(0);
+    DecentralizedOptions o;
+    o.algorithm(algorithm).eta(0.5);
+    o.compressor(compress::CompressorOptions().name("topk").keep_fraction(0.3));
+    DecentralizedOptimizer plain(o, n, layout), with_faults(o, n, layout);
+    with_faults.set_faults(faults_for(FaultOptions{}, n, std::string(algorithm) == "choco"));
+    torch::manual_seed(3);
+    auto x = torch::randn({n, layout.total_numel});
+    auto y = x.clone();
+    auto ledger_a = plain.make_ledger(), ledger_b = with_faults.make_ledger();
+    for (std::int64_t round = 0; round < 12; ++round) {
+      const auto grad = torch::randn_like(x);
+      plain.step(x, grad, w, 0.1, round, ledger_a);
+      with_faults.step(y, grad, w, 0.1, round, ledger_b);
+    }
+    EXPECT_TRUE(torch::equal(x, y)) << algorithm;
+    EXPECT_TRUE(torch::equal(plain.push_sum_weights(), with_faults.push_sum_weights()));
+  }
+}
+
+// Late messages (lost and resent, or delayed) are push-sum mass in flight: sum_i ps_i plus the
+// weight in flight stays n, the numerators' sum plus theirs in flight stays sum_i z_i(0), and the
+// nodes still reach the exact average of their initial values.
+TEST(LinkFaults, LateMessagesConservePushSumMassAndKeepTheAverage) {
+  for (const char* algorithm : {"dpsgd", "deepsqueeze"}) {
+    const auto layout = small_layout();
+    const auto w = exponential8();
+    const std::int64_t n = w.size(0), p = layout.total_numel;
+    DecentralizedOptimizer opt(gossip_only(algorithm, 1.0), n, layout);
+    FaultOptions f;
+    f.seed = 11;
+    f.drop_probability = 0.3;
+    f.delay_probability = 0.3;
+    f.delay_rounds = 2;
+    opt.set_faults(faults_for(f, n, false));
+    torch::manual_seed(5);
+    auto x = torch::randn({n, p});
+    const auto average = x.to(torch::kDouble).mean(0);
+    const auto total = x.to(torch::kDouble).sum(0);  // z = x at ps = 1
+    auto ledger = opt.make_ledger();
+    for (std::int64_t round = 0; round < 400; ++round) {
+      opt.gossip_round(x, w, round, ledger);
+      if (round % 50 != 7) continue;
+      const auto ps = opt.push_sum_weights().to(torch::kDouble);
+      const auto [ps_flight, z_flight] = mass_in_flight(*opt.faults(), p);
+      EXPECT_NEAR(ps.sum().item<double>() + ps_flight, static_cast<double>(n), 1e-4)
+          << algorithm << " round " << round;
+      const auto z = x.to(torch::kDouble) * ps.unsqueeze(1);
+      EXPECT_LT((z.sum(0) + z_flight - total).abs().max().item<double>(), 1e-3)
+          << algorithm << " round " << round;
+    }
+    EXPECT_GT(opt.faults()->counts().messages_lost, 100);
+    EXPECT_GT(opt.faults()->counts().messages_late, opt.faults()->counts().messages_lost / 2);
+    // DeepSqueeze without compression mixes its exact messages too.
+    EXPECT_LT((x.to(torch::kDouble) - average.unsqueeze(0)).abs().max().item<double>(), 1e-3)
+        << algorithm;
+  }
+}
+
+// A dead node: its survivors' W stays column-stochastic (each sender keeps the share it would
+// have sent the dead node), so their push-sum mass is conserved from the death on, and they
+// agree on a common value.
+TEST(LinkFaults, SurvivorsOfADeadNodeConserveTheirMassAndAgree) {
+  for (const char* algorithm : {"dpsgd", "choco"}) {
+    const auto layout = small_layout();
+    const auto w = exponential8();
+    const std::int64_t n = w.size(0), p = layout.total_numel;
+    const bool choco = std::string(algorithm) == "choco";
+    DecentralizedOptimizer opt(gossip_only(algorithm, choco ? 0.5 : 1.0), n, layout);
+    FaultOptions f;
+    f.kill_nodes = {3};
+    f.kill_step = 5;
+    opt.set_faults(faults_for(f, n, choco));
+    torch::manual_seed(9);
+    auto x = torch::randn({n, p});
+    auto ledger = opt.make_ledger();
+    const auto alive = torch::tensor({0, 1, 2, 4, 5, 6, 7}, torch::kLong);
+    double mass_at_death = 0;
+    torch::Tensor z_at_death;
+    for (std::int64_t round = 0; round < 300; ++round) {
+      opt.gossip_round(x, w, round, ledger);
+      const auto ps = opt.push_sum_weights().to(torch::kDouble).index_select(0, alive);
+      const auto z = (x.to(torch::kDouble).index_select(0, alive) * ps.unsqueeze(1)).sum(0);
+      if (round == 5) {
+        mass_at_death = ps.sum().item<double>();
+        z_at_death = z;
+      } else if (round > 5 && !choco) {
+        ASSERT_NEAR(ps.sum().item<double>(), mass_at_death, 1e-4) << algorithm << " " << round;
+        ASSERT_LT((z - z_at_death).abs().max().item<double>(), 1e-3) << algorithm << " " << round;
+      } else if (round > 5) {
+        // Choco mixes public copies: the weights are exact messages, the numerators are not.
+        ASSERT_NEAR(ps.sum().item<double>(), mass_at_death, 1e-4) << algorithm << " " << round;
+      }
+    }
+    const auto survivors = x.index_select(0, alive);
+    EXPECT_LT((survivors - survivors.mean(0, true)).abs().max().item<double>(), 1e-3) << algorithm;
+    EXPECT_EQ(opt.faults()->dead_nodes(), std::set<std::int64_t>{3});
+    EXPECT_EQ(opt.faults()->counts().dead_nodes.at(3), 5);
+    // Node 3 hears from 2, 1, 7 and sends to 4, 5, 7: its 3 in-edges of survivors are counted.
+    EXPECT_EQ(opt.faults()->counts().dead_edge_rounds, 3 * (300 - 5));
+  }
+}
+
+// Choco's receivers mix lagging copies while q_j is in flight; once it lands the copies are
+// exact again, and the nodes agree.
+TEST(LinkFaults, ChocoWithLateMessagesStillAgrees) {
+  const auto layout = small_layout();
+  const auto w = exponential8();
+  const std::int64_t n = w.size(0);
+  DecentralizedOptions o = gossip_only("choco", 0.5);
+  o.compressor(compress::CompressorOptions().name("topk").keep_fraction(0.5));
+  DecentralizedOptimizer opt(o, n, layout);
+  FaultOptions f;
+  f.seed = 3;
+  f.drop_probability = 0.2;
+  f.delay_probability = 0.2;
+  f.delay_rounds = 3;
+  opt.set_faults(faults_for(f, n, true));
+  torch::manual_seed(1);
+  auto x = torch::randn({n, layout.total_numel});
+  const auto spread_before = (x - x.mean(0, true)).abs().max().item<double>();
+  auto ledger = opt.make_ledger();
+  for (std::int64_t round = 0; round < 400; ++round) opt.gossip_round(x, w, round, ledger);
+  EXPECT_TRUE(torch::isfinite(x).all().item<bool>());
+  EXPECT_LT((x - x.mean(0, true)).abs().max().item<double>(), 1e-3 * spread_before);
+}
+
+TEST(LinkFaults, HeldMessagesRoundTripAndSplitByReceiver) {
+  const auto layout = small_layout();
+  const auto w = exponential8();
+  const std::int64_t n = w.size(0);
+  DecentralizedOptimizer opt(gossip_only("dpsgd", 1.0), n, layout);
+  FaultOptions f;
+  f.seed = 2;
+  f.delay_probability = 0.5;
+  f.delay_rounds = 4;
+  opt.set_faults(faults_for(f, n, false));
+  auto x = torch::randn({n, layout.total_numel});
+  auto ledger = opt.make_ledger();
+  for (std::int64_t round = 0; round < 3; ++round) opt.gossip_round(x, w, round, ledger);
+  const auto held = opt.faults()->held_state();
+  const std::int64_t count = held.at("fault_held_meta").size(0);
+  ASSERT_GT(count, 0);
+  // A process hosting nodes 4..7 keeps the messages those nodes are waiting for, in order.
+  LinkFaults block(FaultPlan(f), NodeRange{4, 4, n}, false, true);
+  block.restore_held(held);
+  const auto kept = block.held_state();
+  const auto receivers = held.at("fault_held_meta").select(1, 0);
+  const auto mine = torch::nonzero(receivers >= 4).squeeze(1);
+  EXPECT_TRUE(torch::equal(kept.at("fault_held_meta"), held.at("fault_held_meta").index_select(0, mine)));
+  EXPECT_TRUE(torch::equal(kept.at("fault_held_values"),
+                           held.at("fault_held_values").index_select(0, mine)));
+  auto broken = held;
+  broken["fault_held_weights"] = torch::zeros({count + 1, 2});
+  EXPECT_THROW(block.restore_held(broken), UserError);
+}
+
+}  // namespace
+}  // namespace lpdt::algo
