@@ -650,3 +650,27 @@ TEST(ExperimentConfigTest, LowPrecisionKeysRoundTrip) {
 
 }  // namespace
 }  // namespace lpdt
+
+namespace lpdt {
+namespace {
+
+TEST(ExperimentConfigTest, FaultKeysAreChecked) {
+  EXPECT_THAT(load_error("", {"graph.nodes=4", "faults.kill_nodes=[1, 4]"}),
+              HasSubstr("faults.kill_nodes = [1, 4] names node 4, but the nodes are 0 .. 3"));
+  EXPECT_THAT(load_error("", {"graph.nodes=4", "faults.kill_nodes=[1, 1]"}),
+              HasSubstr("names a node twice"));
+  EXPECT_THAT(load_error("", {"graph.nodes=2", "faults.kill_nodes=[0, 1]"}),
+              HasSubstr("kills every node"));
+  EXPECT_THAT(load_error("[faults]\ndrop_probability = 1.0\n"), HasSubstr("faults.drop_probability"));
+  EXPECT_THAT(load_error("[faults]\ndelay_rounds = 0\n"), HasSubstr("faults.delay_rounds"));
+  const ExperimentConfig ok =
+      load_experiment_config(std::nullopt, {"faults.kill_nodes=[3]", "faults.kill_step=10",
+                                            "faults.drop_probability=0.1"});
+  EXPECT_EQ(ok.faults.kill_nodes, std::vector<int>{3});
+  EXPECT_EQ(ok.faults.kill_step, 10);
+  EXPECT_TRUE(ok.faults.any());
+  EXPECT_FALSE(ExperimentConfig{}.faults.any());
+}
+
+}  // namespace
+}  // namespace lpdt

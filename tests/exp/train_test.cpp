@@ -110,6 +110,43 @@ TEST(Train, SameSeedGivesBitIdenticalResults) {
   fs::remove_all(out);
 }
 
+// Injected faults in the simulator: messages lost, late, and a node that dies at step 20. The run
+// completes, reports what happened, leaves the dead node out of its evaluations, and still learns
+// (graceful degradation: within 15 points of the fault-free run).
+TEST(Train, SurvivesInjectedFaultsAndReportsThem) {
+  const fs::path out = fresh_dir("faults");
+  const auto quiet = [](const std::string&) {};
+  ExperimentConfig config = small_synthetic_run(out);
+  config.graph.topology = GraphConfig::Topology::kExponential;
+  config.algo.compressor = AlgoConfig::Compressor::kTopK;
+  config.algo.keep_fraction = 0.2;
+  config.algo.consensus_step = 0.5;
+  const TrainResult clean = train(config, quiet);
+  config.faults.drop_probability = 0.2;
+  config.faults.delay_probability = 0.2;
+  config.faults.delay_rounds = 2;
+  config.faults.kill_nodes = {2};
+  config.faults.kill_step = 4;
+  std::vector<std::string> lines;
+  const TrainResult faulty = train(config, [&](const std::string& line) { lines.push_back(line); });
+  ASSERT_EQ(faulty.final_evaluation.node_accuracy.size(), 3u);  // node 2 is left out
+  EXPECT_GT(faulty.final_evaluation.average_model_accuracy,
+            clean.final_evaluation.average_model_accuracy - 15.0);
+  std::ifstream in(faulty.run_dir / "summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(in);
+  const auto& faults = summary.at("faults");
+  EXPECT_GT(faults.at("messages_lost").get<int>(), 0);
+  EXPECT_GT(faults.at("messages_late").get<int>(), faults.at("messages_lost").get<int>() / 2);
+  ASSERT_EQ(faults.at("dead_nodes").size(), 1u);
+  EXPECT_EQ(faults.at("dead_nodes")[0].at("node").get<int>(), 2);
+  EXPECT_EQ(faults.at("dead_nodes")[0].at("seen_in_round").get<int>(), 4);
+  EXPECT_EQ(faults.at("survivors").get<int>(), 3);
+  bool reported = false;
+  for (const auto& line : lines) reported |= line.find("round 4: node 2 is dead") != std::string::npos;
+  EXPECT_TRUE(reported);
+  fs::remove_all(out);
+}
+
 TEST(Train, MissingDatasetFileIsAClearError) {
   const fs::path out = fresh_dir("missing");
   ExperimentConfig config = small_synthetic_run(out);
@@ -143,15 +180,32 @@ ExperimentConfig stateful_run(const fs::path& out, int epochs) {
   return config;
 }
 
+// The same with injected faults: messages in flight at the checkpoint, and Choco's newest heard
+// push-sum weights, are part of the state.
+ExperimentConfig faulty_stateful_run(const fs::path& out, int epochs) {
+  ExperimentConfig config = stateful_run(out, epochs);
+  config.faults.drop_probability = 0.3;
+  config.faults.delay_probability = 0.3;
+  config.faults.delay_rounds = 3;
+  return config;
+}
+
+class ResumeCase : public ::testing::TestWithParam<bool> {};
+
 // Checkpoint after 2 epochs, resume to 3: the same numbers, bit for bit, as 3 epochs in one go.
-TEST(Checkpoint, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
-  const fs::path out = fresh_dir("resume");
+TEST_P(ResumeCase, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
+  const auto make = GetParam() ? faulty_stateful_run : stateful_run;
+  const fs::path out = fresh_dir(GetParam() ? "resume-faults" : "resume");
   const auto quiet = [](const std::string&) {};
-  const TrainResult full = train(stateful_run(out, 3), quiet);
-  const TrainResult part = train(stateful_run(out, 2), quiet);
+  const TrainResult full = train(make(out, 3), quiet);
+  const TrainResult part = train(make(out, 2), quiet);
+  if (GetParam()) {
+    const TrainingState mid = read_checkpoint(part.run_dir / kCheckpointFile);
+    EXPECT_GT(mid.optimizer.at("fault_held_meta").size(0), 0) << "no message in flight";
+  }
   TrainOptions resume;
   resume.resume_dir = part.run_dir;
-  const TrainResult resumed = train(stateful_run(out, 3), quiet, resume);
+  const TrainResult resumed = train(make(out, 3), quiet, resume);
   EXPECT_EQ(resumed.run_dir, part.run_dir);
   ASSERT_EQ(resumed.epochs.size(), 3u);
   for (std::size_t e = 0; e < 3; ++e) {
@@ -176,6 +230,11 @@ TEST(Checkpoint, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
   EXPECT_EQ(rows, 1 + 3);
   fs::remove_all(out);
 }
+
+INSTANTIATE_TEST_SUITE_P(Checkpoint, ResumeCase, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("WithFaults") : std::string("Plain");
+                         });
 
 std::string error_of(const std::function<void()>& f) {
   try {

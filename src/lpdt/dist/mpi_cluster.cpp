@@ -3,6 +3,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <chrono>
+#include <thread>
 #include <optional>
 #include <set>
 #include <iostream>
@@ -21,6 +24,8 @@ constexpr int kTagGather = 1;
 constexpr int kTagBroadcast = 2;
 // The deadline of the gathers and the broadcast, in gossip deadlines (run.receive_timeout_s).
 constexpr double kControlTimeoutFactor = 3;
+// How long a finished rank gives MPI_Finalize before it leaves without it.
+constexpr int kFinalizeGraceSeconds = 60;
 
 class MpiCluster final : public Cluster {
  public:
@@ -49,6 +54,19 @@ class MpiCluster final : public Cluster {
   }
 
   ~MpiCluster() override {
+    // After a death, Open MPI's MPI_Finalize (a fence over every process of the job) may wait
+    // forever for the dead one. The run is complete and written by now: leave without it.
+    notices_->absorb();
+    if (!notices_->dead_ranks().empty()) {
+      std::fflush(nullptr);
+      std::_Exit(0);
+    }
+    // A death this rank never heard of could still stall the fence: give it a bounded time.
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(kFinalizeGraceSeconds));
+      std::fflush(nullptr);
+      std::_Exit(0);
+    }).detach();
     notices_.reset();
     gossip_.reset();
     control_.reset();

@@ -659,7 +659,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     for (const auto& [name, tensor] : optimizer.state()) {
       state.optimizer[name] = tensor.dim() == 0 ? tensor.clone() : all_rows(tensor);
     }
-    if (optimizer.faults() != nullptr) {
+    if (config.faults.any()) {  // (without injected faults, nothing is ever held back)
       for (auto& [name, tensor] : all_held_messages()) state.optimizer[name] = tensor;
     }
     {
