@@ -163,9 +163,9 @@ void add_keys(ConfigSchema& s) {
             "Stop each epoch after this many steps, for quick runs; 0 = the full epoch.")
       .at_least(0);
   s.add_float("run.receive_timeout_s", d.run.receive_timeout_s,
-              "Multi-process runs (mpirun): seconds a rank waits for a peer's message (gossip "
-              "payloads, and rank 0's evaluations and checkpoints) before it reports the peer as "
-              "dead or stalled and stops the job; never a hang.")
+              "Multi-process runs (mpirun): seconds a rank waits for a peer's gossip payload "
+              "before it takes the peer for dead, drops its edges and goes on (docs/faults.md); "
+              "rank 0's gathers wait 3 times as long. Never a hang.")
       .greater_than(0);
   s.add_int("run.nodes_per_pass", d.run.nodes_per_pass,
             "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (up to "
