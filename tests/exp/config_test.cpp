@@ -194,7 +194,7 @@ TEST(ExperimentConfigErrorTest, KeyWithoutSectionSuggestsItsSection) {
 TEST(ExperimentConfigErrorTest, UnknownSectionSuggestsTheClosestSection) {
   const std::string message = load_error("[grph]\nnodes = 4\n");
   EXPECT_THAT(message, HasSubstr(":1: unknown section [grph]; did you mean [graph]? (sections: "
-                                 "run, data, model, quant, graph, algo, optim, eval, ledger)"));
+                                 "run, data, model, quant, graph, algo, optim, eval, ledger, faults)"));
 }
 
 TEST(ExperimentConfigErrorTest, SectionGivenAsAValue) {
