@@ -114,20 +114,23 @@ void MpiComm::send(std::span<const std::uint8_t> bytes, int dest, int tag,
   wait_all(requests, deadline(), what + " to be taken by rank " + std::to_string(dest));
 }
 
+std::optional<std::vector<std::uint8_t>> MpiComm::try_receive(int source, int tag) {
+  int found = 0;
+  MPI_Message message;
+  MPI_Status status;
+  check(MPI_Improbe(source, tag, comm_, &found, &message, &status), "MPI_Improbe");
+  if (!found) return std::nullopt;
+  int count = 0;
+  check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
+  check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+  return bytes;
+}
+
 std::vector<std::uint8_t> MpiComm::receive(int source, int tag, const std::string& what) {
   const auto until = deadline();
   for (;;) {
-    int found = 0;
-    MPI_Message message;
-    MPI_Status status;
-    check(MPI_Improbe(source, tag, comm_, &found, &message, &status), "MPI_Improbe");
-    if (found) {
-      int count = 0;
-      check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
-      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
-      check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
-      return bytes;
-    }
+    if (auto bytes = try_receive(source, tag)) return std::move(*bytes);
     if (Clock::now() > until) {
       std::ostringstream msg;
       msg << "rank " << rank_ << " waited " << timeout_s_ << " s for " << what << " from rank "
@@ -144,17 +147,7 @@ std::optional<std::vector<std::uint8_t>> MpiComm::receive_unless_dead(int source
   auto until = deadline();
   bool extended = false;
   for (;;) {
-    int found = 0;
-    MPI_Message message;
-    MPI_Status status;
-    check(MPI_Improbe(source, tag, comm_, &found, &message, &status), "MPI_Improbe");
-    if (found) {
-      int count = 0;
-      check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
-      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
-      check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
-      return bytes;
-    }
+    if (auto bytes = try_receive(source, tag)) return std::move(*bytes);
     notices.absorb();
     if (notices.dead(source)) return std::nullopt;
     if (Clock::now() > until) {

@@ -61,6 +61,9 @@ class MpiComm {
   static void check(int code, const char* call);
 
  private:
+  // The next message from `source` with `tag`, if one has arrived.
+  std::optional<std::vector<std::uint8_t>> try_receive(int source, int tag);
+
   MPI_Comm comm_;
   double timeout_s_;
   int rank_ = 0, size_ = 1;
