@@ -61,6 +61,14 @@ expect 0 "topk:0.01      int8" -- "$lpdt" bench --wire --arch lenet5 --channels 
   --steps 1 --compressors topk:0.01
 expect 2 "topk:<keep fraction>" -- "$lpdt" bench --wire --compressors topk:many
 expect 2 "algo.message_values" -- "$lpdt" train --set algo.name=dpsgd --set algo.message_values=int8
+# Sweeps: a bad grid value names the run and the key before anything runs; a dry run lists the
+# grid; the preset resolves.
+printf '[grid]\n"data.skew" = [0.0, 3]\n' >"$work/sweep.toml"
+expect 2 "data.skew-3_seed-1234 is not a valid experiment" -- "$lpdt" sweep "$work/sweep.toml"
+printf 'seeds = [1, 2]\n[grid]\n"algo.name" = ["choco", "dpsgd"]\n' >"$work/sweep.toml"
+expect 0 "4 trained, 0 resumed" -- "$lpdt" sweep "$work/sweep.toml" --dry-run
+expect 0 "\[24/24\] data.skew-0.8_algo.name-choco_model.precision-int8_seed-1235" -- \
+  "$lpdt" sweep "$(dirname "$0")/../../configs/sweeps/table3_fmnist.toml" --dry-run
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]

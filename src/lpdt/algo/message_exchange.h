@@ -64,7 +64,7 @@ class InProcessExchange final : public MessageExchange {
                           const at::Tensor& mixing, std::int64_t round,
                           Algorithm algorithm) override {
     // The weights are copied: PushSum::mix updates them in place from this very vector.
-    return ExchangedRound{sent.dense, push_sum_weights.clone(), at::Tensor()};
+    return ExchangedRound{sent.dense, push_sum_weights.clone(), at::Tensor(), {}};
   }
   const NodeRange& nodes() const override { return nodes_; }
 

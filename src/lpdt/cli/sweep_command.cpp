@@ -1,0 +1,42 @@
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "lpdt/cli/commands.h"
+#include "lpdt/exp/sweep.h"
+
+namespace lpdt::cli {
+
+void add_sweep_command(CLI::App& app) {
+  struct Args {
+    std::string sweep_file;
+    bool dry_run = false;
+    bool tables_only = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep",
+      "Run a grid of experiments (docs/sweeps.md): every combination of the sweep file's [grid] "
+      "values and seeds. Finished runs are skipped and unfinished ones resumed from their "
+      "checkpoints, so a killed sweep continues where it stopped. Writes tables (markdown and "
+      "CSV, mean and spread over seeds) to the sweep's out_dir.");
+  cmd->add_option("sweep_file", args->sweep_file, "Sweep TOML file (see configs/sweeps/)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--dry-run", args->dry_run, "List what would run, run nothing");
+  cmd->add_flag("--tables-only", args->tables_only,
+                "Only (re)write the tables from the runs finished so far");
+  cmd->callback([args]() {
+    const exp::SweepSpec spec = exp::load_sweep(args->sweep_file);
+    const auto say = [](const std::string& line) { std::cout << line << std::endl; };
+    if (args->tables_only) {
+      for (const auto& path : exp::write_sweep_tables(spec)) say("table: " + path.string());
+      return;
+    }
+    const exp::SweepOutcome outcome = exp::run_sweep(spec, say, args->dry_run);
+    say("sweep " + std::string(args->dry_run ? "(dry run) " : "") + spec.out_dir.string() + ": " +
+        std::to_string(outcome.trained) + " trained, " + std::to_string(outcome.resumed) +
+        " resumed, " + std::to_string(outcome.skipped) + " already done");
+  });
+}
+
+}  // namespace lpdt::cli

@@ -1,0 +1,489 @@
+#include "lpdt/exp/sweep.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "lpdt/core/error.h"
+#include "lpdt/exp/checkpoint.h"
+#include "lpdt/exp/experiment_config.h"
+#include "lpdt/exp/run_folder.h"
+
+namespace lpdt::exp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "file:line: message".
+[[noreturn]] void fail(const fs::path& file, const toml::source_region& where,
+                       const std::string& message) {
+  throw ConfigError(file.string() + ":" + std::to_string(where.begin.line) + ": " + message);
+}
+
+// A TOML basic string: "text" with backslashes and quotes escaped.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// A TOML value as it is written in a file (and taken by --set).
+std::string toml_text(const toml::node& node) {
+  std::ostringstream out;
+  if (const auto* s = node.as_string()) {
+    out << quoted(s->get());
+  } else if (const auto* f = node.as_floating_point()) {
+    // The shortest text that reads back as the same double ("0.8", not "0.80000000000000004").
+    char text[64];
+    const auto end = std::to_chars(text, text + sizeof(text), f->get()).ptr;
+    std::string shortest(text, end);
+    if (shortest.find_first_of(".eEn") == std::string::npos) shortest += ".0";
+    out << shortest;
+  } else {
+    node.visit([&](const auto& value) { out << value; });
+  }
+  return out.str();
+}
+
+// The keys of a table in file order (toml++ iterates them sorted).
+std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml::table& table) {
+  std::vector<std::pair<std::string, const toml::node*>> keys;
+  for (const auto& [key, node] : table) keys.emplace_back(std::string(key.str()), &node);
+  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+    return a.second->source().begin.line < b.second->source().begin.line;
+  });
+  return keys;
+}
+
+std::vector<std::string> string_list(const fs::path& file, const toml::node& node,
+                                     const std::string& key) {
+  const auto* array = node.as_array();
+  if (array == nullptr) fail(file, node.source(), key + " must be a list of strings");
+  std::vector<std::string> out;
+  for (const auto& item : *array) {
+    if (!item.is_string()) fail(file, item.source(), key + " must be a list of strings");
+    out.push_back(item.as_string()->get());
+  }
+  return out;
+}
+
+// "algo.name-choco_data.skew-0.4_seed-1": a folder-safe, readable run name.
+std::string point_name(const SweepSpec& spec, const std::vector<std::string>& values,
+                       std::uint64_t seed) {
+  std::string name;
+  const auto append = [&](const std::string& key, const std::string& value) {
+    if (!name.empty()) name += "_";
+    for (const char c : key + "-" + value) {
+      const bool safe = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
+      if (c == '"') continue;
+      name += safe ? c : '+';
+    }
+  };
+  for (std::size_t a = 0; a < spec.grid.size(); ++a) append(spec.grid[a].key, values[a]);
+  append("seed", std::to_string(seed));
+  return name;
+}
+
+// The value label of a grid value in tables: strings without their quotes.
+std::string label(const std::string& toml_value) {
+  if (toml_value.size() >= 2 && toml_value.front() == '"' && toml_value.back() == '"') {
+    return std::string(toml_value.begin() + 1, toml_value.end() - 1);
+  }
+  return toml_value;
+}
+
+std::size_t axis_index(const SweepSpec& spec, const std::string& key) {
+  for (std::size_t a = 0; a < spec.grid.size(); ++a) {
+    if (spec.grid[a].key == key) return a;
+  }
+  return spec.grid.size();
+}
+
+// Every combination of the values of `keys` (grid order within the combination, last fastest).
+std::vector<std::vector<std::string>> combinations(const SweepSpec& spec,
+                                                   const std::vector<std::string>& keys) {
+  std::vector<std::vector<std::string>> out{{}};
+  for (const std::string& key : keys) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& prefix : out) {
+      for (const std::string& value : spec.grid[axis_index(spec, key)].values) {
+        auto combo = prefix;
+        combo.push_back(value);
+        next.push_back(std::move(combo));
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string field = "\"";
+  for (const char c : text) field += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return field + "\"";
+}
+
+std::string format_number(double value) {
+  std::ostringstream out;
+  out.precision(std::abs(value) >= 100 ? 5 : 4);
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
+SweepSpec load_sweep(const fs::path& file) {
+  toml::table root;
+  try {
+    root = toml::parse_file(file.string());
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(file.string() + ":" + std::to_string(e.source().begin.line) +
+                      ": not valid TOML: " + std::string(e.description()));
+  }
+  SweepSpec spec;
+  spec.file = file;
+  spec.out_dir = fs::path("sweeps") / file.stem();
+  spec.metrics = {"average_model_accuracy", "mean_gb_sent_per_node"};
+  const toml::table* table_section = nullptr;
+  for (const auto& [key, node] : in_file_order(root)) {
+    if (key == "base") {
+      if (!node->is_string()) fail(file, node->source(), "base must be a path (string)");
+      fs::path base = node->as_string()->get();
+      if (base.is_relative()) base = file.parent_path() / base;
+      spec.base = base.string();
+    } else if (key == "out_dir") {
+      if (!node->is_string()) fail(file, node->source(), "out_dir must be a path (string)");
+      spec.out_dir = node->as_string()->get();
+    } else if (key == "seeds") {
+      const auto* array = node->as_array();
+      if (array == nullptr || array->empty()) {
+        fail(file, node->source(), "seeds must be a non-empty list of integers >= 0");
+      }
+      for (const auto& item : *array) {
+        if (!item.is_integer() || item.as_integer()->get() < 0) {
+          fail(file, item.source(), "seeds must be a non-empty list of integers >= 0");
+        }
+        spec.seeds.push_back(static_cast<std::uint64_t>(item.as_integer()->get()));
+      }
+    } else if (key == "metrics") {
+      spec.metrics = string_list(file, *node, "metrics");
+      if (spec.metrics.empty()) fail(file, node->source(), "metrics must name at least one key");
+    } else if (key == "set" || key == "grid") {
+      const auto* section = node->as_table();
+      if (section == nullptr) fail(file, node->source(), "[" + key + "] must be a table");
+      for (const auto& [name, value] : in_file_order(*section)) {
+        if (key == "set") {
+          if (value->is_table()) {
+            fail(file, value->source(),
+                 "[set] takes quoted dotted keys (\"run.epochs\" = 3), not sub-tables");
+          }
+          spec.set.push_back(name + "=" + toml_text(*value));
+          continue;
+        }
+        const auto* values = value->as_array();
+        if (values == nullptr || values->empty()) {
+          fail(file, value->source(),
+               "grid key '" + name + "' must be a non-empty list of values, e.g. [0.0, 0.4]");
+        }
+        SweepAxis axis{name, {}};
+        for (const auto& v : *values) axis.values.push_back(toml_text(v));
+        spec.grid.push_back(std::move(axis));
+      }
+    } else if (key == "table") {
+      table_section = node->as_table();
+      if (table_section == nullptr) fail(file, node->source(), "[table] must be a table");
+    } else {
+      fail(file, node->source(),
+           "unknown sweep key '" + key +
+               "' (expected base, out_dir, seeds, metrics, [set], [grid], [table])");
+    }
+  }
+  if (spec.grid.empty()) {
+    throw ConfigError(file.string() + ": no [grid]: name at least one key and its values");
+  }
+  if (spec.seeds.empty()) spec.seeds = {ExperimentConfig{}.run.seed};
+  for (const auto& axis : spec.grid) {
+    if (axis.key == "run.seed" || axis.key == "run.out_dir" || axis.key == "run.name") {
+      throw ConfigError(file.string() + ": grid key '" + axis.key +
+                        "' is set by the sweep (use seeds = [...] for seeds)");
+    }
+  }
+
+  // The table layout: every grid key is a row or a column, once.
+  for (std::size_t a = 0; a + 1 < spec.grid.size(); ++a) spec.rows.push_back(spec.grid[a].key);
+  spec.columns = {spec.grid.back().key};
+  if (table_section != nullptr) {
+    for (const auto& [key, node] : in_file_order(*table_section)) {
+      if (key == "rows") {
+        spec.rows = string_list(file, *node, "table.rows");
+      } else if (key == "columns") {
+        spec.columns = string_list(file, *node, "table.columns");
+      } else {
+        fail(file, node->source(), "unknown [table] key '" + key + "' (expected rows, columns)");
+      }
+    }
+  }
+  std::multiset<std::string> placed(spec.rows.begin(), spec.rows.end());
+  placed.insert(spec.columns.begin(), spec.columns.end());
+  for (const std::string& key : placed) {
+    if (axis_index(spec, key) == spec.grid.size()) {
+      throw ConfigError(file.string() + ": [table] names '" + key + "', which is not a [grid] key");
+    }
+    if (placed.count(key) > 1) {
+      throw ConfigError(file.string() + ": [table] places '" + key + "' twice");
+    }
+  }
+  for (const auto& axis : spec.grid) {
+    if (!placed.count(axis.key)) {
+      throw ConfigError(file.string() + ": [table] leaves grid key '" + axis.key +
+                        "' out: add it to rows or columns");
+    }
+  }
+
+  // Every point must be a valid experiment before anything runs.
+  for (const SweepPoint& point : expand_sweep(spec)) {
+    try {
+      sweep_point_config(spec, point);
+    } catch (const ConfigError& e) {
+      throw ConfigError(file.string() + ": the run " + point.name + " is not a valid experiment: " +
+                        e.what());
+    }
+  }
+  return spec;
+}
+
+std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
+  std::vector<std::string> keys;
+  for (const auto& axis : spec.grid) keys.push_back(axis.key);
+  std::vector<SweepPoint> points;
+  for (const auto& values : combinations(spec, keys)) {
+    for (const std::uint64_t seed : spec.seeds) {
+      points.push_back(SweepPoint{values, seed, point_name(spec, values, seed)});
+    }
+  }
+  return points;
+}
+
+ExperimentConfig sweep_point_config(const SweepSpec& spec, const SweepPoint& point) {
+  std::vector<std::string> overrides = spec.set;
+  for (std::size_t a = 0; a < spec.grid.size(); ++a) {
+    overrides.push_back(spec.grid[a].key + "=" + point.values[a]);
+  }
+  overrides.push_back("run.seed=" + std::to_string(point.seed));
+  overrides.push_back("run.out_dir=" + quoted((spec.out_dir / "runs").string()));
+  overrides.push_back("run.name=" + quoted(point.name));
+  return load_experiment_config(spec.base, overrides);
+}
+
+SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
+  SweepRunState state;
+  const fs::path runs = spec.out_dir / "runs";
+  if (!fs::is_directory(runs)) return state;
+  // Run folders are name-YYYYMMDD-HHMMSS[-k]; the newest one speaks for the point.
+  std::vector<fs::path> mine;
+  for (const auto& entry : fs::directory_iterator(runs)) {
+    const std::string folder = entry.path().filename().string();
+    if (entry.is_directory() && folder.size() > point.name.size() + 1 &&
+        folder.rfind(point.name + "-", 0) == 0 &&
+        std::isdigit(static_cast<unsigned char>(folder[point.name.size() + 1]))) {
+      mine.push_back(entry.path());
+    }
+  }
+  if (mine.empty()) return state;
+  std::sort(mine.begin(), mine.end());
+  const fs::path dir = mine.back();
+  const nlohmann::json wanted = to_json(sweep_point_config(spec, point));
+  const int epochs = wanted.at("run").at("epochs").get<int>();
+  if (fs::exists(dir / "summary.json")) {
+    std::ifstream in(dir / "summary.json");
+    nlohmann::json summary;
+    try {
+      summary = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      throw UserError("cannot read '" + (dir / "summary.json").string() + "': " + e.what());
+    }
+    // A sweep file changed under its runs: name the keys (run.epochs may grow).
+    check_resumable(summary.at("config"), wanted, dir / "summary.json");
+    if (summary.at("config").at("run").at("epochs").get<int>() >= epochs) {
+      return {SweepRunState::Kind::kDone, dir};
+    }
+  }
+  if (fs::exists(dir / kCheckpointFile)) {
+    const TrainingState saved = read_checkpoint(dir / kCheckpointFile);
+    check_resumable(saved.config, wanted, dir / kCheckpointFile);
+    if (saved.epochs_done < epochs) return {SweepRunState::Kind::kResumable, dir};
+  }
+  return state;  // an unfinished run without a usable checkpoint: train anew
+}
+
+SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run) {
+  SweepOutcome outcome;
+  const std::vector<SweepPoint> points = expand_sweep(spec);
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    const SweepPoint& point = points[p];
+    std::ostringstream where_text;
+    where_text << "[" << p + 1 << "/" << points.size() << "] " << point.name;
+    const std::string where = where_text.str();
+    const SweepRunState state = find_sweep_run(spec, point);
+    const ExperimentConfig config = sweep_point_config(spec, point);
+    TrainOptions options;
+    if (state.kind == SweepRunState::Kind::kDone) {
+      progress(where + ": done (" + state.dir.string() + "), skipped");
+      ++outcome.skipped;
+      continue;
+    }
+    if (state.kind == SweepRunState::Kind::kResumable) {
+      options.resume_dir = state.dir;
+      progress(where + ": resuming " + state.dir.string());
+      ++outcome.resumed;
+    } else {
+      progress(where + ": training");
+      ++outcome.trained;
+    }
+    if (dry_run) continue;
+    train(config, [&](const std::string& line) { progress("  " + line); }, options);
+  }
+  if (!dry_run) {
+    for (const auto& path : write_sweep_tables(spec)) progress("table: " + path.string());
+  }
+  return outcome;
+}
+
+std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec) {
+  // The finished runs' summaries, by grid values.
+  std::map<std::vector<std::string>, std::vector<nlohmann::json>> finals;
+  for (const SweepPoint& point : expand_sweep(spec)) {
+    const SweepRunState state = find_sweep_run(spec, point);
+    if (state.kind != SweepRunState::Kind::kDone) continue;
+    const fs::path file = state.dir / "summary.json";
+    std::ifstream in(file);
+    nlohmann::json summary;
+    try {
+      summary = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      throw UserError("cannot read '" + file.string() + "': " + e.what());
+    }
+    if (!summary.contains("final")) throw UserError("'" + file.string() + "' has no \"final\"");
+    finals[point.values].push_back(summary.at("final"));
+  }
+  std::vector<SweepTable> tables;
+  const auto row_combos = combinations(spec, spec.rows);
+  const auto column_combos = combinations(spec, spec.columns);
+  for (const std::string& metric : spec.metrics) {
+    SweepTable table{metric, row_combos, column_combos, {}};
+    for (const auto& row : row_combos) {
+      std::vector<SweepCell> cells;
+      for (const auto& column : column_combos) {
+        // The grid values of this cell, in grid order.
+        std::vector<std::string> values(spec.grid.size());
+        for (std::size_t r = 0; r < spec.rows.size(); ++r) values[axis_index(spec, spec.rows[r])] = row[r];
+        for (std::size_t c = 0; c < spec.columns.size(); ++c) {
+          values[axis_index(spec, spec.columns[c])] = column[c];
+        }
+        SweepCell cell;
+        for (const auto& final : finals[values]) {
+          if (!final.contains(metric) || !final.at(metric).is_number()) {
+            throw UserError("a run of " + spec.file.string() + " has no number \"final\"." + metric +
+                            " in its summary.json (metrics: keys of summary.json \"final\", e.g. "
+                            "average_model_accuracy, mean_node_accuracy, mean_gb_sent_per_node)");
+          }
+          cell.values.push_back(final.at(metric).get<double>());
+        }
+        if (!cell.values.empty()) {
+          double sum = 0;
+          for (const double v : cell.values) sum += v;
+          cell.mean = sum / static_cast<double>(cell.values.size());
+          double squares = 0;
+          for (const double v : cell.values) squares += (v - cell.mean) * (v - cell.mean);
+          cell.spread = cell.values.size() > 1
+                            ? std::sqrt(squares / static_cast<double>(cell.values.size() - 1))
+                            : 0.0;
+        }
+        cells.push_back(std::move(cell));
+      }
+      table.cells.push_back(std::move(cells));
+    }
+    tables.push_back(std::move(table));
+  }
+  return tables;
+}
+
+std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table) {
+  std::ostringstream out;
+  out << "**" << table.metric << "** (mean ± sample standard deviation over seeds (n); " << spec.file.filename().string()
+      << ")\n\n|";
+  for (const auto& key : spec.rows) out << " " << key << " |";
+  for (const auto& column : table.column_labels) {
+    std::string name;
+    for (const auto& v : column) name += (name.empty() ? "" : " / ") + label(v);
+    out << " " << name << " |";
+  }
+  out << "\n|";
+  for (std::size_t i = 0; i < spec.rows.size() + table.column_labels.size(); ++i) out << "---|";
+  out << "\n";
+  for (std::size_t r = 0; r < table.row_labels.size(); ++r) {
+    out << "|";
+    for (const auto& v : table.row_labels[r]) out << " " << label(v) << " |";
+    for (const SweepCell& cell : table.cells[r]) {
+      if (cell.values.empty()) {
+        out << " - |";
+      } else if (cell.values.size() == 1) {
+        out << " " << format_number(cell.mean) << " |";
+      } else {
+        out << " " << format_number(cell.mean) << " ± " << format_number(cell.spread) << " ("
+            << cell.values.size() << ") |";
+      }
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table) {
+  std::ostringstream out;
+  for (const auto& key : spec.rows) out << csv_field(key) << ",";
+  for (const auto& key : spec.columns) out << csv_field(key) << ",";
+  out << "metric,mean,spread,n\n";
+  out.precision(10);
+  for (std::size_t r = 0; r < table.row_labels.size(); ++r) {
+    for (std::size_t c = 0; c < table.column_labels.size(); ++c) {
+      for (const auto& v : table.row_labels[r]) out << csv_field(label(v)) << ",";
+      for (const auto& v : table.column_labels[c]) out << csv_field(label(v)) << ",";
+      const SweepCell& cell = table.cells[r][c];
+      out << table.metric << ",";
+      if (cell.values.empty()) {
+        out << ",,0\n";
+      } else {
+        out << cell.mean << "," << cell.spread << "," << cell.values.size() << "\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+std::vector<fs::path> write_sweep_tables(const SweepSpec& spec) {
+  fs::create_directories(spec.out_dir);
+  std::vector<fs::path> written;
+  for (const SweepTable& table : aggregate_sweep(spec)) {
+    const fs::path md = spec.out_dir / ("table-" + table.metric + ".md");
+    const fs::path csv = spec.out_dir / ("table-" + table.metric + ".csv");
+    write_text_file(md, sweep_table_markdown(spec, table));
+    write_text_file(csv, sweep_table_csv(spec, table));
+    written.push_back(md);
+    written.push_back(csv);
+  }
+  return written;
+}
+
+}  // namespace lpdt::exp

@@ -1,0 +1,98 @@
+#pragma once
+// Sweeps (docs/sweeps.md): a grid over experiment keys, run point by point and seed by seed,
+// resumably, then aggregated into tables laid out like the paper's (rows and columns of grid
+// keys, mean and spread over seeds), as markdown and CSV.
+//
+// A sweep file (TOML):
+//   base = "../configs/quickstart.toml"   # optional experiment file, relative to this file
+//   out_dir = "sweeps/skew"               # runs and tables go here (relative to the cwd)
+//   seeds = [1, 2, 3]
+//   metrics = ["average_model_accuracy", "mean_gb_sent_per_node"]   # keys of summary "final"
+//   [set]                                 # fixed overrides of any experiment key
+//   "run.epochs" = 3
+//   [grid]                                # every combination is a run, in this order
+//   "algo.name" = ["deep-squeeze", "choco"]
+//   "data.skew" = [0.0, 0.8]
+//   [table]
+//   rows = ["data.skew"]                  # default: every grid key but the last
+//   columns = ["algo.name"]               # default: the last grid key
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lpdt/exp/trainer.h"
+
+namespace lpdt::exp {
+
+struct SweepAxis {
+  std::string key;                  // an experiment key, e.g. "data.skew"
+  std::vector<std::string> values;  // each as a TOML value ("0.4", "\"choco\"")
+};
+
+struct SweepSpec {
+  std::filesystem::path file;
+  std::optional<std::string> base;  // experiment TOML, resolved against file's folder
+  std::filesystem::path out_dir;
+  std::vector<std::uint64_t> seeds;
+  std::vector<std::string> set;  // "key=value"
+  std::vector<SweepAxis> grid;   // file order
+  std::vector<std::string> rows, columns;
+  std::vector<std::string> metrics;
+};
+
+// Reads and checks a sweep file: ConfigError naming the file, the key and what was expected
+// (unknown sweep keys, an empty grid list, table keys that are not grid keys or leave one out,
+// a grid point the experiment schema rejects: every point is resolved before anything runs).
+SweepSpec load_sweep(const std::filesystem::path& file);
+
+// One run of a sweep: a value per grid axis, and a seed.
+struct SweepPoint {
+  std::vector<std::string> values;  // as SweepSpec::grid
+  std::uint64_t seed = 0;
+  std::string name;  // the run's name (run.name), unique within the sweep
+};
+
+// Every point, the grid in file order (the last axis fastest), seeds innermost.
+std::vector<SweepPoint> expand_sweep(const SweepSpec& spec);
+
+// The experiment of a point: base < set < grid values < run.seed, run.out_dir, run.name.
+ExperimentConfig sweep_point_config(const SweepSpec& spec, const SweepPoint& point);
+
+// Where a point stands: done (a run folder with summary.json), resumable (a checkpoint of an
+// unfinished run) or not started.
+struct SweepRunState {
+  enum class Kind { kDone, kResumable, kNew } kind = Kind::kNew;
+  std::filesystem::path dir;  // the run folder (done / resumable)
+};
+SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point);
+
+struct SweepOutcome {
+  int trained = 0, resumed = 0, skipped = 0;
+};
+// Runs every point that is not done (resuming unfinished ones from their checkpoints), then
+// writes the tables. dry_run: only lists what would run.
+SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run = false);
+
+// One metric's table: a cell per (row, column) combination of grid values.
+struct SweepCell {
+  std::vector<double> values;  // one per finished seed
+  double mean = 0, spread = 0;  // spread: sample standard deviation (0 for one seed)
+};
+struct SweepTable {
+  std::string metric;
+  std::vector<std::vector<std::string>> row_labels, column_labels;  // values of rows / columns
+  std::vector<std::vector<SweepCell>> cells;                        // [row][column]
+};
+
+// Reads the finished runs' summary.json. UserError naming the file when a metric is missing.
+std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec);
+// Markdown ("mean ± spread (n)" per cell, "-" without a finished run) and CSV (one line per
+// cell: the row and column values, mean, spread, n).
+std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table);
+std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table);
+// Writes table-<metric>.md / .csv for every metric into spec.out_dir; returns the paths.
+std::vector<std::filesystem::path> write_sweep_tables(const SweepSpec& spec);
+
+}  // namespace lpdt::exp

@@ -1,0 +1,183 @@
+// Sweeps (exp/sweep.h): the sweep file's checks, the grid's expansion, mean and spread against
+// their formulas, and a real tiny sweep that skips finished runs, resumes an interrupted one and
+// extends its runs when run.epochs grows.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "lpdt/core/error.h"
+#include "lpdt/exp/experiment_config.h"
+#include "lpdt/exp/run_folder.h"
+#include "lpdt/exp/sweep.h"
+
+namespace lpdt::exp {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("lpdt_sweep_test_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+fs::path write(const fs::path& file, const std::string& text) {
+  std::ofstream(file) << text;
+  return file;
+}
+
+std::string load_error(const fs::path& file) {
+  try {
+    load_sweep(file);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// A tiny synthetic experiment (an MLP on 4 nodes) that trains in a fraction of a second.
+std::string tiny_sweep(const fs::path& out, int epochs) {
+  return "out_dir = \"" + out.string() + "\"\nseeds = [1, 2]\n" +
+         "metrics = [\"average_model_accuracy\"]\n"
+         "[set]\n\"run.epochs\" = " +
+         std::to_string(epochs) +
+         "\n\"run.log_every\" = 0\n\"data.dataset\" = \"synthetic\"\n"
+         "\"data.synthetic_samples_per_class\" = 16\n\"data.synthetic_size\" = 8\n"
+         "\"data.augment\" = false\n\"model.arch\" = \"mlp\"\n\"model.norm\" = \"none\"\n"
+         "\"graph.nodes\" = 4\n\"optim.warmup\" = \"none\"\n"
+         "[grid]\n\"algo.name\" = [\"deep-squeeze\", \"choco\"]\n"
+         "\"data.skew\" = [0.0, 0.5]\n"
+         "[table]\nrows = [\"data.skew\"]\ncolumns = [\"algo.name\"]\n";
+}
+
+TEST(Sweep, ExpandsTheGridInFileOrder) {
+  const fs::path dir = fresh_dir("expand");
+  const SweepSpec spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 1)));
+  ASSERT_EQ(spec.grid.size(), 2u);
+  EXPECT_EQ(spec.grid[0].key, "algo.name");  // file order, not toml++'s sorted order
+  EXPECT_EQ(spec.grid[1].values, (std::vector<std::string>{"0.0", "0.5"}));
+  const auto points = expand_sweep(spec);
+  ASSERT_EQ(points.size(), 2u * 2u * 2u);
+  EXPECT_EQ(points[0].name, "algo.name-deep-squeeze_data.skew-0.0_seed-1");
+  EXPECT_EQ(points[1].seed, 2u);
+  EXPECT_EQ(points[2].values, (std::vector<std::string>{"\"deep-squeeze\"", "0.5"}));
+  const ExperimentConfig config = sweep_point_config(spec, points[7]);
+  EXPECT_EQ(config.algo.name, AlgoConfig::Name::kChoco);
+  EXPECT_EQ(config.data.skew, 0.5);
+  EXPECT_EQ(config.run.seed, 2u);
+  EXPECT_EQ(config.run.epochs, 1);
+  EXPECT_EQ(config.run.name, points[7].name);
+}
+
+TEST(Sweep, BadFilesNameTheProblem) {
+  const fs::path dir = fresh_dir("errors");
+  const std::string grid = "[grid]\n\"data.skew\" = [0.0, 0.4]\n";
+  EXPECT_THAT(load_error(write(dir / "a.toml", "sedes = [1]\n" + grid)),
+              HasSubstr("a.toml:1: unknown sweep key 'sedes'"));
+  EXPECT_THAT(load_error(write(dir / "b.toml", "[grid]\n\"data.skew\" = []\n")),
+              HasSubstr("b.toml:2: grid key 'data.skew' must be a non-empty list"));
+  EXPECT_THAT(load_error(write(dir / "c.toml", grid + "[table]\nrows = [\"algo.name\"]\n")),
+              HasSubstr("[table] names 'algo.name', which is not a [grid] key"));
+  EXPECT_THAT(load_error(write(dir / "d.toml", grid + "\"algo.name\" = [\"choco\"]\n"
+                                                      "[table]\ncolumns = [\"algo.name\"]\n"
+                                                      "rows = []\n")),
+              HasSubstr("[table] leaves grid key 'data.skew' out"));
+  // A value the experiment schema rejects, found before anything runs.
+  EXPECT_THAT(load_error(write(dir / "e.toml", "[grid]\n\"data.skew\" = [0.0, 2.0]\n")),
+              AllOf(HasSubstr("e.toml: the run data.skew-2.0_seed-1234 is not a valid experiment"),
+                    HasSubstr("data.skew")));
+  EXPECT_THAT(load_error(write(dir / "f.toml", "[grid]\n\"data.skw\" = [0.0]\n")),
+              HasSubstr("data.skw"));
+  EXPECT_THAT(load_error(write(dir / "g.toml", "seeds = [1]\n")), HasSubstr("no [grid]"));
+  EXPECT_THAT(load_error(write(dir / "h.toml", "[grid]\n\"run.seed\" = [1, 2]\n")),
+              HasSubstr("use seeds = [...]"));
+}
+
+// Fake finished runs with known figures: the cells are their mean and sample standard
+// deviation, "-" where no run finished.
+TEST(Sweep, TablesHoldTheMeanAndSpreadOverSeeds) {
+  const fs::path dir = fresh_dir("aggregate");
+  const SweepSpec spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 1)));
+  const std::map<std::string, double> accuracy = {
+      {"algo.name-deep-squeeze_data.skew-0.0_seed-1", 80.0},
+      {"algo.name-deep-squeeze_data.skew-0.0_seed-2", 84.0},
+      {"algo.name-choco_data.skew-0.5_seed-1", 70.0}};
+  for (const SweepPoint& point : expand_sweep(spec)) {
+    const auto it = accuracy.find(point.name);
+    if (it == accuracy.end()) continue;
+    const fs::path run = spec.out_dir / "runs" / (point.name + "-20260101-000000");
+    fs::create_directories(run);
+    nlohmann::json summary;
+    summary["config"] = to_json(sweep_point_config(spec, point));
+    summary["final"] = {{"average_model_accuracy", it->second}};
+    write(run / "summary.json", summary.dump());
+  }
+  const auto tables = aggregate_sweep(spec);
+  ASSERT_EQ(tables.size(), 1u);
+  const SweepTable& t = tables[0];
+  ASSERT_EQ(t.row_labels.size(), 2u);     // skew 0.0, 0.5
+  ASSERT_EQ(t.column_labels.size(), 2u);  // deep-squeeze, choco
+  EXPECT_DOUBLE_EQ(t.cells[0][0].mean, 82.0);
+  EXPECT_DOUBLE_EQ(t.cells[0][0].spread, std::sqrt(8.0));  // ((80-82)^2 + (84-82)^2) / (2-1)
+  EXPECT_EQ(t.cells[0][1].values.size(), 0u);
+  EXPECT_DOUBLE_EQ(t.cells[1][1].mean, 70.0);
+  EXPECT_DOUBLE_EQ(t.cells[1][1].spread, 0.0);
+  const std::string md = sweep_table_markdown(spec, t);
+  EXPECT_THAT(md, HasSubstr("| data.skew | deep-squeeze | choco |"));
+  EXPECT_THAT(md, HasSubstr("| 0.0 | 82 ± 2.828 (2) | - |"));
+  EXPECT_THAT(md, HasSubstr("| 0.5 | - | 70 |"));
+  EXPECT_THAT(sweep_table_csv(spec, t), HasSubstr("0.0,deep-squeeze,average_model_accuracy,82,"));
+  // A run whose configuration no longer matches the sweep is named, with the key.
+  SweepSpec changed = spec;
+  changed.set.push_back("optim.lr=0.5");
+  try {
+    aggregate_sweep(changed);
+    FAIL() << "a changed sweep was aggregated";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("optim.lr"));
+  }
+}
+
+// A real sweep: 4 points x 2 seeds of 1 epoch; run again, everything is skipped; an interrupted
+// run (checkpoint, no summary) is resumed; run.epochs raised extends every run.
+TEST(Sweep, RunsSkipsResumesAndExtends) {
+  const fs::path dir = fresh_dir("run");
+  const auto quiet = [](const std::string&) {};
+  SweepSpec spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 1)));
+  SweepOutcome first = run_sweep(spec, quiet);
+  EXPECT_EQ(first.trained, 8);
+  EXPECT_TRUE(fs::exists(spec.out_dir / "table-average_model_accuracy.md"));
+  const auto tables = aggregate_sweep(spec);
+  for (const auto& row : tables[0].cells) {
+    for (const auto& cell : row) EXPECT_EQ(cell.values.size(), 2u);
+  }
+  SweepOutcome again = run_sweep(spec, quiet);
+  EXPECT_EQ(again.trained + again.resumed, 0);
+  EXPECT_EQ(again.skipped, 8);
+
+  // Interrupted after its checkpoint: the summary is missing.
+  const SweepPoint point = expand_sweep(spec)[3];
+  const SweepRunState done = find_sweep_run(spec, point);
+  ASSERT_EQ(done.kind, SweepRunState::Kind::kDone);
+  spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 2)));
+  EXPECT_EQ(find_sweep_run(spec, point).kind, SweepRunState::Kind::kResumable);
+  fs::remove(done.dir / "summary.json");
+  EXPECT_EQ(find_sweep_run(spec, point).kind, SweepRunState::Kind::kResumable);
+  SweepOutcome extended = run_sweep(spec, quiet);
+  EXPECT_EQ(extended.resumed, 8);
+  EXPECT_EQ(extended.trained, 0);
+  EXPECT_EQ(find_sweep_run(spec, point).dir, done.dir);  // continued in place
+  std::ifstream in(done.dir / "summary.json");
+  EXPECT_EQ(nlohmann::json::parse(in).at("config").at("run").at("epochs").get<int>(), 2);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lpdt::exp
