@@ -25,8 +25,11 @@
 #include "lpdt/dist/cluster.h"
 #include "lpdt/dist/placement.h"
 #include "lpdt/exp/checkpoint.h"
+#include "lpdt/exp/config_options.h"
+#include "lpdt/exp/cost_analysis.h"
 #include "lpdt/exp/graphed_steps.h"
 #include "lpdt/exp/run_folder.h"
+#include "lpdt/graph/export.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/spectral.h"
 #include "lpdt/graph/topology.h"
@@ -79,43 +82,24 @@ algo::LrScheduleOptions schedule_options(const ExperimentConfig& config) {
   return options;
 }
 
-algo::DecentralizedOptions algorithm_options(const ExperimentConfig& config,
-                                             std::int64_t first_node) {
-  static const char* kAlgorithmNames[] = {"dpsgd", "deepsqueeze", "choco"};
-  const auto compressor = compress::CompressorOptions()
-                              .name(std::string(to_string(config.algo.compressor)))
-                              .keep_fraction(config.algo.keep_fraction)
-                              .seed(config.run.seed)
-                              .values(compress::parse_message_values(
-                                  std::string(to_string(config.algo.message_values))))
-                              .rounding(quant::parse_rounding(
-                                  std::string(to_string(config.algo.message_rounding))))
-                              .first_node(first_node);
-  return algo::DecentralizedOptions()
-      .algorithm(kAlgorithmNames[static_cast<int>(config.algo.name)])
-      .compressor(compressor)
-      .eta(config.algo.consensus_step)
-      .momentum(config.optim.momentum)
-      .nesterov(config.optim.nesterov)
-      .weight_decay(config.optim.weight_decay)
-      .qgm(config.algo.qgm)
-      .xhat_init(std::string(to_string(config.algo.choco_init)))
-      .accounting(std::string(to_string(config.ledger.accounting)));
-}
-
-// The model's quantization, from [model] and [quant].
-quant::QuantOptions quant_options(const ExperimentConfig& config) {
-  quant::QuantOptions q;
-  q.precision = quant::parse_precision(std::string(to_string(config.model.precision)));
-  q.backend = quant::parse_backend(std::string(to_string(config.quant.backend)));
-  q.scheme = quant::parse_scheme(std::string(to_string(config.quant.scheme)));
-  q.bits = config.quant.bits;
-  q.grad_bits = config.quant.grad_bits;
-  q.eval_rounding = quant::parse_rounding(std::string(to_string(config.quant.eval_rounding)));
-  q.range_momentum = config.quant.range_momentum;
-  q.range_evonorm = std::string(to_string(config.quant.range_evonorm));
-  q.ranges_as_params = config.quant.range_state == QuantConfig::RangeState::kParam;
-  return q;
+// The cost model of this run's model and algorithm at fp32 and 8 bits (docs/cost.md), for
+// `lpdt report`'s memory and energy bars. Analytic and cheap (one traced forward pass each).
+void write_cost_json(const std::filesystem::path& path, const ExperimentConfig& config,
+                     const models::ModelOptions& model_options) {
+  CostOptions options;
+  options.config = config;
+  options.input = InputShape{model_options.in_channels, model_options.height, model_options.width,
+                             model_options.num_classes};
+  options.config.data.pad_to = 0;  // the shape above is already padded
+  CostReport report;
+  try {
+    report = analyse_cost(options);
+  } catch (const ConfigError&) {
+    // A model with no 8-bit version (group norm): its own precision alone.
+    options.precisions = {std::string(to_string(config.model.precision))};
+    report = analyse_cost(options);
+  }
+  write_text_file(path, to_json(report).dump(1) + "\n");
 }
 
 // run.device, checked against what this build and machine have.
@@ -358,16 +342,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                                            .seed(config.run.seed)
                                            .rows(config.graph.torus_rows)
                                            .random_out_degree(config.graph.random_out_degree));
-  models::ModelOptions model_options;
-  model_options.arch = std::string(to_string(config.model.arch));
-  model_options.depth = config.model.depth;
-  model_options.norm = std::string(to_string(config.model.norm));
-  model_options.groups = config.model.groups;
-  model_options.in_channels = train_set.channels();
-  model_options.height = config.data.pad_to > 0 ? config.data.pad_to : train_set.height();
-  model_options.width = config.data.pad_to > 0 ? config.data.pad_to : train_set.width();
-  model_options.num_classes = train_set.num_classes;
-  model_options.quant = quant_options(config);
+  const models::ModelOptions model_options = model_options_for(
+      config, InputShape{train_set.channels(), train_set.height(), train_set.width(),
+                         train_set.num_classes});
   const auto model = models::make_model(model_options);
   check_multi_process(config, cluster, topology->is_static());
 
@@ -457,6 +434,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                                train_set.num_classes);
     data::write_class_histogram_csv((run_dir / "class_histogram.csv").string(), partition,
                                     train_set.labels, train_set.num_classes);
+    write_text_file(run_dir / "topology.json", graph::to_json(*topology) + "\n");
+    write_cost_json(run_dir / "cost.json", config, model_options);
     metrics_csv.open(run_dir / "metrics.csv");
     metrics_csv << "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n";
     epochs_csv.open(run_dir / "epochs.csv");

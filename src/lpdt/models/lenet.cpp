@@ -3,6 +3,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/nn/layer_factory.h"
 #include "lpdt/nn/node_layout.h"
+#include "lpdt/nn/tracing_layer.h"
 
 namespace lpdt::models {
 
@@ -24,8 +25,12 @@ LeNet5::LeNet5(const ModelOptions& options) {
 
 at::Tensor LeNet5::forward(const nn::Context& ctx, const at::Tensor& x) const {
   at::Tensor out = nn::nodes_to_channels(x);
-  out = at::max_pool2d(at::relu(conv1_->forward(ctx, out)), {2, 2}, {2, 2});
-  out = at::max_pool2d(at::relu(conv2_->forward(ctx, out)), {2, 2}, {2, 2});
+  out = at::relu(conv1_->forward(ctx, out));
+  nn::trace_inline_op(ctx, TracedOp::kMaxPool, "pool1", out, 2);
+  out = at::max_pool2d(out, {2, 2}, {2, 2});
+  out = at::relu(conv2_->forward(ctx, out));
+  nn::trace_inline_op(ctx, TracedOp::kMaxPool, "pool2", out, 2);
+  out = at::max_pool2d(out, {2, 2}, {2, 2});
   at::Tensor features = nn::channels_to_nodes(out, ctx.k);  // [k, b, 16*h*w]
   features = at::relu(fc1_->forward(ctx, features));
   features = at::relu(fc2_->forward(ctx, features));

@@ -3,6 +3,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/nn/layer_factory.h"
 #include "lpdt/nn/node_layout.h"
+#include "lpdt/nn/tracing_layer.h"
 
 namespace lpdt::models {
 
@@ -65,6 +66,7 @@ at::Tensor ResNetCifar::forward(const nn::Context& ctx, const at::Tensor& x) con
     if (relu_after_add_) out = at::relu(out);
   }
   // Global average pool (the reference's AvgPool2d(8) on 8x8 maps; any input size here).
+  nn::trace_inline_op(ctx, TracedOp::kAveragePool, "avgpool", out);
   const at::Tensor pooled = out.mean({2, 3});  // [b, k*64]
   return fc_->forward(ctx, nn::channels_to_nodes(pooled.unsqueeze(-1).unsqueeze(-1), ctx.k));
 }

@@ -3,6 +3,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/nn/layer_factory.h"
 #include "lpdt/nn/node_layout.h"
+#include "lpdt/nn/tracing_layer.h"
 
 namespace lpdt::models {
 
@@ -44,9 +45,14 @@ Vgg11::Vgg11(const ModelOptions& options) {
 at::Tensor Vgg11::forward(const nn::Context& ctx, const at::Tensor& x) const {
   at::Tensor out = nn::nodes_to_channels(x);
   for (const Stage& stage : stages_) {
-    out = stage.pool ? at::max_pool2d(out, {2, 2}, {2, 2})
-                     : stage.norm->forward(ctx, stage.conv->forward(ctx, out));
+    if (stage.pool) {
+      nn::trace_inline_op(ctx, TracedOp::kMaxPool, "maxpool", out, 2);
+      out = at::max_pool2d(out, {2, 2}, {2, 2});
+    } else {
+      out = stage.norm->forward(ctx, stage.conv->forward(ctx, out));
+    }
   }
+  if (out.size(2) * out.size(3) > 1) nn::trace_inline_op(ctx, TracedOp::kAveragePool, "avgpool", out);
   // Inputs larger than 32x32 leave a map bigger than 1x1: average it (the reference uses
   // AvgPool2d(7) on Imagenette's 7x7 maps).
   at::Tensor features = nn::channels_to_nodes(out.mean({2, 3}, true), ctx.k);  // [k, b, 512]

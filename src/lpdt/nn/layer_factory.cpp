@@ -6,6 +6,7 @@
 #include "lpdt/nn/q_linear.h"
 #include "lpdt/nn/range_batch_norm.h"
 #include "lpdt/nn/range_evonorm.h"
+#include "lpdt/nn/tracing_layer.h"
 
 namespace lpdt::nn {
 
@@ -38,28 +39,62 @@ bool LayerFactory::norm_needs_relu() const {
 
 std::unique_ptr<Layer> LayerFactory::conv(const std::string& name,
                                           const Conv2dOptions& options) const {
-  if (quant_.low_precision()) return std::make_unique<QConv2d>(registry_, name, options, quant_);
-  return std::make_unique<Conv2d>(registry_, name, options);
+  std::unique_ptr<Layer> layer;
+  if (quant_.low_precision()) {
+    layer = std::make_unique<QConv2d>(registry_, name, options, quant_);
+  } else {
+    layer = std::make_unique<Conv2d>(registry_, name, options);
+  }
+  TracedLayer what;
+  what.op = TracedOp::kConv;
+  what.name = name;
+  what.in_channels = options.in_channels;
+  what.out_channels = options.out_channels;
+  what.kernel = options.kernel;
+  what.stride = options.stride;
+  what.padding = options.padding;
+  return std::make_unique<TracingLayer>(std::move(layer), what, quant_.low_precision());
 }
 
 std::unique_ptr<Layer> LayerFactory::linear(const std::string& name, std::int64_t in,
                                             std::int64_t out, bool bias, double weight_std) const {
+  std::unique_ptr<Layer> layer;
   if (quant_.low_precision()) {
-    return std::make_unique<QLinear>(registry_, name, in, out, quant_, bias, weight_std);
+    layer = std::make_unique<QLinear>(registry_, name, in, out, quant_, bias, weight_std);
+  } else {
+    layer = std::make_unique<Linear>(registry_, name, in, out, bias, weight_std);
   }
-  return std::make_unique<Linear>(registry_, name, in, out, bias, weight_std);
+  TracedLayer what;
+  what.op = TracedOp::kLinear;
+  what.name = name;
+  what.in_channels = in;
+  what.out_channels = out;
+  return std::make_unique<TracingLayer>(std::move(layer), what, quant_.low_precision());
 }
 
 std::unique_ptr<Layer> LayerFactory::norm(const std::string& name, std::int64_t channels, bool relu,
                                           bool zero_gamma) const {
+  std::unique_ptr<Layer> layer;
   switch (norm_) {
     case NormKind::kRangeEvoNorm:
-      return std::make_unique<RangeEvoNorm>(registry_, name, channels, groups_, quant_, zero_gamma);
+      layer = std::make_unique<RangeEvoNorm>(registry_, name, channels, groups_, quant_, zero_gamma);
+      break;
     case NormKind::kRangeBatchNorm:
-      return std::make_unique<RangeBatchNorm>(registry_, name, channels, quant_, relu);
+      layer = std::make_unique<RangeBatchNorm>(registry_, name, channels, quant_, relu);
+      break;
     default:
-      return std::make_unique<NormAct>(registry_, name, norm_, channels, groups_, relu);
+      layer = std::make_unique<NormAct>(registry_, name, norm_, channels, groups_, relu);
   }
+  if (norm_ == NormKind::kNone) return layer;  // a bare ReLU: no row in the cost tables
+  // The cost tables have two norm rows: EvoNorm (either kind) and batch-norm + ReLU, which also
+  // stands for group norm.
+  TracedLayer what;
+  what.op = (norm_ == NormKind::kEvoNorm || norm_ == NormKind::kRangeEvoNorm)
+                ? TracedOp::kEvoNorm
+                : TracedOp::kBatchNormRelu;
+  what.name = name;
+  what.in_channels = what.out_channels = channels;
+  return std::make_unique<TracingLayer>(std::move(layer), what, /*quantized=*/false);
 }
 
 ResidualAdd LayerFactory::residual_add(const std::string& name) const {

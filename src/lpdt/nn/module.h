@@ -18,6 +18,10 @@
 #include "lpdt/core/layer_layout.h"
 #include "lpdt/quant/stochastic_draws.h"
 
+namespace lpdt {
+struct LayerTrace;
+}
+
 namespace lpdt::nn {
 
 // How a parameter is initialised (for one node; every node starts from the same values, as the
@@ -89,6 +93,9 @@ struct Context {
   // Whose stochastic-rounding draws this pass makes (8-bit models): seed, step, and the global
   // id of local node 0.
   quant::DrawKey draws = {};
+  // When set, layers append what they ran, with its shapes, for the cost model
+  // (core/layer_trace.h, nn/tracing_layer.h); null in training.
+  LayerTrace* trace = nullptr;
 
   // Node-batched view of one parameter: [k, shape...].
   at::Tensor param(ParamRef ref) const;

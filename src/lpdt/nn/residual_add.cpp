@@ -1,13 +1,14 @@
 #include "lpdt/nn/residual_add.h"
 
 #include "lpdt/nn/quantized_params.h"
+#include "lpdt/nn/tracing_layer.h"
 #include "lpdt/quant/fake_quant_ops.h"
 
 namespace lpdt::nn {
 
 ResidualAdd::ResidualAdd(Registry& registry, const std::string& name,
                          const quant::QuantOptions& quant)
-    : quant_(quant) {
+    : name_(name), quant_(quant) {
   if (!quant.low_precision()) return;
   quantize_residual_.emplace(registry, join_name(name, "quantize_residual"), quant);
   quantize_x_.emplace(registry, join_name(name, "quantize_input"), quant);
@@ -16,6 +17,13 @@ ResidualAdd::ResidualAdd(Registry& registry, const std::string& name,
 
 at::Tensor ResidualAdd::forward(const Context& ctx, const at::Tensor& residual,
                                 const at::Tensor& x) const {
+  if (ctx.trace != nullptr && x.dim() == 4) {
+    if (quant_.low_precision()) {  // both summands are quantized (the reference's Qsum)
+      trace_inline_op(ctx, TracedOp::kActivationQuantization, name_ + ".quantize_residual", residual);
+      trace_inline_op(ctx, TracedOp::kActivationQuantization, name_ + ".quantize_input", x);
+    }
+    trace_inline_op(ctx, TracedOp::kSkipConnection, name_, x);
+  }
   if (!quant_.low_precision()) return residual + x;
   const at::Tensor sum = quantize_residual_->forward(ctx, residual) + quantize_x_->forward(ctx, x);
   return quant::quantize_gradient(sum, ctx.k, gradient_request(ctx, quant_, grad_site_));

@@ -15,6 +15,7 @@ class ResidualAdd {
   at::Tensor forward(const Context& ctx, const at::Tensor& residual, const at::Tensor& x) const;
 
  private:
+  std::string name_;
   quant::QuantOptions quant_;
   std::optional<QuantMeasure> quantize_residual_;
   std::optional<QuantMeasure> quantize_x_;

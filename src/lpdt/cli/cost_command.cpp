@@ -1,0 +1,70 @@
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "lpdt/cli/commands.h"
+#include "lpdt/core/error.h"
+#include "lpdt/exp/cost_analysis.h"
+#include "lpdt/exp/experiment_config.h"
+
+namespace lpdt::cli {
+
+void add_cost_command(CLI::App& app) {
+  struct Args {
+    std::string config_path;
+    std::vector<std::string> overrides;
+    std::string energy_table;
+    std::string json_path;
+    bool per_layer = false;
+    bool measure = false;
+    bool table10 = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "cost",
+      "The paper's hardware cost model (docs/cost.md) for an experiment's model and algorithm, "
+      "fp32 and 8-bit side by side: additions and multiplications per layer (Tables 7 and 9), "
+      "energy, and per-node memory (weights, activations, gradients, optimizer, communication).");
+  auto* config_option =
+      cmd->add_option("-c,--config", args->config_path, "Experiment TOML file (see configs/)")
+          ->check(CLI::ExistingFile);
+  cmd->add_option("-s,--set", args->overrides, "Override a key: --set section.key=value");
+  cmd->add_option("--energy-table", args->energy_table,
+                  "TOML file of per-operation energies in pJ (name, fp32_add_pj, fp32_mult_pj, "
+                  "int8_add_pj, int8_mult_pj); default: Horowitz 2014, 45 nm")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--json", args->json_path, "Also write the report as JSON (cost.json format)");
+  cmd->add_flag("--per-layer", args->per_layer, "Print every layer's row");
+  cmd->add_flag("--measure", args->measure,
+                "Also run real training steps and measure the memory they hold");
+  cmd->add_flag("--table10", args->table10,
+                "Recompute the paper's Table 10 next to its numbers")
+      ->excludes(config_option);
+  cmd->callback([args]() {
+    metrics::EnergyTable energy;
+    if (!args->energy_table.empty()) energy = exp::load_energy_table(args->energy_table);
+    if (args->table10) {
+      std::cout << exp::paper_table10(energy);
+      return;
+    }
+    std::optional<std::string> path =
+        args->config_path.empty() ? std::nullopt : std::optional<std::string>(args->config_path);
+    exp::CostOptions options;
+    options.config = load_experiment_config(path, args->overrides);
+    options.input = exp::dataset_input_shape(options.config);
+    options.energy = energy;
+    options.measure = args->measure;
+    const exp::CostReport report = exp::analyse_cost(options);
+    std::cout << exp::describe(report, args->per_layer);
+    if (!args->json_path.empty()) {
+      std::ofstream out(args->json_path);
+      out << exp::to_json(report).dump(1) << "\n";
+      if (!out) throw UserError("cost --json " + args->json_path + ": cannot write the file");
+      std::cout << "json: " << args->json_path << "\n";
+    }
+  });
+}
+
+}  // namespace lpdt::cli
