@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
+#include <unistd.h>
 
 #include "lpdt/build_info.h"
 #include "lpdt/cli/commands.h"
@@ -64,6 +65,7 @@ void add_train_command(CLI::App& app) {
     }
     exp::TrainOptions options;
     options.resume_dir = args->resume_dir;
+    options.progress_bar = isatty(fileno(stderr)) != 0;
     // Under mpirun: one rank of a multi-process run (dist/cluster.h).
     if (dist::launched_by_mpirun()) options.cluster = &dist::mpi_cluster(config.run.receive_timeout_s);
     exp::train(config, [](const std::string& line) { std::cout << line << std::endl; }, options);

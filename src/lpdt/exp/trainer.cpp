@@ -28,6 +28,7 @@
 #include "lpdt/exp/config_options.h"
 #include "lpdt/exp/cost_analysis.h"
 #include "lpdt/exp/graphed_steps.h"
+#include "lpdt/exp/progress_meter.h"
 #include "lpdt/exp/run_folder.h"
 #include "lpdt/graph/export.h"
 #include "lpdt/graph/factory.h"
@@ -285,9 +286,15 @@ void keep_rows_up_to_epoch(const std::filesystem::path& csv, int epochs_done) {
 
 }  // namespace
 
-TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
+TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_out,
                   const TrainOptions& options) {
   const auto start = Clock::now();
+  // The progress bar (rank 0, once the step count is known) is erased before every line.
+  std::optional<ProgressMeter> meter;
+  const ProgressSink progress = [&](const std::string& line) {
+    if (meter) meter->clear();
+    progress_out(line);
+  };
   dist::SingleProcess single_process;
   dist::Cluster& cluster = options.cluster ? *options.cluster : single_process;
   const bool leader = cluster.leader();
@@ -653,6 +660,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
     state.config = to_json(config);
     write_checkpoint(run_dir / kCheckpointFile, state);
   };
+  if (leader) {
+    meter.emplace(steps_per_epoch * config.run.epochs, steps_per_epoch * first_epoch,
+                  config.run.epochs, options.progress_bar);
+  }
   for (int epoch = first_epoch; epoch < config.run.epochs; ++epoch) {
     // Ranks start an epoch together: rank 0's evaluation and checkpoint take time that a peer
     // waiting for its next payload must not take for a death.
@@ -691,13 +702,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
         optimizer.account_replayed_round(step_mixing, round, ledger);
       }
       report_deaths();
+      if (meter) meter->update(epoch * steps_per_epoch + step + 1, epoch + 1);
       if (leader && config.run.log_every > 0 && (step + 1) % config.run.log_every == 0) {
         const double step_loss = last_loss.mean().item<double>();
-        progress(format("epoch %d step %lld/%lld  loss %.4f  lr %.4g  %.1f img/s%s", epoch + 1,
-                        static_cast<long long>(step + 1), static_cast<long long>(steps_per_epoch),
-                        step_loss, lr,
+        progress(format("epoch %d step %lld/%lld  loss %.4f  lr %.4g  %.1f img/s  ETA %s%s",
+                        epoch + 1, static_cast<long long>(step + 1),
+                        static_cast<long long>(steps_per_epoch), step_loss, lr,
                         static_cast<double>((step + 1) * n * config.data.batch_size) /
                             seconds_since(epoch_start),
+                        format_duration(meter->eta_s()).c_str(),
                         cluster.distributed() ? " (loss of rank 0's nodes)" : ""));
       }
     }
@@ -740,14 +753,19 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
       epochs_csv.flush();
       progress(
           format("epoch %d/%d  loss %.4f  acc avg-model %.2f%%  nodes mean %.2f%% "
-                 "[min %.2f, max %.2f]  consensus %.3g  sent %.4f GB/node  %.0f s",
+                 "[min %.2f, max %.2f]  consensus %.3g  sent %.4f GB/node  %.0f s%s",
                  summary.epoch, config.run.epochs, summary.train_loss, ev.average_model_accuracy,
                  ev.mean_accuracy, ev.min_accuracy, ev.max_accuracy, ev.consensus_distance,
-                 summary.mean_gb_sent_per_node, summary.elapsed_s));
+                 summary.mean_gb_sent_per_node, summary.elapsed_s,
+                 summary.epoch < config.run.epochs
+                     ? ("  ETA " + format_duration(meter->eta_s())).c_str()
+                     : ""));
     }
     result.epochs.push_back(summary);
     save_checkpoint(epoch + 1);
   }
+
+  if (meter) meter->finish();
 
   // The official code's protocol (spec 5.4): extra gossip-only rounds, then the mean of the
   // nodes' local accuracies.

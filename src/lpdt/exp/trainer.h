@@ -46,6 +46,9 @@ struct TrainOptions {
   // simulator). Under MPI each rank trains its block of nodes, and rank 0 alone evaluates,
   // writes the run folder and reports progress; the result is bit for bit the simulator's.
   dist::Cluster* cluster = nullptr;
+  // Draw a progress bar with the time left on stderr, in place (the CLI: when stderr is a
+  // terminal). Either way the periodic log lines carry the estimate. Changes no result.
+  bool progress_bar = false;
 };
 
 // Runs the experiment and writes its run folder (under config.run.out_dir; or resume_dir). The
