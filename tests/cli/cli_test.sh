@@ -69,6 +69,15 @@ printf 'seeds = [1, 2]\n[grid]\n"algo.name" = ["choco", "dpsgd"]\n' >"$work/swee
 expect 0 "4 trained, 0 resumed" -- "$lpdt" sweep "$work/sweep.toml" --dry-run
 expect 0 "\[24/24\] data.skew-0.8_algo.name-choco_model.precision-int8_seed-1235" -- \
   "$lpdt" sweep "$(dirname "$0")/../../configs/sweeps/table3_fmnist.toml" --dry-run
+# Every preset sweep file resolves (each grid point is a valid experiment).
+for preset in "$(dirname "$0")"/../../configs/sweeps/*.toml; do
+  expect 0 "sweep (dry run)" -- "$lpdt" sweep "$preset" --dry-run
+done
+# The cost model: Table 10 recomputed; a bad energy table names the file and the key.
+expect 0 "ResNet-54  RBN" -- "$lpdt" cost --table10
+expect 0 "inference energy (mJ)" -- "$lpdt" cost --set model.arch=resnet --set model.depth=8
+printf 'fp32_add_pj = 0.9\nfp32_mult_pj = 3.7\nint8_add_pj = 0.03\n' >"$work/energy.toml"
+expect 2 "energy.toml: key 'int8_mult_pj'" -- "$lpdt" cost --energy-table "$work/energy.toml"
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]
