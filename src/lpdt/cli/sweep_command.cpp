@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <unistd.h>
 
 #include "lpdt/cli/commands.h"
 #include "lpdt/exp/sweep.h"
@@ -32,7 +33,7 @@ void add_sweep_command(CLI::App& app) {
       for (const auto& path : exp::write_sweep_tables(spec)) say("table: " + path.string());
       return;
     }
-    const exp::SweepOutcome outcome = exp::run_sweep(spec, say, args->dry_run);
+    const exp::SweepOutcome outcome = exp::run_sweep(spec, say, args->dry_run, isatty(fileno(stderr)) != 0);
     say("sweep " + std::string(args->dry_run ? "(dry run) " : "") + spec.out_dir.string() + ": " +
         std::to_string(outcome.trained) + " trained, " + std::to_string(outcome.resumed) +
         " resumed, " + std::to_string(outcome.skipped) + " already done");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -14,6 +15,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/experiment_config.h"
+#include "lpdt/exp/progress_meter.h"
 #include "lpdt/exp/run_folder.h"
 
 namespace lpdt::exp {
@@ -327,32 +329,52 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
   return state;  // an unfinished run without a usable checkpoint: train anew
 }
 
-SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run) {
+SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run,
+                       bool progress_bar) {
   SweepOutcome outcome;
   const std::vector<SweepPoint> points = expand_sweep(spec);
+  std::vector<SweepRunState> states;
+  std::size_t left = 0;  // runs to train or resume
+  for (const SweepPoint& point : points) {
+    states.push_back(find_sweep_run(spec, point));
+    if (states.back().kind != SweepRunState::Kind::kDone) ++left;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t finished_here = 0;
   for (std::size_t p = 0; p < points.size(); ++p) {
     const SweepPoint& point = points[p];
     std::ostringstream where_text;
     where_text << "[" << p + 1 << "/" << points.size() << "] " << point.name;
     const std::string where = where_text.str();
-    const SweepRunState state = find_sweep_run(spec, point);
+    const SweepRunState& state = states[p];
     const ExperimentConfig config = sweep_point_config(spec, point);
     TrainOptions options;
+    options.progress_bar = progress_bar;
     if (state.kind == SweepRunState::Kind::kDone) {
       progress(where + ": done (" + state.dir.string() + "), skipped");
       ++outcome.skipped;
       continue;
     }
+    // The sweep's time left: the mean time of the runs finished by this invocation, times the
+    // runs left (a resumed run counts as a whole one).
+    std::string eta;
+    if (finished_here > 0) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      eta = ", sweep ETA " + format_duration(elapsed / static_cast<double>(finished_here) *
+                                             static_cast<double>(left - finished_here));
+    }
     if (state.kind == SweepRunState::Kind::kResumable) {
       options.resume_dir = state.dir;
-      progress(where + ": resuming " + state.dir.string());
+      progress(where + ": resuming " + state.dir.string() + eta);
       ++outcome.resumed;
     } else {
-      progress(where + ": training");
+      progress(where + ": training" + eta);
       ++outcome.trained;
     }
     if (dry_run) continue;
     train(config, [&](const std::string& line) { progress("  " + line); }, options);
+    ++finished_here;
   }
   if (!dry_run) {
     for (const auto& path : write_sweep_tables(spec)) progress("table: " + path.string());

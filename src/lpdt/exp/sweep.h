@@ -72,8 +72,10 @@ struct SweepOutcome {
   int trained = 0, resumed = 0, skipped = 0;
 };
 // Runs every point that is not done (resuming unfinished ones from their checkpoints), then
-// writes the tables. dry_run: only lists what would run.
-SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run = false);
+// writes the tables. dry_run: only lists what would run. progress_bar: each run draws its bar
+// (TrainOptions::progress_bar); the sweep's lines carry its own time left either way.
+SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run = false,
+                       bool progress_bar = false);
 
 // One metric's table: a cell per (row, column) combination of grid values.
 struct SweepCell {
