@@ -10,6 +10,7 @@ packages=(
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libspdlog-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
+  chromium  # tests/cli/report_browser_test.sh renders lpdt report's page headless
 )
 missing=()
 for p in "${packages[@]}"; do

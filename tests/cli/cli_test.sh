@@ -78,6 +78,12 @@ expect 0 "ResNet-54  RBN" -- "$lpdt" cost --table10
 expect 0 "inference energy (mJ)" -- "$lpdt" cost --set model.arch=resnet --set model.depth=8
 printf 'fp32_add_pj = 0.9\nfp32_mult_pj = 3.7\nint8_add_pj = 0.03\n' >"$work/energy.toml"
 expect 2 "energy.toml: key 'int8_mult_pj'" -- "$lpdt" cost --energy-table "$work/energy.toml"
+# Reports: the run folder's page; a missing folder (usage error) and a folder that is neither a
+# run nor a sweep are errors naming it.
+expect 0 "report: $run_dir/report.html" -- "$lpdt" report "$run_dir"
+expect 0 "Test accuracy per epoch" -- cat "$run_dir/report.html"
+expect 2 "no-such-run" -- "$lpdt" report "$work/no-such-run"
+expect 1 "no-checkpoint' is neither a run folder" -- "$lpdt" report "$work/no-checkpoint"
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]

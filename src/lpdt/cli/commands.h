@@ -14,6 +14,7 @@ void add_train_command(CLI::App& app);
 void add_topo_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_report_command(CLI::App& app);
 void add_cost_command(CLI::App& app);
 // The exit code a subcommand asked for (0 unless it reported a failure itself).
 int exit_code();

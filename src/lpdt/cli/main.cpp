@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   lpdt::cli::add_topo_command(app);
   lpdt::cli::add_bench_command(app);
   lpdt::cli::add_sweep_command(app);
+  lpdt::cli::add_report_command(app);
   lpdt::cli::add_cost_command(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,390 @@
+// The page of one run folder (report_page.h).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "lpdt/exp/report/report_html.h"
+#include "lpdt/exp/report/report_page.h"
+#include "lpdt/exp/report/svg_chart.h"
+
+namespace lpdt::exp::report {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kBytesPerMb = 1e6;
+// The consensus distance gets a log axis when its values span more than this ratio.
+constexpr double kLogAxisSpan = 100;
+
+// A summary.json value as text ("" when absent).
+std::string summary_text(const RunResults& run, const std::vector<std::string>& path) {
+  if (!run.summary) return "";
+  const json* node = &*run.summary;
+  for (const auto& key : path) {
+    if (!node->is_object() || !node->contains(key)) return "";
+    node = &(*node)[key];
+  }
+  return node->is_number() ? format_number(node->get<double>()) : json_label(*node);
+}
+
+std::string percent(std::optional<double> v) { return v ? format_number(*v) + " %" : "-"; }
+
+std::string header_html(const RunResults& run) {
+  const auto cfg = [&](const std::string& section, const std::string& key) {
+    return summary_text(run, {"config", section, key});
+  };
+  std::string name = cfg("run", "name");
+  if (name.empty()) name = run.folder;
+  std::string out = "<h1>Run " + xml_escape(name) + "</h1>\n<p class=\"sub\">folder " +
+                    xml_escape(run.dir.string()) + "</p>\n";
+  if (!run.summary) {
+    out +=
+        "<p class=\"missing\">summary.json is missing: the run has not finished; the figures "
+        "below are the epochs recorded so far.</p>\n";
+    if (!run.epochs.empty()) {
+      const EpochSummary& last = run.epochs.back();
+      out += html_table(
+          {"last epoch", "average-model accuracy", "node accuracy mean [min, max]"},
+          {{std::to_string(last.epoch), percent(last.average_model_accuracy),
+            format_number(last.mean_accuracy) + " % [" + format_number(last.min_accuracy) + ", " +
+                format_number(last.max_accuracy) + "]"}});
+    }
+    return out;
+  }
+  const json& s = *run.summary;
+  std::string compression = cfg("algo", "compressor");
+  if (!compression.empty() && compression != "none") {
+    compression += ", keep fraction " + cfg("algo", "keep_fraction");
+  }
+  if (!cfg("algo", "message_values").empty()) {
+    compression += ", message values " + cfg("algo", "message_values");
+  }
+  std::string precision = cfg("model", "precision");
+  if (!precision.empty() && precision != "fp32") {
+    precision += " (quant backend " + cfg("quant", "backend") + ")";
+  }
+  std::string backend;
+  for (const char* key : {"engine", "device", "precision", "quant_backend"}) {
+    const std::string v = summary_text(run, {"backend", key});
+    if (!v.empty()) backend += (backend.empty() ? "" : ", ") + std::string(key) + " " + v;
+  }
+  std::string revision = summary_text(run, {"build", "git_revision"});
+  if (const std::string version = summary_text(run, {"build", "version"}); !version.empty()) {
+    revision += " (lpdt " + version + ")";
+  }
+  std::string topology = cfg("graph", "topology");
+  if (const auto gap = json_number(s, {"topology", "spectral_gap"})) {
+    topology += ", spectral gap " + format_number(*gap);
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"algorithm", cfg("algo", "name") + ", consensus step " + cfg("algo", "consensus_step")},
+      {"model", cfg("model", "arch") + " (norm " + cfg("model", "norm") + ")"},
+      {"precision", precision},
+      {"topology", topology + ", mixing " + cfg("graph", "mixing")},
+      {"nodes", cfg("graph", "nodes")},
+      {"data", cfg("data", "dataset") + ", partition " + cfg("data", "partition") + ", skew " +
+                   cfg("data", "skew")},
+      {"compression", compression},
+      {"epochs, batch size", cfg("run", "epochs") + ", " + cfg("data", "batch_size")},
+      {"average-model accuracy", percent(json_number(s, {"final", "average_model_accuracy"}))},
+      {"node accuracy mean [min, max]",
+       percent(json_number(s, {"final", "mean_node_accuracy"})) + " [" +
+           summary_text(run, {"final", "min_node_accuracy"}) + ", " +
+           summary_text(run, {"final", "max_node_accuracy"}) + "]"},
+      {"consensus distance", summary_text(run, {"final", "consensus_distance"})},
+      {"GB sent per node", summary_text(run, {"final", "mean_gb_sent_per_node"})},
+      {"wall time (s)", summary_text(run, {"final", "wall_time_s"})},
+      {"seed", summary_text(run, {"seed"})},
+      {"git revision", revision},
+      {"backend", backend}};
+  if (s.contains("faults") && s["faults"].is_object()) {
+    std::string faults;
+    for (const auto& [key, value] : flatten_json(s["faults"])) {
+      faults += (faults.empty() ? "" : ", ") + key + " " + json_label(value);
+    }
+    rows.push_back({"faults", faults});
+  }
+  out += "<table class=\"kv\">\n";
+  for (const auto& row : rows) {
+    out += "<tr><th>" + xml_escape(row[0]) + "</th><td>" + xml_escape(row[1]) + "</td></tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+std::string accuracy_section(const RunResults& run) {
+  if (run.node_epochs.empty() && run.epochs.empty()) {
+    return missing_note("metrics.csv and epochs.csv", "accuracy per epoch");
+  }
+  LineChart chart;
+  chart.title = "Test accuracy per epoch";
+  chart.width = 900;
+  chart.height = 400;
+  chart.x = integer_axis("epoch");
+  chart.y = axis("test accuracy (%)");
+  const int nodes = run.num_nodes();
+  const bool node_legend = nodes <= 10;
+  for (int node = 0; node < nodes && !run.node_epochs.empty(); ++node) {
+    LineSeries s;
+    s.name = "node " + std::to_string(node);
+    for (const NodeEpoch& row : run.node_epochs) {
+      if (row.node != node) continue;
+      s.x.push_back(row.epoch);
+      s.y.push_back(row.test_accuracy);
+    }
+    s.color = palette_color(node);
+    s.stroke_width = 1;
+    s.in_legend = node_legend;
+    s.css_class = "node-line";
+    chart.series.push_back(std::move(s));
+  }
+  if (!node_legend) chart.notes.push_back("thin lines: the " + std::to_string(nodes) + " nodes");
+  if (!run.epochs.empty()) {
+    LineSeries mean = line_series("nodes mean"), average = line_series("averaged model");
+    for (const EpochSummary& e : run.epochs) {
+      mean.x.push_back(e.epoch);
+      mean.y.push_back(e.mean_accuracy);
+      average.x.push_back(e.epoch);
+      average.y.push_back(e.average_model_accuracy);
+    }
+    mean.color = "#555";
+    mean.stroke_width = 2.5;
+    mean.dashed = true;
+    mean.css_class = "mean-line";
+    average.color = "#111";
+    average.stroke_width = 3.5;
+    average.markers = true;
+    average.css_class = "average-line";
+    chart.series.push_back(std::move(mean));
+    chart.series.push_back(std::move(average));
+  }
+  std::string out = render_line_chart(chart);
+  if (run.node_epochs.empty()) out += missing_note("metrics.csv", "per-node accuracy lines");
+  if (run.epochs.empty()) out += missing_note("epochs.csv", "averaged-model and mean lines");
+  return out;
+}
+
+std::string bytes_section(const RunResults& run) {
+  // The final cumulative bytes per node: the last epoch of metrics.csv, else summary.json.
+  std::vector<double> mb;
+  if (!run.node_epochs.empty()) {
+    int last = 0;
+    for (const auto& row : run.node_epochs) last = std::max(last, row.epoch);
+    mb.assign(run.num_nodes(), 0);
+    for (const auto& row : run.node_epochs) {
+      if (row.epoch == last) mb[row.node] = row.bytes_sent / kBytesPerMb;
+    }
+  } else if (run.summary) {
+    const json& final = (*run.summary).value("final", json::object());
+    if (final.contains("bytes_sent_per_node") && final["bytes_sent_per_node"].is_array()) {
+      for (const json& v : final["bytes_sent_per_node"]) {
+        mb.push_back(v.is_number() ? v.get<double>() / kBytesPerMb : 0);
+      }
+    }
+  }
+  std::vector<std::string> figures;
+  if (!mb.empty()) {
+    BarChart bars;
+    bars.title = "Bytes sent per node (total)";
+    bars.x_label = "node";
+    bars.y = axis("MB sent (1 MB = 1e6 bytes)");
+    for (std::size_t i = 0; i < mb.size(); ++i) bars.categories.push_back(std::to_string(i));
+    bars.series.push_back({"MB sent", mb, palette_color(0)});
+    bars.legend = false;
+    figures.push_back(render_bar_chart(bars));
+  }
+  if (!run.epochs.empty()) {
+    LineChart line;
+    line.title = "Cumulative MB sent per node (mean) per epoch";
+    line.x = integer_axis("epoch");
+    line.y = axis("MB sent per node");
+    line.y.min = 0;
+    LineSeries s = line_series("mean over nodes");
+    for (const auto& e : run.epochs) {
+      s.x.push_back(e.epoch);
+      s.y.push_back(e.mean_gb_sent_per_node * 1e9 / kBytesPerMb);
+    }
+    s.markers = true;
+    line.series.push_back(std::move(s));
+    figures.push_back(render_line_chart(line));
+  }
+  if (figures.empty()) return missing_note("metrics.csv and summary.json", "bytes sent per node");
+  return figure_row(figures);
+}
+
+std::string consensus_section(const RunResults& run) {
+  if (run.epochs.empty()) return missing_note("epochs.csv", "consensus distance per epoch");
+  LineChart chart;
+  chart.title = "Consensus distance per epoch (mean_i ||x_i - x_bar||^2)";
+  chart.x = integer_axis("epoch");
+  LineSeries s = line_series("consensus distance");
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (const auto& e : run.epochs) {
+    s.x.push_back(e.epoch);
+    s.y.push_back(e.consensus_distance);
+    if (e.consensus_distance > 0) {
+      lo = std::min(lo, e.consensus_distance);
+      hi = std::max(hi, e.consensus_distance);
+    }
+  }
+  s.markers = true;
+  chart.y = axis("consensus distance");
+  chart.y.log = hi > 0 && hi / lo > kLogAxisSpan;
+  if (chart.y.log) chart.notes.push_back("log axis: the values span more than two decades");
+  chart.series.push_back(std::move(s));
+  return render_line_chart(chart);
+}
+
+std::string classes_section(const RunResults& run) {
+  if (!run.has("class_histogram.csv")) {
+    return missing_note("class_histogram.csv", "class distribution per node");
+  }
+  BarChart chart;
+  chart.title = "Training samples per node and class";
+  chart.width = 900;
+  chart.x_label = "node";
+  chart.y = axis("training samples");
+  std::size_t classes = 0;
+  for (const auto& counts : run.class_counts) classes = std::max(classes, counts.size());
+  for (std::size_t node = 0; node < run.class_counts.size(); ++node) {
+    chart.categories.push_back(std::to_string(node));
+  }
+  for (std::size_t c = 0; c < classes; ++c) {
+    BarSeries s{"class " + std::to_string(c), {}, palette_color(c)};
+    for (const auto& counts : run.class_counts)
+      s.values.push_back(c < counts.size() ? counts[c] : 0);
+    chart.series.push_back(std::move(s));
+  }
+  return render_bar_chart(chart);
+}
+
+std::string topology_section(const RunResults& run) {
+  if (!run.topology) {
+    std::string out = missing_note("topology.json", "topology plot");
+    const std::string label = summary_text(run, {"topology", "label"});
+    if (!label.empty()) {
+      out += "<p class=\"note\">summary.json: " + xml_escape(label) + ", spectral gap " +
+             xml_escape(summary_text(run, {"topology", "spectral_gap"})) + "</p>\n";
+    }
+    return out;
+  }
+  const TopologyInfo& topo = *run.topology;
+  GraphDrawing graph;
+  graph.title = topo.name + ", " + std::to_string(topo.num_nodes) + " nodes" +
+                (topo.spectral_gap ? ", spectral gap " + format_number(*topo.spectral_gap) : "");
+  graph.num_nodes = topo.num_nodes;
+  graph.id_prefix = "topology";
+  if (topo.num_nodes > 16) graph.width = graph.height = 640;  // room for the arcs of many nodes
+  for (const auto& e : topo.edges) graph.edges.push_back({e.src, e.dst, e.weight});
+  return render_graph(graph);
+}
+
+std::string ratio(double a, double b) {
+  return b > 0 && std::isfinite(a / b) ? format_number(a / b) + "x" : "-";
+}
+
+std::string cost_section(const RunResults& run) {
+  if (!run.cost) return missing_note("cost.json", "memory and energy per precision");
+  const CostInfo& cost = *run.cost;
+  // Memory: a stacked bar per (phase, precision); parts in the paper's order, then any others.
+  std::vector<std::string> parts = {"weights", "activations", "gradients", "optimizer",
+                                    "communication"};
+  for (const auto& p : cost.precisions) {
+    for (const auto* phase : {&p.training, &p.inference}) {
+      if (!*phase) continue;
+      for (const auto& [name, mib] : (*phase)->memory_mib) {
+        if (std::find(parts.begin(), parts.end(), name) == parts.end()) parts.push_back(name);
+      }
+    }
+  }
+  BarChart memory;
+  memory.title = "Memory per node per iteration";
+  memory.y = axis("MiB");
+  memory.x_label = "precision and phase";
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    memory.series.push_back({parts[i], {}, palette_color(i)});
+  BarChart energy;
+  energy.title = "Energy per iteration";
+  energy.y = axis("mJ");
+  energy.stacked = false;
+  energy.categories = {"training", "inference"};
+  std::vector<std::vector<std::string>> rows;
+  const CostPrecision* reference = cost.precisions.empty() ? nullptr : &cost.precisions.front();
+  for (const auto& p : cost.precisions) {
+    if (p.precision == "fp32") reference = &p;
+  }
+  auto total = [](const CostPhase& phase) {
+    if (phase.memory_total_mib) return *phase.memory_total_mib;
+    double sum = 0;
+    for (const auto& [name, mib] : phase.memory_mib) sum += mib;
+    return sum;
+  };
+  for (const char* phase_name : {"training", "inference"}) {
+    const bool training = std::string(phase_name) == "training";
+    for (const auto& p : cost.precisions) {
+      const auto& phase = training ? p.training : p.inference;
+      if (!phase) continue;
+      memory.categories.push_back(p.precision + " " + phase_name);
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        double v = 0;
+        for (const auto& [name, mib] : phase->memory_mib) v += name == parts[i] ? mib : 0;
+        memory.series[i].values.push_back(v);
+      }
+      memory.annotations.push_back(format_number(total(*phase)) + " MiB");
+      const auto& ref = reference ? (training ? reference->training : reference->inference)
+                                  : std::optional<CostPhase>();
+      if (ref && &p != reference) {
+        memory.notes.push_back(std::string(phase_name) + " memory " + reference->precision + "/" +
+                               p.precision + " = " + ratio(total(*ref), total(*phase)));
+      }
+      rows.push_back({p.precision, phase_name, format_number(phase->adds),
+                      format_number(phase->mults), format_number(phase->energy_mj),
+                      format_number(total(*phase))});
+    }
+  }
+  for (std::size_t i = 0; i < cost.precisions.size(); ++i) {
+    const auto& p = cost.precisions[i];
+    energy.series.push_back(
+        {p.precision,
+         {p.training ? p.training->energy_mj : 0, p.inference ? p.inference->energy_mj : 0},
+         palette_color(i)});
+  }
+  if (reference) {
+    for (const auto* phase : {&reference->training, &reference->inference}) {
+      std::string note;
+      for (const auto& p : cost.precisions) {
+        const auto& other = phase == &reference->training ? p.training : p.inference;
+        if (&p == reference || !other || !*phase) continue;
+        note += (note.empty() ? "" : ", ") + reference->precision + "/" + p.precision + " = " +
+                ratio((*phase)->energy_mj, other->energy_mj);
+      }
+      energy.annotations.push_back(note);
+      if (!note.empty())
+        energy.notes.push_back(
+            std::string(phase == &reference->training ? "training" : "inference") + " energy " +
+            note);
+    }
+  }
+  std::string sub = "model " + cost.model + ", norm " + cost.norm + ", algorithm " +
+                    cost.algorithm + ", energy table " + cost.energy_table;
+  if (cost.batch_size) sub += ", batch size " + std::to_string(*cost.batch_size);
+  return "<p class=\"note\">" + xml_escape(sub) + "</p>\n" +
+         figure_row({render_bar_chart(memory), render_bar_chart(energy)}) +
+         html_table({"precision", "phase", "adds", "mults", "energy (mJ)", "memory (MiB)"}, rows);
+}
+
+}  // namespace
+
+std::string run_report_html(const RunResults& run) {
+  std::string name = summary_text(run, {"config", "run", "name"});
+  if (name.empty()) name = run.folder;
+  std::string body = "<header>\n" + header_html(run) + "</header>\n";
+  body += html_section("accuracy", "Test accuracy per epoch", accuracy_section(run));
+  body += html_section("bytes", "Bytes sent", bytes_section(run));
+  body += html_section("consensus", "Consensus distance", consensus_section(run));
+  body += html_section("classes", "Class distribution per node", classes_section(run));
+  body += html_section("topology", "Topology", topology_section(run));
+  body += html_section("cost", "Memory and energy per precision", cost_section(run));
+  return html_page("lpdt run " + name, body);
+}
+
+}  // namespace lpdt::exp::report

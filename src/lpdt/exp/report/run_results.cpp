@@ -1,0 +1,392 @@
+#include "lpdt/exp/report/run_results.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::exp::report {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : separator) + p;
+  return out;
+}
+
+std::vector<std::string> split_commas(const std::string& line) {
+  std::vector<std::string> fields;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = line.find(',', start);
+    fields.push_back(line.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) return fields;
+    start = comma + 1;
+  }
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError("cannot read '" + path.string() + "'");
+  try {
+    json j = json::parse(in);
+    if (!j.is_object()) {
+      throw UserError("'" + path.string() + "' must hold a JSON object, got a " +
+                      std::string(j.type_name()));
+    }
+    return j;
+  } catch (const json::parse_error& e) {
+    throw UserError("'" + path.string() + "' is not valid JSON: " + e.what());
+  }
+}
+
+// A number field of a JSON object that the schema requires: UserError naming the file and key.
+double required_number(const fs::path& file, const json& object, const std::string& key,
+                       const std::string& where) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) {
+    throw UserError("'" + file.string() + "': " + where + " needs a number '" + key + "'" +
+                    (it == object.end() ? "" : ", got " + it->dump()));
+  }
+  return it->get<double>();
+}
+
+TopologyInfo parse_topology(const fs::path& file, const json& j) {
+  TopologyInfo topo;
+  topo.name = json_string(j, {"name"}).value_or(json_string(j, {"label"}).value_or("topology"));
+  topo.spectral_gap = json_number(j, {"spectral_gap"});
+  const json* nodes = j.contains("nodes") && j["nodes"].is_array() ? &j["nodes"] : nullptr;
+  if (const auto n = json_number(j, {"num_nodes"})) {
+    topo.num_nodes = static_cast<int>(*n);
+  } else if (nodes != nullptr) {
+    topo.num_nodes = static_cast<int>(nodes->size());
+  } else {
+    throw UserError("'" + file.string() +
+                    "' needs 'num_nodes' or a 'nodes' array (as written by "
+                    "lpdt topo --json)");
+  }
+  if (j.contains("edges") && j["edges"].is_array()) {
+    for (const json& e : j["edges"]) {
+      if (!e.is_object()) throw UserError("'" + file.string() + "': 'edges' must hold objects");
+      topo.edges.push_back({static_cast<int>(required_number(file, e, "src", "an edge")),
+                            static_cast<int>(required_number(file, e, "dst", "an edge")),
+                            json_number(e, {"weight"}).value_or(kNaN)});
+    }
+  } else if (nodes != nullptr) {  // edges from each node's out-neighbours
+    for (const json& node : *nodes) {
+      const int id = static_cast<int>(required_number(file, node, "id", "a node"));
+      if (node.contains("out_neighbors") && node["out_neighbors"].is_array()) {
+        for (const json& dst : node["out_neighbors"]) {
+          if (dst.is_number()) topo.edges.push_back({id, dst.get<int>(), kNaN});
+        }
+      }
+    }
+  } else {
+    throw UserError("'" + file.string() + "' needs an 'edges' array of {src, dst, weight}");
+  }
+  for (const auto& e : topo.edges) {
+    if (e.src < 0 || e.dst < 0 || e.src >= topo.num_nodes || e.dst >= topo.num_nodes) {
+      throw UserError("'" + file.string() + "': edge " + std::to_string(e.src) + " -> " +
+                      std::to_string(e.dst) + " names a node outside 0.." +
+                      std::to_string(topo.num_nodes - 1));
+    }
+  }
+  return topo;
+}
+
+CostPhase parse_cost_phase(const fs::path& file, const json& j, const std::string& where) {
+  if (!j.is_object()) throw UserError("'" + file.string() + "': " + where + " must be an object");
+  CostPhase phase;
+  phase.adds = json_number(j, {"adds"}).value_or(kNaN);
+  phase.mults = json_number(j, {"mults"}).value_or(kNaN);
+  phase.energy_mj = json_number(j, {"energy_mj"}).value_or(kNaN);
+  if (j.contains("memory_mib")) {
+    const json& memory = j["memory_mib"];
+    if (!memory.is_object()) {
+      throw UserError("'" + file.string() + "': " + where +
+                      ".memory_mib must be an object of "
+                      "MiB per part (weights, activations, ..., total)");
+    }
+    for (const auto& [key, value] : memory.items()) {
+      if (!value.is_number()) continue;  // tolerant of extra, non-numeric keys
+      if (key == "total") {
+        phase.memory_total_mib = value.get<double>();
+      } else {
+        phase.memory_mib.emplace_back(key, value.get<double>());
+      }
+    }
+  }
+  return phase;
+}
+
+CostInfo parse_cost(const fs::path& file, const json& j) {
+  CostInfo cost;
+  cost.model = json_string(j, {"model"}).value_or("");
+  cost.norm = json_string(j, {"norm"}).value_or("");
+  cost.algorithm = json_string(j, {"algorithm"}).value_or("");
+  cost.energy_table = json_string(j, {"energy_table", "name"})
+                          .value_or(json_string(j, {"energy_table"}).value_or(""));
+  if (const auto b = json_number(j, {"batch_size"})) cost.batch_size = static_cast<int>(*b);
+  if (!j.contains("precisions") || !j["precisions"].is_array()) {
+    throw UserError("'" + file.string() +
+                    "' needs a 'precisions' array of {precision, training, "
+                    "inference}");
+  }
+  for (const json& p : j["precisions"]) {
+    if (!p.is_object() || !p.contains("precision") || !p["precision"].is_string()) {
+      throw UserError("'" + file.string() +
+                      "': each entry of 'precisions' needs a string "
+                      "'precision' (fp32, int8, ...)");
+    }
+    CostPrecision entry;
+    entry.precision = p["precision"].get<std::string>();
+    for (const char* phase : {"training", "inference"}) {
+      if (!p.contains(phase)) continue;
+      auto parsed = parse_cost_phase(file, p[phase], entry.precision + "." + phase);
+      (std::string(phase) == "training" ? entry.training : entry.inference) = std::move(parsed);
+    }
+    cost.precisions.push_back(std::move(entry));
+  }
+  return cost;
+}
+
+// Reads whatever files the folder has; a missing one is noted in `missing`.
+RunResults read_run_files(const fs::path& dir) {
+  RunResults run;
+  run.dir = dir;
+  run.folder = dir.filename().string();
+  if (run.folder.empty()) run.folder = dir.parent_path().filename().string();
+  auto present = [&](const std::string& name) {
+    if (fs::is_regular_file(dir / name)) return true;
+    run.missing.push_back(name);
+    return false;
+  };
+  if (present("summary.json")) run.summary = read_json(dir / "summary.json");
+  if (present("metrics.csv")) {
+    const CsvFile csv =
+        read_csv(dir / "metrics.csv", {"epoch", "node", "test_accuracy", "bytes_sent"});
+    const bool lr = std::count(csv.header.begin(), csv.header.end(), "lr") > 0;
+    const bool loss = std::count(csv.header.begin(), csv.header.end(), "train_loss") > 0;
+    for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+      run.node_epochs.push_back(
+          {static_cast<int>(csv_number(csv, r, "epoch")),
+           static_cast<int>(csv_number(csv, r, "node")), lr ? csv_number(csv, r, "lr") : kNaN,
+           loss ? csv_number(csv, r, "train_loss") : kNaN, csv_number(csv, r, "test_accuracy"),
+           csv_number(csv, r, "bytes_sent")});
+      if (run.node_epochs.back().node < 0) {
+        throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[r]) +
+                        ": node must be >= 0");
+      }
+    }
+  }
+  if (present("epochs.csv")) {
+    const CsvFile csv = read_csv(dir / "epochs.csv", {"epoch", "average_model_accuracy"});
+    auto column = [&](std::size_t r, const std::string& name) {
+      return std::count(csv.header.begin(), csv.header.end(), name) ? csv_number(csv, r, name)
+                                                                    : kNaN;
+    };
+    for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+      run.epochs.push_back({static_cast<int>(csv_number(csv, r, "epoch")), column(r, "lr"),
+                            column(r, "train_loss"), column(r, "mean_accuracy"),
+                            column(r, "min_accuracy"), column(r, "max_accuracy"),
+                            column(r, "average_model_accuracy"), column(r, "consensus_distance"),
+                            column(r, "mean_gb_sent_per_node"), column(r, "elapsed_s")});
+    }
+  }
+  if (present("class_histogram.csv")) {
+    const CsvFile csv = read_csv(dir / "class_histogram.csv", {"node"});
+    for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+      std::vector<double> counts;
+      for (const auto& column : csv.header) {
+        if (column != "node") counts.push_back(csv_number(csv, r, column));
+      }
+      run.class_counts.push_back(std::move(counts));
+    }
+  }
+  if (present("topology.json")) {
+    const fs::path file = dir / "topology.json";
+    run.topology = parse_topology(file, read_json(file));
+  }
+  if (present("cost.json")) {
+    const fs::path file = dir / "cost.json";
+    run.cost = parse_cost(file, read_json(file));
+  }
+  return run;
+}
+
+}  // namespace
+
+CsvFile read_csv(const fs::path& path, const std::vector<std::string>& required) {
+  std::ifstream in(path);
+  if (!in) throw UserError("cannot read '" + path.string() + "'");
+  CsvFile csv;
+  csv.path = path;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines
+    std::vector<std::string> fields = split_commas(line);
+    if (csv.header.empty()) {
+      csv.header = std::move(fields);
+      for (const auto& column : required) {
+        if (std::count(csv.header.begin(), csv.header.end(), column) == 0) {
+          throw UserError("'" + path.string() + "' line " + std::to_string(number) +
+                          ": the header lacks column '" + column + "' (expected the columns " +
+                          join(required, ",") + ", got " + line + ")");
+        }
+      }
+      continue;
+    }
+    if (fields.size() != csv.header.size()) {
+      throw UserError("'" + path.string() + "' line " + std::to_string(number) + ": " +
+                      std::to_string(fields.size()) + " columns, expected " +
+                      std::to_string(csv.header.size()) + " (" + join(csv.header, ",") + ")");
+    }
+    csv.rows.push_back(std::move(fields));
+    csv.line_numbers.push_back(number);
+  }
+  if (csv.header.empty()) {
+    throw UserError("'" + path.string() + "' is empty (expected a header line with the columns " +
+                    join(required, ",") + ")");
+  }
+  return csv;
+}
+
+double csv_number(const CsvFile& csv, std::size_t row, const std::string& column) {
+  const auto it = std::find(csv.header.begin(), csv.header.end(), column);
+  if (it == csv.header.end() || row >= csv.rows.size()) {
+    throw UserError("'" + csv.path.string() + "' has no column '" + column + "'");
+  }
+  const std::string& field = csv.rows[row][it - csv.header.begin()];
+  double value = 0;
+  const char* begin = field.data();
+  const char* end = begin + field.size();
+  while (begin < end && *begin == ' ') ++begin;
+  const auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc() || ptr != end || begin == end) {
+    throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[row]) +
+                    ", column " + column + ": '" + field + "' is not a number");
+  }
+  return value;
+}
+
+bool RunResults::has(const std::string& file) const {
+  return std::find(missing.begin(), missing.end(), file) == missing.end();
+}
+
+int RunResults::num_nodes() const {
+  int n = 0;
+  for (const auto& row : node_epochs) n = std::max(n, row.node + 1);
+  if (n > 0) return n;
+  if (summary) {
+    if (const auto nodes = json_number(*summary, {"config", "graph", "nodes"})) {
+      return static_cast<int>(*nodes);
+    }
+  }
+  return static_cast<int>(class_counts.size());
+}
+
+bool is_run_folder(const fs::path& dir) {
+  return fs::is_regular_file(dir / "summary.json") || fs::is_regular_file(dir / "metrics.csv");
+}
+
+bool is_sweep_folder(const fs::path& dir) { return fs::is_directory(dir / "runs"); }
+
+RunResults read_run(const fs::path& dir) {
+  if (!is_run_folder(dir)) {
+    throw UserError("'" + dir.string() +
+                    "' is not a run folder: expected summary.json or "
+                    "metrics.csv in it (the folder lpdt train writes)");
+  }
+  return read_run_files(dir);
+}
+
+SweepResults read_sweep(const fs::path& dir) {
+  const fs::path runs_dir = dir / "runs";
+  if (!fs::is_directory(runs_dir)) {
+    throw UserError("'" + dir.string() +
+                    "' is not a sweep folder: expected a runs/ subfolder of "
+                    "run folders (the out_dir lpdt sweep writes)");
+  }
+  SweepResults sweep;
+  sweep.dir = dir;
+  std::vector<fs::path> folders;
+  for (const auto& entry : fs::directory_iterator(runs_dir)) {
+    if (entry.is_directory()) folders.push_back(entry.path());
+  }
+  if (folders.empty()) {
+    throw UserError("'" + runs_dir.string() +
+                    "' holds no run folders (expected one folder per "
+                    "run of the sweep)");
+  }
+  std::sort(folders.begin(), folders.end());
+  for (const auto& folder : folders) sweep.runs.push_back(read_run_files(folder));
+  std::vector<fs::path> tables;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.rfind("table-", 0) == 0 &&
+        entry.path().extension() == ".md") {
+      tables.push_back(entry.path());
+    }
+  }
+  std::sort(tables.begin(), tables.end());
+  for (const auto& path : tables) {
+    std::ifstream in(path);
+    if (!in) throw UserError("cannot read '" + path.string() + "'");
+    std::ostringstream text;
+    text << in.rdbuf();
+    sweep.tables.push_back({path.filename().string(), text.str()});
+  }
+  return sweep;
+}
+
+std::map<std::string, json> flatten_json(const json& object) {
+  std::map<std::string, json> leaves;
+  if (!object.is_object()) return leaves;
+  for (const auto& [key, value] : object.items()) {
+    if (value.is_object()) {
+      for (auto& [sub, leaf] : flatten_json(value)) leaves.emplace(key + "." + sub, leaf);
+    } else {
+      leaves.emplace(key, value);
+    }
+  }
+  return leaves;
+}
+
+std::string json_label(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  return value.dump();
+}
+
+std::optional<double> json_number(const json& root, const std::vector<std::string>& path) {
+  const json* node = &root;
+  for (const auto& key : path) {
+    if (!node->is_object() || !node->contains(key)) return std::nullopt;
+    node = &(*node)[key];
+  }
+  if (!node->is_number()) return std::nullopt;
+  return node->get<double>();
+}
+
+std::optional<std::string> json_string(const json& root, const std::vector<std::string>& path) {
+  const json* node = &root;
+  for (const auto& key : path) {
+    if (!node->is_object() || !node->contains(key)) return std::nullopt;
+    node = &(*node)[key];
+  }
+  if (!node->is_string()) return std::nullopt;
+  return node->get<std::string>();
+}
+
+}  // namespace lpdt::exp::report

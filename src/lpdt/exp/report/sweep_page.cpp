@@ -1,0 +1,224 @@
+// The page of a sweep folder (report_page.h).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "lpdt/exp/report/report_html.h"
+#include "lpdt/exp/report/report_page.h"
+#include "lpdt/exp/report/svg_chart.h"
+
+namespace lpdt::exp::report {
+namespace {
+
+using nlohmann::json;
+
+// Keys that differ between every run of a sweep by construction.
+const std::set<std::string> kIgnoredKeys = {"run.seed", "run.name", "run.out_dir"};
+const std::string kSkewKey = "data.skew";
+const std::string kPrecisionKey = "model.precision";
+
+struct FinishedRun {
+  const RunResults* run;
+  std::map<std::string, json> config;  // flattened summary.json "config"
+};
+
+std::vector<FinishedRun> finished_runs(const SweepResults& sweep) {
+  std::vector<FinishedRun> runs;
+  for (const RunResults& run : sweep.runs) {
+    if (run.summary) runs.push_back({&run, flatten_json(run.summary->value("config", json()))});
+  }
+  return runs;
+}
+
+// The configuration keys whose values are not the same in every finished run.
+std::vector<std::string> varying_keys(const std::vector<FinishedRun>& runs) {
+  std::set<std::string> keys;
+  for (const auto& r : runs) {
+    for (const auto& [key, value] : r.config) keys.insert(key);
+  }
+  std::vector<std::string> varying;
+  for (const auto& key : keys) {
+    if (kIgnoredKeys.count(key) || runs.empty()) continue;
+    const auto first = runs.front().config.find(key);
+    for (const auto& r : runs) {
+      const auto it = r.config.find(key);
+      const bool same = (it == r.config.end()) == (first == runs.front().config.end()) &&
+                        (it == r.config.end() || it->second == first->second);
+      if (!same) {
+        varying.push_back(key);
+        break;
+      }
+    }
+  }
+  return varying;
+}
+
+std::string value_of(const FinishedRun& r, const std::string& key) {
+  const auto it = r.config.find(key);
+  return it == r.config.end() ? "-" : json_label(it->second);
+}
+
+// Mean and sample standard deviation (0 for one value).
+std::pair<double, double> mean_std(const std::vector<double>& v) {
+  double mean = 0, sum_sq = 0;
+  for (double x : v) mean += x / v.size();
+  for (double x : v) sum_sq += (x - mean) * (x - mean);
+  return {mean, v.size() > 1 ? std::sqrt(sum_sq / (v.size() - 1)) : 0.0};
+}
+
+std::string skew_section(const std::vector<FinishedRun>& runs,
+                         const std::vector<std::string>& varying) {
+  if (std::find(varying.begin(), varying.end(), kSkewKey) == varying.end()) {
+    return "<p class=\"missing\">data.skew does not vary across the finished runs: no accuracy "
+           "against skew plot.</p>\n";
+  }
+  std::vector<std::string> others;
+  for (const auto& key : varying) {
+    if (key != kSkewKey && key != kPrecisionKey) others.push_back(key);
+  }
+  // (group of the other keys' values, precision) -> skew -> accuracies over seeds.
+  std::vector<std::string> groups;  // colour order: first appearance
+  std::map<std::pair<std::string, std::string>, std::map<double, std::vector<double>>> points;
+  std::vector<std::pair<std::string, std::string>> series_order;
+  for (const auto& r : runs) {
+    const auto accuracy = json_number(*r.run->summary, {"final", "average_model_accuracy"});
+    const auto skew = r.config.find(kSkewKey);
+    if (!accuracy || skew == r.config.end() || !skew->second.is_number()) continue;
+    std::string group;
+    for (const auto& key : others)
+      group += (group.empty() ? "" : ", ") + key + "=" + value_of(r, key);
+    const std::string precision =
+        r.config.count(kPrecisionKey) ? value_of(r, kPrecisionKey) : "fp32";
+    if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
+    const auto id = std::make_pair(group, precision);
+    if (!points.count(id)) series_order.push_back(id);
+    points[id][skew->second.get<double>()].push_back(*accuracy);
+  }
+  LineChart chart;
+  chart.title = "Averaged-model accuracy against skew (mean over seeds)";
+  chart.width = 900;
+  chart.height = 420;
+  chart.x = axis("skew (data.skew)");
+  chart.y = axis("average-model test accuracy (%)");
+  std::size_t max_n = 1;
+  for (const auto& id : series_order) {
+    const auto& [group, precision] = id;
+    LineSeries s;
+    s.name = group + (group.empty() ? "" : ", ") + precision;
+    s.color = palette_color(std::find(groups.begin(), groups.end(), group) - groups.begin());
+    s.dashed = precision != "fp32";
+    s.markers = true;
+    s.stroke_width = 2;
+    s.css_class = precision == "fp32" ? "skew-line fp32" : "skew-line lowp";
+    // Error bars rather than bands: bands of several series overlap into one blur. They are
+    // dodged apart so that series with equal values stay readable; the points are not moved.
+    s.error_bars = true;
+    s.error_bar_dodge = 4.0 * (static_cast<double>(chart.series.size()) -
+                               (static_cast<double>(series_order.size()) - 1) / 2);
+    for (const auto& [skew, values] : points[id]) {
+      const auto [mean, sd] = mean_std(values);
+      s.x.push_back(skew);
+      s.y.push_back(mean);
+      s.spread.push_back(sd);
+      max_n = std::max(max_n, values.size());
+    }
+    chart.series.push_back(std::move(s));
+  }
+  chart.notes.push_back("solid: fp32 (model.precision), dashed: lower precision (int8)");
+  if (max_n > 1) {
+    chart.notes.push_back("error bars: +- one sample standard deviation over seeds (n = " +
+                          std::to_string(max_n) + " at most)");
+  }
+  return render_line_chart(chart);
+}
+
+std::string tables_section(const SweepResults& sweep) {
+  if (sweep.tables.empty()) {
+    return "<p class=\"missing\">No table-*.md in the sweep folder (lpdt sweep FILE "
+           "--tables-only writes them): no tables.</p>\n";
+  }
+  std::string out;
+  for (const auto& table : sweep.tables) {
+    out += "<h3>" + xml_escape(table.file) + "</h3>\n" + markdown_tables_html(table.markdown);
+  }
+  return out;
+}
+
+std::string accuracy_sparkline(const RunResults& run) {
+  std::vector<double> values;
+  std::string title = run.folder + ": averaged-model accuracy per epoch:";
+  for (const auto& e : run.epochs) {
+    values.push_back(e.average_model_accuracy);
+    title += ' ';
+    title += format_number(e.average_model_accuracy);
+  }
+  return values.empty() ? "-" : render_sparkline(values, title);
+}
+
+std::string runs_section(const SweepResults& sweep, const std::vector<FinishedRun>& finished,
+                         const std::vector<std::string>& varying) {
+  std::vector<std::string> header = {"run"};
+  header.insert(header.end(), varying.begin(), varying.end());
+  for (const char* h : {"seed", "average-model accuracy (%)", "mean node accuracy (%)",
+                        "GB sent per node", "accuracy per epoch"}) {
+    header.push_back(h);
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : finished) {
+    std::vector<std::string> row = {r.run->folder};
+    for (const auto& key : varying) row.push_back(value_of(r, key));
+    const json& s = *r.run->summary;
+    const auto number = [&](const std::vector<std::string>& path) {
+      const auto v = json_number(s, path);
+      return v ? format_number(*v) : std::string("-");
+    };
+    row.push_back(number({"seed"}));
+    row.push_back(number({"final", "average_model_accuracy"}));
+    row.push_back(number({"final", "mean_node_accuracy"}));
+    row.push_back(number({"final", "mean_gb_sent_per_node"}));
+    row.push_back(accuracy_sparkline(*r.run));
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) return "<p class=\"missing\">No finished run (no summary.json).</p>\n";
+  return html_table(header, rows, {header.size() - 1});
+}
+
+std::string unfinished_section(const SweepResults& sweep) {
+  std::vector<std::vector<std::string>> rows;
+  for (const RunResults& run : sweep.runs) {
+    if (run.finished()) continue;
+    rows.push_back({run.folder,
+                    std::to_string(run.epochs.size()) + " epoch(s) recorded in epochs.csv",
+                    accuracy_sparkline(run)});
+  }
+  if (rows.empty()) return "<p class=\"note\">None: every run has a summary.json.</p>\n";
+  return "<p class=\"note\">Runs without summary.json: still running, stopped, or not "
+         "started.</p>\n" +
+         html_table({"run", "progress", "accuracy per epoch"}, rows, {2}, "data unfinished");
+}
+
+}  // namespace
+
+std::string sweep_report_html(const SweepResults& sweep) {
+  const std::vector<FinishedRun> finished = finished_runs(sweep);
+  const std::vector<std::string> varying = varying_keys(finished);
+  std::string name = sweep.dir.filename().string();
+  if (name.empty()) name = sweep.dir.parent_path().filename().string();
+  std::string varying_text;
+  for (const auto& key : varying) varying_text += (varying_text.empty() ? "" : ", ") + key;
+  std::string body =
+      "<header>\n<h1>Sweep " + xml_escape(name) + "</h1>\n<p class=\"sub\">folder " +
+      xml_escape(sweep.dir.string()) + ": " + std::to_string(sweep.runs.size()) + " runs, " +
+      std::to_string(finished.size()) + " finished, " +
+      std::to_string(sweep.runs.size() - finished.size()) +
+      " unfinished; varying keys: " + xml_escape(varying_text.empty() ? "none" : varying_text) +
+      "</p>\n</header>\n";
+  body += html_section("skew", "Accuracy against skew", skew_section(finished, varying));
+  body += html_section("tables", "Tables", tables_section(sweep));
+  body += html_section("runs", "Runs", runs_section(sweep, finished, varying));
+  body += html_section("unfinished", "Unfinished runs", unfinished_section(sweep));
+  return html_page("lpdt sweep " + name, body);
+}
+
+}  // namespace lpdt::exp::report

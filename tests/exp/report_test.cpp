@@ -1,0 +1,508 @@
+// The HTML report (exp/report/): the chart writer's value-to-pixel mapping, ticks, numbers and
+// escaping; a synthetic run folder's page (every section, a line per node, bars per node and
+// class, the topology's arcs, the cost bars and ratios, notes for missing files); a synthetic
+// sweep's page (fp32 solid and int8 dashed in the skew plot, means over seeds at the right
+// pixels, the tables, every run, the unfinished ones); clear errors for malformed files and
+// folders that are neither a run nor a sweep.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "lpdt/core/error.h"
+#include "lpdt/exp/report/report_page.h"
+#include "lpdt/exp/report/run_results.h"
+#include "lpdt/exp/report/svg_chart.h"
+
+namespace lpdt::exp::report {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Pixel coordinates are written with 2 decimals.
+constexpr double kPixelTolerance = 0.011;
+
+// Every test's folders live under one folder per process, removed when the tests end.
+const fs::path& test_root() {
+  struct Root {
+    fs::path path = fs::temp_directory_path() / ("lpdt_report_test_" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static const Root root;
+  return root.path;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = test_root() / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write(const fs::path& file, const std::string& text) { std::ofstream(file) << text; }
+
+std::string read(const fs::path& file) {
+  std::ifstream in(file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int count(const std::string& haystack, const std::string& needle) {
+  int n = 0;
+  for (auto at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
+// The text of <section id="id"> ... </section>.
+std::string section(const std::string& html, const std::string& id) {
+  const auto begin = html.find("<section id=\"" + id + "\">");
+  if (begin == std::string::npos) return "";
+  return html.substr(begin, html.find("</section>", begin) - begin);
+}
+
+double attribute(const std::string& element, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(element, m, std::regex(" " + name + "=\"([-0-9.]+)\""))) return NAN;
+  return std::stod(m[1]);
+}
+
+// The pixel of each tick label (class tick-x or tick-y) by its value.
+std::map<double, double> ticks(const std::string& svg, const std::string& axis) {
+  std::map<double, double> pixels;
+  const std::regex tick("<text class=\"tick-" + axis + "\"([^>]*)>([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tick); it != std::sregex_iterator();
+       ++it) {
+    pixels[std::stod((*it)[2])] = attribute((*it)[1], axis);
+  }
+  return pixels;
+}
+
+// The pixel a value maps to, from the first and last tick (the axis is linear).
+double pixel_of(const std::map<double, double>& ticks, double value) {
+  const auto [v0, p0] = *ticks.begin();
+  const auto [v1, p1] = *ticks.rbegin();
+  return p0 + (value - v0) / (v1 - v0) * (p1 - p0);
+}
+
+// Every <svg> is closed and has width, height, viewBox and a <title>.
+void expect_well_formed(const std::string& html) {
+  EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
+  const std::regex svg("<svg [^>]*>\\s*<title>");
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(html.begin(), html.end(), svg), std::sregex_iterator()),
+      count(html, "<svg"));
+  const std::regex sized("<svg [^>]*width=\"[0-9.]+\" height=\"[0-9.]+\" viewBox=\"0 0 ");
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(html.begin(), html.end(), sized), std::sregex_iterator()),
+      count(html, "<svg"));
+  EXPECT_EQ(count(html, "<section"), count(html, "</section>"));
+  EXPECT_THAT(html, HasSubstr("</html>"));
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+  for (const char* external : {"src=", "href=\"http", "url(http", "@import"}) {
+    EXPECT_THAT(html, Not(HasSubstr(external))) << "no external resources";
+  }
+}
+
+// A run of `nodes` nodes and `epochs` epochs: node i's accuracy at epoch e is 10 i + e.
+struct SyntheticRun {
+  int nodes = 4, epochs = 3, classes = 10;
+  std::string name = "synthetic";
+  std::string precision = "fp32";
+  std::string algo = "choco";
+  double skew = 0.5;
+  int seed = 1;
+  double accuracy = 50;  // final average-model accuracy
+  bool summary = true;
+};
+
+void write_run(const fs::path& dir, const SyntheticRun& r) {
+  fs::create_directories(dir);
+  std::ostringstream metrics, epochs, histogram;
+  metrics << "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n";
+  epochs << "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,average_model_accuracy,"
+            "consensus_distance,mean_gb_sent_per_node,elapsed_s\n";
+  for (int e = 1; e <= r.epochs; ++e) {
+    for (int i = 0; i < r.nodes; ++i) {
+      metrics << e << "," << i << ",0.1,1.5," << 10 * i + e << "," << 1000000 * e * (i + 1) << "\n";
+    }
+    epochs << e << ",0.1,1.5," << 20 + e << ",10,30," << r.accuracy - r.epochs + e << ","
+           << std::pow(10.0, -2 * e) << "," << 0.001 * e << "," << e << "\n";
+  }
+  histogram << "node";
+  for (int c = 0; c < r.classes; ++c) histogram << ",class_" << c;
+  histogram << "\n";
+  for (int i = 0; i < r.nodes; ++i) {
+    histogram << i;
+    for (int c = 0; c < r.classes; ++c) histogram << "," << (c == i ? 100 : 5);
+    histogram << "\n";
+  }
+  write(dir / "metrics.csv", metrics.str());
+  write(dir / "epochs.csv", epochs.str());
+  write(dir / "class_histogram.csv", histogram.str());
+  if (!r.summary) return;
+  const json summary = {
+      {"config",
+       {{"algo", {{"name", r.algo}, {"compressor", "none"}, {"consensus_step", 1.0}}},
+        {"model", {{"arch", "mlp"}, {"norm", "none"}, {"precision", r.precision}}},
+        {"graph", {{"topology", "directed-ring"}, {"nodes", r.nodes}, {"mixing", "uniform"}}},
+        {"data", {{"dataset", "synthetic"}, {"skew", r.skew}, {"partition", "skew"}}},
+        {"run", {{"name", r.name}, {"seed", r.seed}, {"out_dir", dir.parent_path().string()}}}}},
+      {"seed", r.seed},
+      {"build", {{"git_revision", "abc123"}, {"version", "0.1.0"}}},
+      {"backend", {{"engine", "node-batched"}, {"device", "cpu"}}},
+      {"final",
+       {{"average_model_accuracy", r.accuracy},
+        {"mean_node_accuracy", r.accuracy - 5},
+        {"mean_gb_sent_per_node", 0.003},
+        {"node_accuracy", json::array()}}}};
+  write(dir / "summary.json", summary.dump(2));
+}
+
+// Topology (a directed ring) and cost files of the run folder.
+void write_topology_and_cost(const fs::path& dir, int nodes) {
+  json edges = json::array();
+  for (int i = 0; i < nodes; ++i)
+    edges.push_back({{"src", i}, {"dst", (i + 1) % nodes}, {"weight", 0.5}});
+  write(dir / "topology.json", json{{"name", "directed-ring"},
+                                    {"num_nodes", nodes},
+                                    {"spectral_gap", 0.29289},
+                                    {"edges", edges},
+                                    {"extra", "ignored"}}
+                                   .dump());
+  const auto phase = [](double scale, double energy) {
+    return json{{"adds", 1e9},
+                {"mults", 1e9},
+                {"energy_mj", energy},
+                {"memory_mib",
+                 {{"weights", 1 * scale},
+                  {"activations", 30 * scale},
+                  {"gradients", 1 * scale},
+                  {"optimizer", 1 * scale},
+                  {"communication", 2 * scale},
+                  {"total", 35 * scale}}}};
+  };
+  write(
+      dir / "cost.json",
+      json{
+          {"model", "resnet20"},
+          {"norm", "evonorm"},
+          {"batch_size", 32},
+          {"algorithm", "choco"},
+          {"energy_table", {{"name", "horowitz-45nm"}}},
+          {"precisions",
+           {{{"precision", "fp32"}, {"training", phase(1, 8)}, {"inference", phase(0.5, 2)}},
+            {{"precision", "int8"}, {"training", phase(0.25, 2)}, {"inference", phase(0.125, 1)}}}}}
+          .dump());
+}
+
+TEST(ReportChart, MapsValuesToPixelsOnLinearAndLogAxes) {
+  LineChart chart;
+  chart.title = "t";
+  chart.x = axis("x");
+  chart.x.min = 0;
+  chart.x.max = 1;
+  chart.y = axis("accuracy (%)");
+  chart.y.min = 0;
+  chart.y.max = 100;
+  LineSeries s = line_series("s");
+  s.x = {0.5, 1};
+  s.y = {50, 100};
+  s.markers = true;
+  chart.series.push_back(s);
+  const std::string svg = render_line_chart(chart);
+  std::smatch area;
+  ASSERT_TRUE(std::regex_search(svg, area, std::regex("<rect class=\"plot-area\"[^>]*>")));
+  const double left = attribute(area[0], "x"), top = attribute(area[0], "y");
+  const double width = attribute(area[0], "width"), height = attribute(area[0], "height");
+  ASSERT_GT(width, 0);
+  ASSERT_GT(height, 0);
+  std::vector<std::pair<double, double>> points;
+  const std::regex circle("<circle class=\"pt\"[^>]*>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), circle); it != std::sregex_iterator();
+       ++it) {
+    points.emplace_back(attribute((*it)[0], "cx"), attribute((*it)[0], "cy"));
+  }
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_NEAR(points[0].first, left + width / 2, kPixelTolerance);
+  EXPECT_NEAR(points[0].second, top + height / 2, kPixelTolerance) << "50 on a 0-100 axis";
+  EXPECT_NEAR(points[1].first, left + width, kPixelTolerance);
+  EXPECT_NEAR(points[1].second, top, kPixelTolerance) << "100 at the top";
+  EXPECT_EQ(ticks(svg, "y").size(), 6u) << "0, 20, ..., 100";
+
+  // Log axis: 10 halfway between 1 and 100, whatever the pixel range.
+  const Scale log_scale(1, 100, 300, 100, true);
+  EXPECT_NEAR(log_scale(10), 200, 1e-9);
+  EXPECT_NEAR(log_scale(1), 300, 1e-9);
+  EXPECT_TRUE(std::isnan(log_scale(0))) << "not positive: no point on a log axis";
+  EXPECT_EQ(Scale(1e-4, 10, 0, 1, true).ticks(),
+            (std::vector<double>{1e-4, 1e-3, 1e-2, 1e-1, 1, 10}));
+}
+
+TEST(ReportChart, NiceRangesTicksAndCompactNumbers) {
+  EXPECT_EQ(nice_range(9.95, 19.8, false), std::make_pair(8.0, 20.0));
+  EXPECT_EQ(nice_range(0.003, 0.7, true), std::make_pair(0.001, 1.0));
+  EXPECT_EQ(nice_range(1, 2, false, true), std::make_pair(1.0, 2.0));
+  EXPECT_EQ(Scale(1, 2, 0, 1, false, true).ticks(), (std::vector<double>{1, 2}));
+  EXPECT_EQ(Scale(0, 1, 0, 1, false).ticks(), (std::vector<double>{0, 0.2, 0.4, 0.6, 0.8, 1}));
+  EXPECT_EQ(format_number(12546176), "1.255e7");
+  EXPECT_EQ(format_number(0.5), "0.5");
+  EXPECT_EQ(format_number(100), "100");
+  EXPECT_EQ(format_number(1e-5), "1e-5");
+  EXPECT_EQ(format_number(-0.0), "0");
+  EXPECT_EQ(format_coordinate(12.5), "12.5");
+  EXPECT_EQ(format_coordinate(3.14159), "3.14");
+  EXPECT_NE(palette_color(0), palette_color(1));
+  EXPECT_EQ(palette_color(0), palette_color(10));
+}
+
+TEST(ReportChart, EscapesEveryText) {
+  EXPECT_EQ(xml_escape("a<b & \"c\" 'd'>"), "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;");
+  BarChart bars;
+  bars.title = "<bytes> & co";
+  bars.categories = {"n<0>"};
+  bars.series.push_back({"s\"1\"", {3}, ""});
+  const std::string svg = render_bar_chart(bars);
+  EXPECT_THAT(svg, HasSubstr("&lt;bytes&gt; &amp; co"));
+  EXPECT_THAT(svg, HasSubstr("n&lt;0&gt;"));
+  EXPECT_THAT(svg, HasSubstr("s&quot;1&quot;"));
+  EXPECT_THAT(svg, Not(HasSubstr("<bytes>")));
+  EXPECT_THAT(svg, Not(HasSubstr("n<0>")));
+}
+
+TEST(ReportRun, PageHasEverySectionALinePerNodeAndEscapedText) {
+  const fs::path dir = fresh_dir("run") / "run-1";
+  SyntheticRun r;
+  r.nodes = 5;
+  r.name = "x<y & \"z\"";
+  write_run(dir, r);
+  write_topology_and_cost(dir, r.nodes);
+  const fs::path path = write_report(dir);
+  EXPECT_EQ(path, dir / "report.html");
+  const std::string html = read(path);
+  expect_well_formed(html);
+  for (const char* id : {"accuracy", "bytes", "consensus", "classes", "topology", "cost"}) {
+    EXPECT_THAT(section(html, id), HasSubstr("<svg")) << id;
+    EXPECT_THAT(section(html, id), Not(HasSubstr("class=\"missing\""))) << id;
+  }
+  EXPECT_THAT(html, HasSubstr("x&lt;y &amp; &quot;z&quot;"));
+  EXPECT_THAT(html, Not(HasSubstr("x<y")));
+  EXPECT_THAT(html, HasSubstr("abc123"));
+
+  const std::string accuracy = section(html, "accuracy");
+  EXPECT_EQ(count(accuracy, "node-line"), r.nodes);
+  EXPECT_EQ(count(accuracy, "average-line"), 1);
+  EXPECT_EQ(count(accuracy, "mean-line"), 1);
+  // Node 2's last point (accuracy 10 * 2 + 3 = 23) at the y tick mapping.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(accuracy, m,
+                                std::regex("<path class=\"line node-line\" d=\"([^\"]*)\"[^>]*>"
+                                           "<title>node 2</title>")));
+  const std::string d = m[1];
+  const double last_y = std::stod(d.substr(d.rfind(' ') + 1));
+  EXPECT_NEAR(last_y, pixel_of(ticks(accuracy, "y"), 23), kPixelTolerance);
+
+  EXPECT_EQ(count(section(html, "bytes"), "class=\"bar\""), r.nodes);
+  EXPECT_THAT(section(html, "bytes"), HasSubstr("4, MB sent: 15")) << "node 4: 5 MB x 3 epochs";
+  EXPECT_EQ(count(section(html, "classes"), "class=\"bar\""), r.nodes * r.classes);
+  EXPECT_EQ(count(section(html, "classes"), "<rect x="), r.classes) << "a legend box per class";
+  EXPECT_THAT(section(html, "consensus"), HasSubstr("log axis")) << "1e-2 .. 1e-6";
+  EXPECT_EQ(count(section(html, "topology"), "class=\"edge\""), r.nodes);
+  EXPECT_EQ(count(section(html, "topology"), "marker-end=\"url(#topology-arrow)\""), r.nodes);
+  EXPECT_THAT(section(html, "topology"), HasSubstr("directed-ring, 5 nodes, spectral gap 0.2929"));
+  const std::string cost = section(html, "cost");
+  EXPECT_EQ(count(cost, "class=\"bar\""), 4 * 5 + 2 * 2) << "4 stacks of 5 parts, 2x2 energy";
+  EXPECT_THAT(cost, HasSubstr("fp32/int8 = 4x")) << "training energy 8 / 2";
+  EXPECT_THAT(cost, HasSubstr(">8.75 MiB<")) << "int8 training memory above its bar";
+  EXPECT_THAT(cost, HasSubstr("training memory fp32/int8 = 4x")) << "35 / 8.75";
+  EXPECT_THAT(cost, HasSubstr("inference memory fp32/int8 = 4x")) << "17.5 / 4.375";
+}
+
+TEST(ReportRun, MissingOptionalFilesLeaveANoteInsteadOfTheirSection) {
+  const fs::path dir = fresh_dir("missing") / "run";
+  SyntheticRun r;
+  r.summary = false;
+  write_run(dir, r);
+  fs::remove(dir / "class_histogram.csv");
+  const fs::path out = dir.parent_path() / "page.html";
+  EXPECT_EQ(write_report(dir, out), out);
+  const std::string html = read(out);
+  expect_well_formed(html);
+  EXPECT_THAT(html, HasSubstr("summary.json is missing"));
+  for (const auto& [id, file] :
+       std::map<std::string, std::string>{{"classes", "class_histogram.csv"},
+                                          {"topology", "topology.json"},
+                                          {"cost", "cost.json"}}) {
+    EXPECT_THAT(section(html, id), HasSubstr(file + " is missing")) << id;
+    EXPECT_THAT(section(html, id), Not(HasSubstr("<svg"))) << id;
+  }
+  EXPECT_EQ(count(section(html, "accuracy"), "node-line"), r.nodes);
+}
+
+std::string report_error(const fs::path& dir) {
+  try {
+    write_report(dir);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
+  const fs::path dir = fresh_dir("malformed") / "run";
+  write_run(dir, SyntheticRun{});
+  write(dir / "metrics.csv",
+        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,1.5,10,100\n1,1,0.1,1.5,10\n");
+  std::string error = report_error(dir);
+  EXPECT_THAT(error, HasSubstr("metrics.csv' line 3: 5 columns, expected 6"));
+  EXPECT_THAT(error, HasSubstr("epoch,node,lr,train_loss,test_accuracy,bytes_sent"));
+
+  write(dir / "metrics.csv",
+        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,1.5,high,1\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("metrics.csv' line 2, column test_accuracy: 'high' is "
+                                           "not a number"));
+  write(dir / "metrics.csv", "epoch,node,accuracy\n1,0,3\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("lacks column 'test_accuracy'"));
+
+  write_run(dir, SyntheticRun{});
+  write(dir / "summary.json", "{\"config\": ");
+  EXPECT_THAT(report_error(dir), HasSubstr("summary.json' is not valid JSON"));
+  write_run(dir, SyntheticRun{});
+  write(dir / "cost.json", "{\"model\": \"mlp\"}");
+  EXPECT_THAT(report_error(dir), HasSubstr("cost.json' needs a 'precisions' array"));
+  fs::remove(dir / "cost.json");
+  write(dir / "topology.json", "{\"num_nodes\": 2, \"edges\": [{\"src\": 0, \"dst\": 5}]}");
+  EXPECT_THAT(report_error(dir), HasSubstr("edge 0 -> 5 names a node outside 0..1"));
+}
+
+TEST(ReportRun, AFolderThatIsNeitherARunNorASweepIsAnError) {
+  const fs::path dir = fresh_dir("neither");
+  write(dir / "notes.txt", "hello");
+  EXPECT_THAT(report_error(dir),
+              AllOf(HasSubstr(dir.string()), HasSubstr("neither a run folder"),
+                    HasSubstr("summary.json or metrics.csv"), HasSubstr("runs/ subfolder")));
+  EXPECT_THAT(report_error(dir / "absent"), HasSubstr("absent' is not a folder"));
+  fs::create_directories(dir / "runs");
+  EXPECT_THAT(report_error(dir), HasSubstr("holds no run folders"));
+}
+
+// A sweep: algo x precision x skew x 2 seeds. Accuracy = base(algo) - 20 skew - 5 (int8) +- 1
+// (seed 1: -1, seed 2: +1), so each point's mean is the formula and its std sqrt(2).
+double sweep_accuracy(const std::string& algo, const std::string& precision, double skew,
+                      int seed) {
+  return (algo == "choco" ? 70 : 60) - 20 * skew - (precision == "int8" ? 5 : 0) +
+         (seed == 1 ? -1 : 1);
+}
+
+fs::path write_sweep(const std::string& name, bool vary_skew) {
+  const fs::path dir = fresh_dir(name);
+  for (const std::string algo : {"choco", "dpsgd"}) {
+    for (const std::string precision : {"fp32", "int8"}) {
+      for (double skew : vary_skew ? std::vector<double>{0, 0.5, 1} : std::vector<double>{0.5}) {
+        for (int seed : {1, 2}) {
+          SyntheticRun r;
+          r.algo = algo;
+          r.precision = precision;
+          r.skew = skew;
+          r.seed = seed;
+          r.accuracy = sweep_accuracy(algo, precision, skew, seed);
+          r.name =
+              algo + "_" + precision + "_" + std::to_string(skew) + "_seed-" + std::to_string(seed);
+          write_run(dir / "runs" / (r.name + "-20261123-101500"), r);
+        }
+      }
+    }
+  }
+  SyntheticRun unfinished;
+  unfinished.summary = false;
+  write_run(dir / "runs" / "choco_unfinished_seed-3-20261123-101500", unfinished);
+  write(dir / "table-average_model_accuracy.md",
+        "**average_model_accuracy** (mean ± sample standard deviation over seeds (n))\n\n"
+        "| data.skew | choco | dpsgd |\n|---|---|---|\n| 0 | 69 ± 1.414 (2) | 59 <b> |\n");
+  return dir;
+}
+
+TEST(ReportSweep, SkewPlotDrawsFp32SolidInt8DashedAtTheMeansOverSeeds) {
+  const fs::path dir = write_sweep("sweep", true);
+  const std::string html = read(write_report(dir));
+  expect_well_formed(html);
+  const std::string skew = section(html, "skew");
+  ASSERT_THAT(skew, HasSubstr("<svg"));
+  // One line per (algo, precision): fp32 solid, int8 dashed, the same colour per algo.
+  std::map<std::string, std::string> colours;
+  const std::regex line(
+      "<path class=\"line skew-line ([a-z0-9]+)\"[^>]*stroke=\"(#[0-9a-f]+)\""
+      "([^>]*)><title>([^<]*)</title>");
+  int lines = 0;
+  for (auto it = std::sregex_iterator(skew.begin(), skew.end(), line); it != std::sregex_iterator();
+       ++it, ++lines) {
+    const std::string kind = (*it)[1], colour = (*it)[2], rest = (*it)[3], title = (*it)[4];
+    const bool int8 = title.find("int8") != std::string::npos;
+    EXPECT_EQ(kind, int8 ? "lowp" : "fp32") << title;
+    EXPECT_EQ(rest.find("stroke-dasharray") != std::string::npos, int8) << title;
+    const std::string algo = title.substr(0, title.find(','));
+    if (colours.count(algo)) {
+      EXPECT_EQ(colours[algo], colour) << title;
+    }
+    colours[algo] = colour;
+  }
+  EXPECT_EQ(lines, 4);
+  EXPECT_EQ(colours.size(), 2u);
+  EXPECT_NE(colours["algo.name=choco"], colours["algo.name=dpsgd"]);
+  EXPECT_EQ(count(skew, "class=\"error-bar\""), 4 * 3) << "two seeds per point";
+  // dpsgd int8 at skew 0.5: mean 60 - 10 - 5 = 45, at the pixels of the axes' ticks.
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(skew, m,
+                        std::regex("<circle class=\"pt\"([^>]*)><title>algo.name=dpsgd, int8: 0.5, "
+                                   "([0-9.]+) ± ([0-9.]+)</title>")));
+  EXPECT_EQ(std::stod(m[2]), 45);
+  EXPECT_NEAR(std::stod(m[3]), std::sqrt(2.0), 1e-3);
+  EXPECT_NEAR(attribute(m[1], "cy"), pixel_of(ticks(skew, "y"), 45), kPixelTolerance);
+  EXPECT_NEAR(attribute(m[1], "cx"), pixel_of(ticks(skew, "x"), 0.5), kPixelTolerance);
+
+  const std::string tables = section(html, "tables");
+  EXPECT_THAT(tables, HasSubstr("<th>choco</th>"));
+  EXPECT_THAT(tables, HasSubstr("<td>69 ± 1.414 (2)</td>"));
+  EXPECT_THAT(tables, HasSubstr("59 &lt;b&gt;"));
+  EXPECT_THAT(tables, HasSubstr("<strong>average_model_accuracy</strong>"));
+
+  const std::string runs = section(html, "runs");
+  EXPECT_EQ(count(runs, "<tr>"), 1 + 24);
+  EXPECT_EQ(count(runs, "class=\"sparkline\""), 24);
+  for (const char* key : {"<th>algo.name</th>", "<th>model.precision</th>", "<th>data.skew</th>"}) {
+    EXPECT_THAT(runs, HasSubstr(key));
+  }
+  EXPECT_THAT(runs, Not(HasSubstr("<th>run.seed</th>")));
+  EXPECT_THAT(runs, Not(HasSubstr("<th>graph.nodes</th>"))) << "the same in every run";
+  EXPECT_THAT(section(html, "unfinished"), HasSubstr("choco_unfinished_seed-3"));
+  EXPECT_THAT(runs, Not(HasSubstr("choco_unfinished_seed-3")));
+}
+
+TEST(ReportSweep, WithoutVaryingSkewTheSkewPlotIsANote) {
+  const std::string html = read(write_report(write_sweep("sweep_fixed_skew", false)));
+  expect_well_formed(html);
+  EXPECT_THAT(section(html, "skew"), HasSubstr("data.skew does not vary"));
+  EXPECT_THAT(section(html, "skew"), Not(HasSubstr("<svg")));
+  EXPECT_EQ(count(section(html, "runs"), "class=\"sparkline\""), 8);
+}
+
+}  // namespace
+}  // namespace lpdt::exp::report
