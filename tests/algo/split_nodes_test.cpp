@@ -66,7 +66,7 @@ class MailboxExchange final : public MessageExchange {
       received[j] = static_cast<std::int64_t>(box_.payloads[j].size());
     }
     box_.sync.arrive_and_wait();  // nobody overwrites a payload before every reader is done
-    return ExchangedRound{messages_, weights_, received};
+    return ExchangedRound{messages_, weights_, received, {}};
   }
   const NodeRange& nodes() const override { return nodes_; }
 
