@@ -51,6 +51,22 @@ int legend_rows(const std::vector<LegendEntry>& entries, double width) {
   return rows;
 }
 
+// A chart's plot area below its title, and its full height with the legend and notes under it.
+struct ChartFrame {
+  Box plot;
+  double legend_height = 0;
+  double total_height = 0;
+};
+ChartFrame chart_frame(double width, double height, const std::vector<LegendEntry>& legend,
+                       std::size_t notes) {
+  ChartFrame frame;
+  frame.plot = Box{kMarginLeft, kMarginTop, width - kMarginLeft - kMarginRight,
+                   height - kMarginTop - kMarginBottom};
+  frame.legend_height = legend_rows(legend, width) * kLegendRowHeight;
+  frame.total_height = height + frame.legend_height + notes * kLegendRowHeight + 6;
+  return frame;
+}
+
 std::string render_legend(const std::vector<LegendEntry>& entries, double width, double top) {
   std::string out = "<g class=\"legend\">\n";
   double x = kMarginRight, y = top + kLegendRowHeight / 2;
@@ -150,11 +166,9 @@ std::string render_line_chart(const LineChart& chart) {
     }
   }
   const double width = chart.width;
-  const double legend_height = legend_rows(legend, width) * kLegendRowHeight;
-  const double total_height =
-      chart.height + legend_height + chart.notes.size() * kLegendRowHeight + 6;
-  const Box box{kMarginLeft, kMarginTop, width - kMarginLeft - kMarginRight,
-                chart.height - kMarginTop - kMarginBottom};
+  const ChartFrame frame = chart_frame(width, chart.height, legend, chart.notes.size());
+  const double legend_height = frame.legend_height, total_height = frame.total_height;
+  const Box& box = frame.plot;
 
   double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
   for (const LineSeries& s : chart.series) {
@@ -260,11 +274,9 @@ std::string render_bar_chart(const BarChart& chart) {
     }
   }
   const double width = chart.width;
-  const double legend_height = legend_rows(legend, width) * kLegendRowHeight;
-  const double total_height =
-      chart.height + legend_height + chart.notes.size() * kLegendRowHeight + 6;
-  const Box box{kMarginLeft, kMarginTop, width - kMarginLeft - kMarginRight,
-                chart.height - kMarginTop - kMarginBottom};
+  const ChartFrame frame = chart_frame(width, chart.height, legend, chart.notes.size());
+  const double legend_height = frame.legend_height, total_height = frame.total_height;
+  const Box& box = frame.plot;
   const std::size_t categories = chart.categories.size();
 
   // The y range: from zero to the tallest stack (stacked) or bar (grouped).
