@@ -57,6 +57,36 @@ std::string tiny_sweep(const fs::path& out, int epochs) {
          "[table]\nrows = [\"data.skew\"]\ncolumns = [\"algo.name\"]\n";
 }
 
+TEST(Sweep, LinkedKeysChangeTogether) {
+  const fs::path dir = fresh_dir("linked");
+  std::string text = tiny_sweep(dir / "out", 1);
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+  };
+  const std::string key = "algo.compressor+algo.keep_fraction+algo.consensus_step";
+  replace("\"data.skew\" = [0.0, 0.5]",
+          "\"" + key + "\" = [[\"none\", 1.0, 1.0], [\"topk\", 0.01, 0.05]]");
+  replace("rows = [\"data.skew\"]", "rows = [\"" + key + "\"]");
+  const SweepSpec spec = load_sweep(write(dir / "s.toml", text));
+  ASSERT_EQ(spec.grid.size(), 2u);
+  EXPECT_EQ(spec.grid[1].linked_keys,
+            (std::vector<std::string>{"algo.compressor", "algo.keep_fraction",
+                                      "algo.consensus_step"}));
+  const auto points = expand_sweep(spec);
+  ASSERT_EQ(points.size(), 2u * 2u * 2u);  // a linked axis is one axis: 2 values, not 4
+  const ExperimentConfig config = sweep_point_config(spec, points[2]);
+  EXPECT_EQ(config.algo.compressor, AlgoConfig::Compressor::kTopK);
+  EXPECT_DOUBLE_EQ(config.algo.keep_fraction, 0.01);
+  EXPECT_DOUBLE_EQ(config.algo.consensus_step, 0.05);
+  EXPECT_DOUBLE_EQ(sweep_point_config(spec, points[0]).algo.consensus_step, 1.0);
+  EXPECT_THAT(points[2].name, HasSubstr("algo.consensus+step-topk+0.01+0.05_seed-1"));
+  // A value that is not a list of one value per key is refused, naming the key.
+  replace("[\"topk\", 0.01, 0.05]", "[\"topk\", 0.01]");
+  EXPECT_THAT(load_error(write(dir / "bad.toml", text)),
+              AllOf(HasSubstr("bad.toml"), HasSubstr("links 3 keys"), HasSubstr(key)));
+}
+
 TEST(Sweep, ExpandsTheGridInFileOrder) {
   const fs::path dir = fresh_dir("expand");
   const SweepSpec spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 1)));

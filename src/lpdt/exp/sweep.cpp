@@ -198,8 +198,32 @@ SweepSpec load_sweep(const fs::path& file) {
           fail(file, value->source(),
                "grid key '" + name + "' must be a non-empty list of values, e.g. [0.0, 0.4]");
         }
-        SweepAxis axis{name, {}};
-        for (const auto& v : *values) axis.values.push_back(toml_text(v));
+        SweepAxis axis{name, {}, {}, {}};
+        if (name.find('+') == std::string::npos) {
+          for (const auto& v : *values) axis.values.push_back(toml_text(v));
+        } else {
+          // Linked keys: each value is a list with one value per key.
+          std::stringstream keys(name);
+          for (std::string k; std::getline(keys, k, '+');) axis.linked_keys.push_back(k);
+          for (const auto& v : *values) {
+            const auto* tuple = v.as_array();
+            if (tuple == nullptr || tuple->size() != axis.linked_keys.size()) {
+              fail(file, v.source(),
+                   "grid key '" + name + "' links " + std::to_string(axis.linked_keys.size()) +
+                       " keys: each value must be a list of " +
+                       std::to_string(axis.linked_keys.size()) + " values, e.g. [1.0, 1.0]");
+            }
+            std::vector<std::string> parts;
+            std::string joined;
+            for (const auto& part : *tuple) {
+              parts.push_back(toml_text(part));
+              if (!joined.empty()) joined += ',';
+              joined += label(parts.back());
+            }
+            axis.linked_values.push_back(std::move(parts));
+            axis.values.push_back(joined);
+          }
+        }
         spec.grid.push_back(std::move(axis));
       }
     } else if (key == "table") {
@@ -216,9 +240,13 @@ SweepSpec load_sweep(const fs::path& file) {
   }
   if (spec.seeds.empty()) spec.seeds = {ExperimentConfig{}.run.seed};
   for (const auto& axis : spec.grid) {
-    if (axis.key == "run.seed" || axis.key == "run.out_dir" || axis.key == "run.name") {
-      throw ConfigError(file.string() + ": grid key '" + axis.key +
-                        "' is set by the sweep (use seeds = [...] for seeds)");
+    std::vector<std::string> keys = axis.linked_keys;
+    if (keys.empty()) keys = {axis.key};
+    for (const std::string& key : keys) {
+      if (key == "run.seed" || key == "run.out_dir" || key == "run.name") {
+        throw ConfigError(file.string() + ": grid key '" + key +
+                          "' is set by the sweep (use seeds = [...] for seeds)");
+      }
     }
   }
 
@@ -280,7 +308,17 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
 ExperimentConfig sweep_point_config(const SweepSpec& spec, const SweepPoint& point) {
   std::vector<std::string> overrides = spec.set;
   for (std::size_t a = 0; a < spec.grid.size(); ++a) {
-    overrides.push_back(spec.grid[a].key + "=" + point.values[a]);
+    const SweepAxis& axis = spec.grid[a];
+    if (axis.linked_keys.empty()) {
+      overrides.push_back(axis.key + "=" + point.values[a]);
+      continue;
+    }
+    const auto v = static_cast<std::size_t>(
+        std::find(axis.values.begin(), axis.values.end(), point.values[a]) - axis.values.begin());
+    LPDT_CHECK(v < axis.values.size(), "sweep: a point's value is not on its linked axis");
+    for (std::size_t k = 0; k < axis.linked_keys.size(); ++k) {
+      overrides.push_back(axis.linked_keys[k] + "=" + axis.linked_values[v][k]);
+    }
   }
   overrides.push_back("run.seed=" + std::to_string(point.seed));
   overrides.push_back("run.out_dir=" + quoted((spec.out_dir / "runs").string()));

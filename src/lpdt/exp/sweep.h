@@ -12,6 +12,7 @@
 //   "run.epochs" = 3
 //   [grid]                                # every combination is a run, in this order
 //   "algo.name" = ["deep-squeeze", "choco"]
+//   "algo.keep_fraction+algo.consensus_step" = [[1.0, 1.0], [0.01, 0.01]]   # linked keys
 //   "data.skew" = [0.0, 0.8]
 //   [table]
 //   rows = ["data.skew"]                  # default: every grid key but the last
@@ -29,6 +30,12 @@ namespace lpdt::exp {
 struct SweepAxis {
   std::string key;                  // an experiment key, e.g. "data.skew"
   std::vector<std::string> values;  // each as a TOML value ("0.4", "\"choco\"")
+  // A linked axis, key "k1+k2": keys that change together, e.g.
+  //   "algo.keep_fraction+algo.consensus_step" = [[1.0, 1.0], [0.01, 0.01]]
+  // linked_keys = {k1, k2}; linked_values[v] = the v-th value's TOML values, one per key; values[v]
+  // is their labels joined by "," (names, tables).
+  std::vector<std::string> linked_keys;
+  std::vector<std::vector<std::string>> linked_values;
 };
 
 struct SweepSpec {
