@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build ccache git pkg-config
   libtorch-dev libopenblas0-openmp libdnnl-dev libopenmpi-dev openmpi-bin
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libspdlog-dev libfmt-dev zlib1g-dev
+  libjpeg62-turbo-dev  # Imagenette: JPEG decoding
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   chromium  # tests/cli/report_browser_test.sh renders lpdt report's page headless
