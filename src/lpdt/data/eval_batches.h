@@ -11,14 +11,15 @@
 namespace lpdt::data {
 
 struct EvalBatch {
-  torch::Tensor inputs;   // [B, C, H, W] float32, normalised
+  torch::Tensor inputs;   // [B, C, H, W] float32, normalised; text: [B, L] int64 tokens
   torch::Tensor targets;  // [B] int64
 };
 
 // A lazy, random-access sequence of batches: batch i holds samples [i * B, min((i + 1) * B, N)),
 // so the last batch may be smaller and every sample is seen exactly once. Only the deterministic
-// pad_to of `augment` (pad_height / pad_width) applies, so the training loader's options can be
-// passed as they are; random flips and crops are ignored.
+// parts of `augment` apply, pad_to (pad_height / pad_width) and then the evaluation centre crop
+// (center_crop), so the training loader's options can be passed as they are; random flips and
+// crops are ignored.
 //   for (const EvalBatch& batch : EvalBatches(test, 256)) { ... }
 class EvalBatches {
  public:
@@ -56,8 +57,9 @@ class EvalBatches {
  private:
   Dataset dataset_;
   int64_t batch_size_;
-  int64_t pad_height_;
-  int64_t pad_width_;
+  int64_t pad_height_ = 0;
+  int64_t pad_width_ = 0;
+  int64_t center_crop_ = 0;
 };
 
 }  // namespace lpdt::data

@@ -46,18 +46,27 @@ class NodeBatchedLoader::Maker {
         *out++ = node.order[node.position++];
       }
     }
-    auto images = dataset_.images.index_select(0, index);  // [k * b, C, H, W] uint8
     auto targets = dataset_.labels.index_select(0, index).view({k, b});
+    if (dataset_.is_text()) {  // token ids, no augmentation: [k, b, L] int64
+      return Batch{dataset_.tokens.index_select(0, index).view({k, b, -1}), targets};
+    }
+    auto images = dataset_.images.index_select(0, index);  // [k * b, C, H, W] uint8
     const AugmentOptions& aug = options_.augment_;
-    if (aug.horizontal_flip || aug.crop_padding > 0 || aug.pad_height > 0 || aug.pad_width > 0) {
+    if (aug.horizontal_flip || aug.crop_padding > 0 || aug.pad_height > 0 || aug.pad_width > 0 ||
+        aug.random_resized_crop > 0 || aug.center_crop > 0) {
       // Each node draws from its own stream; the transform itself runs once over all k * b.
-      std::vector<torch::Tensor> flips, offsets;
+      // The resized crop draws its boxes on the images after pad_to.
+      const int64_t height = aug.pad_height > 0 ? aug.pad_height : dataset_.height();
+      const int64_t width = aug.pad_width > 0 ? aug.pad_width : dataset_.width();
+      std::vector<torch::Tensor> boxes, flips, offsets;
       for (auto& node : nodes_) {
-        AugmentDraws d = draw_augment(b, aug, node.augment_rng);
+        AugmentDraws d = draw_augment(b, aug, node.augment_rng, height, width);
+        if (d.resized_crop_boxes.defined()) boxes.push_back(d.resized_crop_boxes);
         if (d.flips.defined()) flips.push_back(d.flips);
         if (d.crop_offsets.defined()) offsets.push_back(d.crop_offsets);
       }
       AugmentDraws all;
+      if (!boxes.empty()) all.resized_crop_boxes = torch::cat(boxes);
       if (!flips.empty()) all.flips = torch::cat(flips);
       if (!offsets.empty()) all.crop_offsets = torch::cat(offsets);
       images = apply_augment(images, aug, all);
@@ -114,8 +123,21 @@ NodeBatchedLoader::NodeBatchedLoader(const Dataset& train, const Partition& part
   }
   // Fail now, not on the worker thread, if the augmentation cannot apply to these images.
   const AugmentOptions& aug = options_.augment_;
+  if (train.is_text()) {  // (the checks below then pass: every size is 0)
+    if (aug.horizontal_flip || aug.crop_padding > 0 || aug.pad_height > 0 || aug.pad_width > 0 ||
+        aug.random_resized_crop > 0 || aug.center_crop > 0) {
+      throw ConfigError(who + ": " + train.name +
+                        " is a text dataset: image augmentation does not apply (set "
+                        "data.augment = false and data.pad_to = 0)");
+    }
+  }
   if (aug.crop_padding < 0) {
     throw ConfigError(who + ": crop padding must be >= 0, got " + std::to_string(aug.crop_padding));
+  }
+  if (aug.random_resized_crop < 0 || aug.center_crop < 0) {
+    throw ConfigError(who + ": crop sizes must be >= 0, got random resized crop " +
+                      std::to_string(aug.random_resized_crop) + " and centre crop " +
+                      std::to_string(aug.center_crop));
   }
   if ((aug.pad_height > 0 && aug.pad_height < train.height()) ||
       (aug.pad_width > 0 && aug.pad_width < train.width())) {

@@ -21,7 +21,7 @@
 namespace lpdt::data {
 
 struct Batch {
-  torch::Tensor inputs;   // [k, b, C, H, W] float32, normalised
+  torch::Tensor inputs;   // [k, b, C, H, W] float32, normalised; text: [k, b, L] int64 tokens
   torch::Tensor targets;  // [k, b] int64
 };
 

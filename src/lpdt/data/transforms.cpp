@@ -2,8 +2,13 @@
 
 #include <torch/torch.h>
 
+#include <ATen/Parallel.h>
+
+#include <cmath>
+
 #include "lpdt/core/error.h"
 #include "lpdt/core/rng.h"
+#include "lpdt/data/image_resize.h"
 
 namespace lpdt::data {
 
@@ -101,8 +106,107 @@ torch::Tensor random_horizontal_flip(const torch::Tensor& images, Rng& rng) {
   return apply_flips(images, draw_flips(images.size(0), rng));
 }
 
-AugmentDraws draw_augment(int64_t n, const AugmentOptions& options, Rng& rng) {
+namespace {
+
+// One box of torchvision's RandomResizedCrop.get_params (see transforms.h), written to out[0..3]
+// as (top, left, h, w).
+void draw_resized_crop_box(int64_t height, int64_t width, Rng& rng, int64_t* out) {
+  const double area = static_cast<double>(height * width);
+  const double log_min = std::log(kResizedCropMinRatio), log_max = std::log(kResizedCropMaxRatio);
+  for (int attempt = 0; attempt < kResizedCropAttempts; ++attempt) {
+    const double target_area =
+        area * (kResizedCropMinScale + (kResizedCropMaxScale - kResizedCropMinScale) * rng.uniform());
+    const double ratio = std::exp(log_min + (log_max - log_min) * rng.uniform());
+    // Python's round(): halves to even, which nearbyint gives in the default rounding mode.
+    const auto w = static_cast<int64_t>(std::nearbyint(std::sqrt(target_area * ratio)));
+    const auto h = static_cast<int64_t>(std::nearbyint(std::sqrt(target_area / ratio)));
+    if (0 < w && w <= width && 0 < h && h <= height) {
+      out[0] = static_cast<int64_t>(rng.below(static_cast<std::uint64_t>(height - h + 1)));
+      out[1] = static_cast<int64_t>(rng.below(static_cast<std::uint64_t>(width - w + 1)));
+      out[2] = h;
+      out[3] = w;
+      return;
+    }
+  }
+  // Fallback: the whole image, clamped to the ratio range, centred.
+  const double in_ratio = static_cast<double>(width) / static_cast<double>(height);
+  int64_t w = width, h = height;
+  if (in_ratio < kResizedCropMinRatio) {
+    h = static_cast<int64_t>(std::nearbyint(static_cast<double>(w) / kResizedCropMinRatio));
+  } else if (in_ratio > kResizedCropMaxRatio) {
+    w = static_cast<int64_t>(std::nearbyint(static_cast<double>(h) * kResizedCropMaxRatio));
+  }
+  out[0] = (height - h) / 2;
+  out[1] = (width - w) / 2;
+  out[2] = h;
+  out[3] = w;
+}
+
+}  // namespace
+
+torch::Tensor draw_resized_crop_boxes(int64_t n, int64_t height, int64_t width, Rng& rng) {
+  LPDT_CHECK(n >= 0 && height > 0 && width > 0, "draw_resized_crop_boxes: bad arguments");
+  auto boxes = torch::empty({n, 4}, torch::kInt64);
+  int64_t* p = boxes.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) draw_resized_crop_box(height, width, rng, p + 4 * i);
+  return boxes;
+}
+
+torch::Tensor apply_resized_crop(const torch::Tensor& images, const torch::Tensor& boxes,
+                                 int64_t size) {
+  LPDT_CHECK(images.dim() == 4 && images.scalar_type() == torch::kUInt8,
+             "apply_resized_crop: images must be [n, C, H, W] uint8");
+  const int64_t n = images.size(0), h = images.size(2), w = images.size(3);
+  LPDT_CHECK(boxes.dim() == 2 && boxes.size(0) == n && boxes.size(1) == 4 &&
+                 boxes.scalar_type() == torch::kInt64,
+             "apply_resized_crop: boxes must be [n, 4] int64");
+  LPDT_CHECK(size > 0, "apply_resized_crop: size must be positive");
+  const auto boxes_c = boxes.contiguous();
+  const int64_t* b = boxes_c.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t* box = b + 4 * i;
+    LPDT_CHECK(box[0] >= 0 && box[1] >= 0 && box[2] > 0 && box[3] > 0 && box[0] + box[2] <= h &&
+                   box[1] + box[3] <= w,
+               "apply_resized_crop: box outside the image");
+  }
+  auto out = torch::empty({n, images.size(1), size, size}, torch::kUInt8);
+  // The boxes differ in size, so there is one resize per sample; samples are independent and
+  // spread over the intra-op threads (each resize then runs single-threaded inside).
+  at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t* box = b + 4 * i;
+      const auto window = images.narrow(0, i, 1).narrow(2, box[0], box[2]).narrow(3, box[1], box[3]);
+      out.narrow(0, i, 1).copy_(resize_bilinear(window, size, size));
+    }
+  });
+  return out;
+}
+
+torch::Tensor random_resized_crop(const torch::Tensor& images, int64_t size, Rng& rng) {
+  return apply_resized_crop(
+      images, draw_resized_crop_boxes(images.size(0), images.size(2), images.size(3), rng), size);
+}
+
+int64_t center_crop_resize_side(int64_t size) {
+  return static_cast<int64_t>(std::floor(static_cast<double>(size) / kCenterCropFraction));
+}
+
+torch::Tensor eval_center_crop(const torch::Tensor& images, int64_t size) {
+  LPDT_CHECK(images.dim() == 4 && images.scalar_type() == torch::kUInt8,
+             "eval_center_crop: images must be [n, C, H, W] uint8");
+  LPDT_CHECK(size > 0, "eval_center_crop: size must be positive");
+  const int64_t side = center_crop_resize_side(size);
+  const auto [h, w] = shorter_side_size(images.size(2), images.size(3), side);
+  return center_crop(resize_bilinear(images, h, w), size, size).contiguous();
+}
+
+AugmentDraws draw_augment(int64_t n, const AugmentOptions& options, Rng& rng, int64_t height,
+                          int64_t width) {
   AugmentDraws draws;
+  if (options.random_resized_crop > 0) {
+    LPDT_CHECK(height > 0 && width > 0, "draw_augment: the resized crop needs the image size");
+    draws.resized_crop_boxes = draw_resized_crop_boxes(n, height, width, rng);
+  }
   if (options.horizontal_flip) draws.flips = draw_flips(n, rng);
   if (options.crop_padding > 0)
     draws.crop_offsets = draw_crop_offsets(n, options.crop_padding, rng);
@@ -115,6 +219,11 @@ torch::Tensor apply_augment(const torch::Tensor& images, const AugmentOptions& o
   if (options.pad_height > 0 || options.pad_width > 0) {
     out = pad_to(out, options.pad_height > 0 ? options.pad_height : out.size(2),
                  options.pad_width > 0 ? options.pad_width : out.size(3));
+  }
+  if (draws.resized_crop_boxes.defined()) {
+    out = apply_resized_crop(out, draws.resized_crop_boxes, options.random_resized_crop);
+  } else if (options.center_crop > 0) {
+    out = eval_center_crop(out, options.center_crop);
   }
   if (draws.flips.defined()) out = apply_flips(out, draws.flips);
   if (draws.crop_offsets.defined()) out = apply_crop(out, options.crop_padding, draws.crop_offsets);

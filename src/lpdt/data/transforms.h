@@ -40,22 +40,64 @@ torch::Tensor draw_flips(int64_t n, Rng& rng);  // [n] bool
 torch::Tensor apply_flips(const torch::Tensor& images, const torch::Tensor& mask);
 torch::Tensor random_horizontal_flip(const torch::Tensor& images, Rng& rng);
 
+// RandomResizedCrop (torchvision's, Szegedy et al. 2015): a window of a random area fraction
+// in [0.08, 1] and aspect ratio (log-uniform) in [3/4, 4/3], resized to size x size. Per sample,
+// torchvision's get_params with our stream: up to 10 attempts of
+//   area = H W (0.08 + 0.92 u1); ratio = exp(log(3/4) + (log(4/3) - log(3/4)) u2)
+//   w = round(sqrt(area ratio)), h = round(sqrt(area / ratio))   (halves to even, as Python)
+//   accepted when 0 < w <= W and 0 < h <= H: top = below(H - h + 1), left = below(W - w + 1)
+// and after 10 rejections the centred window of the whole image clamped to the ratio range.
+inline constexpr double kResizedCropMinScale = 0.08;
+inline constexpr double kResizedCropMaxScale = 1.0;
+inline constexpr double kResizedCropMinRatio = 3.0 / 4.0;
+inline constexpr double kResizedCropMaxRatio = 4.0 / 3.0;
+inline constexpr int kResizedCropAttempts = 10;
+// Boxes of n samples of height x width images: [n, 4] int64 rows (top, left, h, w).
+torch::Tensor draw_resized_crop_boxes(int64_t n, int64_t height, int64_t width, Rng& rng);
+// Cuts every sample's box and resizes it to size x size with antialiased bilinear filtering
+// (image_resize.h; torchvision's resized_crop with antialias=True on uint8 tensors). One resize
+// per sample (the boxes differ), spread over LibTorch's intra-op threads.
+// images: [n, C, H, W] uint8 -> [n, C, size, size] uint8; boxes: [n, 4] int64
+torch::Tensor apply_resized_crop(const torch::Tensor& images, const torch::Tensor& boxes,
+                                 int64_t size);
+torch::Tensor random_resized_crop(const torch::Tensor& images, int64_t size, Rng& rng);
+
+// The usual ImageNet evaluation crop: resize the shorter side to floor(size / 0.875) (e.g. 256
+// for 224, 146 for 128, 160 for 140), then cut the centred size x size window. When the shorter
+// side already has that length (an image folder stored at S = size / 0.875) only the crop runs.
+inline constexpr double kCenterCropFraction = 0.875;
+int64_t center_crop_resize_side(int64_t size);
+// images: [n, C, H, W] uint8 -> [n, C, size, size] uint8
+torch::Tensor eval_center_crop(const torch::Tensor& images, int64_t size);
+
 // Training-time augmentation of one node's samples, in the reference order
-// (lpdl-reference-spec.md 8.1: RandomHorizontalFlip, then RandomCrop(padding)).
+// (lpdl-reference-spec.md 8.1: RandomHorizontalFlip, then RandomCrop(padding)); with a random
+// resized crop, torchvision's ImageNet order (RandomResizedCrop, then RandomHorizontalFlip).
 struct AugmentOptions {
   int64_t crop_padding = 0;      // 0: no random crop
   bool horizontal_flip = false;  // random horizontal flip with p = 1/2
   int64_t pad_height = 0;        // pad_to target before augmenting; 0: keep the size
   int64_t pad_width = 0;
+  // Output side of RandomResizedCrop; 0: off.
+  int64_t random_resized_crop = 0;
+  // Evaluation crop side (eval_center_crop); 0: off. EvalBatches apply it; the training loader
+  // applies it instead of the random resized crop when that is off, so that training and
+  // evaluation inputs have the same size.
+  int64_t center_crop = 0;
 };
 
-// The per-sample random draws of augment(): flips first, then crop offsets.
+// The per-sample random draws of augment(): resized-crop boxes first, then flips, then crop
+// offsets (each over all n samples).
 struct AugmentDraws {
-  torch::Tensor flips;         // [n] bool, undefined when flipping is off
-  torch::Tensor crop_offsets;  // [n, 2] int64, undefined when cropping is off
+  torch::Tensor resized_crop_boxes;  // [n, 4] int64, undefined when the resized crop is off
+  torch::Tensor flips;               // [n] bool, undefined when flipping is off
+  torch::Tensor crop_offsets;        // [n, 2] int64, undefined when cropping is off
 };
-AugmentDraws draw_augment(int64_t n, const AugmentOptions& options, Rng& rng);
-// pad_to (if asked), then flips, then crops. images: [n, C, H, W] uint8 -> [n, C, H', W'] uint8
+// height / width: the images' size after pad_to, needed by the random resized crop only.
+AugmentDraws draw_augment(int64_t n, const AugmentOptions& options, Rng& rng, int64_t height = 0,
+                          int64_t width = 0);
+// pad_to (if asked), then the random resized crop (or else the centre crop, if asked), then
+// flips, then padded crops. images: [n, C, H, W] uint8 -> [n, C, H', W'] uint8
 torch::Tensor apply_augment(const torch::Tensor& images, const AugmentOptions& options,
                             const AugmentDraws& draws);
 

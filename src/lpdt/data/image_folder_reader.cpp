@@ -1,0 +1,176 @@
+#include "lpdt/data/image_folder_reader.h"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "lpdt/core/error.h"
+#include "lpdt/data/image_resize.h"
+#include "lpdt/data/jpeg_decoder.h"
+
+namespace lpdt::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_image_file(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".jpeg" || ext == ".jpg";
+}
+
+// The sub-folders of `root`, sorted by name (byte order, as Python's sorted()).
+std::vector<std::string> class_folders(const fs::path& root) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (entry.is_directory()) names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// "a, b, c" (at most the first few names).
+std::string name_list(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 5;
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > kShown) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out.empty() ? "(none)" : out;
+}
+
+// The test split must label classes as the train split does.
+void check_same_classes(const std::string& name, const fs::path& train_root,
+                        const fs::path& test_root, const std::vector<std::string>& test_classes) {
+  const std::vector<std::string> train_classes = class_folders(train_root);
+  if (train_classes == test_classes) return;
+  std::vector<std::string> only_train, only_test;
+  std::set_difference(train_classes.begin(), train_classes.end(), test_classes.begin(),
+                      test_classes.end(), std::back_inserter(only_train));
+  std::set_difference(test_classes.begin(), test_classes.end(), train_classes.begin(),
+                      train_classes.end(), std::back_inserter(only_test));
+  throw UserError(name + ": the class folders of " + test_root.string() + " differ from those of " +
+                  train_root.string() + " (labels would disagree): only in train: " +
+                  name_list(only_train) + "; only in " + test_root.filename().string() + ": " +
+                  name_list(only_test));
+}
+
+ImageFolderListing list_folders(const std::string& dir, Split split, const std::string& what);
+
+}  // namespace
+
+const char* image_folder_split_dir(Split split) { return split == Split::kTrain ? "train" : "val"; }
+
+ImageFolderListing list_image_folder(const std::string& dir, Split split, const std::string& what) {
+  // A folder that cannot be listed (permissions, a dangling link) is the user's to fix too.
+  try {
+    return list_folders(dir, split, what);
+  } catch (const fs::filesystem_error& e) {
+    throw UserError(what + ": " + e.what());
+  }
+}
+
+namespace {
+
+ImageFolderListing list_folders(const std::string& dir, Split split, const std::string& what) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw UserError(what + ": " + dir + ": no such folder; expected the dataset folder holding " +
+                    "train/ and val/ (e.g. imagenette2-160)");
+  }
+  const fs::path root = fs::path(dir) / image_folder_split_dir(split);
+  if (!fs::is_directory(root, ec)) {
+    throw UserError(what + ": " + root.string() + ": no such folder; expected " + dir +
+                    "/train and " + dir + "/val with one sub-folder of images per class");
+  }
+  ImageFolderListing listing;
+  listing.classes = class_folders(root);
+  if (listing.classes.empty()) {
+    throw UserError(what + ": " + root.string() +
+                    ": no class folders; expected one sub-folder of images per class");
+  }
+  for (std::size_t c = 0; c < listing.classes.size(); ++c) {
+    const fs::path class_dir = root / listing.classes[c];
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(class_dir)) {
+      if (entry.is_regular_file() && is_image_file(entry.path())) {
+        files.push_back(entry.path().string());
+      }
+    }
+    if (files.empty()) {
+      throw UserError(what + ": " + class_dir.string() +
+                      ": no images in this class folder (expected .JPEG / .jpg / .jpeg files)");
+    }
+    std::sort(files.begin(), files.end());
+    for (auto& file : files) {
+      listing.files.push_back(std::move(file));
+      listing.labels.push_back(static_cast<int64_t>(c));
+    }
+  }
+  return listing;
+}
+
+}  // namespace
+
+Dataset load_image_folder(const std::string& name, const std::string& dir, Split split,
+                          int64_t image_size) {
+  if (image_size < 1) {
+    throw ConfigError(name + ": image size must be >= 1, got " + std::to_string(image_size));
+  }
+  const ImageFolderListing listing = list_image_folder(dir, split, name);
+  if (split == Split::kTest) {
+    const fs::path train_root = fs::path(dir) / image_folder_split_dir(Split::kTrain);
+    std::error_code ec;
+    if (fs::is_directory(train_root, ec)) {
+      try {
+        check_same_classes(name, train_root, fs::path(dir) / image_folder_split_dir(split),
+                           listing.classes);
+      } catch (const fs::filesystem_error& e) {
+        throw UserError(name + ": " + e.what());
+      }
+    }
+  }
+
+  const auto n = static_cast<int64_t>(listing.files.size());
+  auto images = torch::empty({n, 3, image_size, image_size}, torch::kUInt8);
+  // Each image writes its own slot; failures are collected per image so that the error reported
+  // is the first bad file in listing order, not whichever thread failed first.
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const std::string& path = listing.files[static_cast<std::size_t>(i)];
+      try {
+        // DCT scaling keeps the shorter side >= S; the antialiased resize does the rest.
+        const auto decoded = read_jpeg(path, image_size);  // [3, H, W] uint8
+        images.select(0, i).copy_(resize_and_center_crop(decoded.unsqueeze(0), image_size)[0]);
+      } catch (const UserError& e) {
+        errors[static_cast<std::size_t>(i)] = e.what();  // names the file already
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(i)] = path + ": " + e.what();
+      }
+    }
+  });
+  for (const auto& error : errors) {
+    if (!error.empty()) throw UserError(name + ": " + error);
+  }
+
+  Dataset d;
+  d.name = name;
+  d.images = images;
+  d.labels = torch::tensor(listing.labels, torch::kInt64);
+  d.num_classes = static_cast<int64_t>(listing.classes.size());
+  d.mean.assign(kImageNetMean.begin(), kImageNetMean.end());
+  d.std.assign(kImageNetStd.begin(), kImageNetStd.end());
+  check_dataset(d);
+  return d;
+}
+
+Dataset load_imagenette(const std::string& dir, Split split, int64_t image_size) {
+  return load_image_folder("imagenette", dir, split,
+                           image_size > 0 ? image_size : kImagenetteDefaultSize);
+}
+
+}  // namespace lpdt::data

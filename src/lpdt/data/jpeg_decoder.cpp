@@ -1,0 +1,190 @@
+#include "lpdt/data/jpeg_decoder.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+// jpeglib.h needs FILE and size_t declared first.
+#include <jerror.h>
+#include <jpeglib.h>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::data {
+namespace {
+
+constexpr int kScaleDenom = 8;  // libjpeg's DCT scaling works in eighths
+
+// libjpeg reports errors through cinfo->err; ours records the message and longjmps back into
+// the function that called setjmp, so that nothing exits the process.
+struct ErrorManager {
+  jpeg_error_mgr pub;  // first member: libjpeg casts cinfo->err to ErrorManager*
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void on_error_exit(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+// Warnings (level -1) are not printed. A truncated file is an error: libjpeg would fill the rest
+// of the image with grey, which a training set must not silently contain.
+void on_emit_message(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;  // trace messages
+  if (cinfo->err->msg_code == JWRN_JPEG_EOF) on_error_exit(cinfo);
+  ++cinfo->err->num_warnings;
+}
+
+// One decompression. Owns libjpeg's state; the destructor releases it on every path.
+struct Decoder {
+  jpeg_decompress_struct cinfo{};
+  ErrorManager err{};
+  bool created = false;
+
+  Decoder() {
+    cinfo.err = jpeg_std_error(&err.pub);
+    err.pub.error_exit = on_error_exit;
+    err.pub.emit_message = on_emit_message;
+  }
+  ~Decoder() {
+    if (created) jpeg_destroy_decompress(&cinfo);
+  }
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+};
+
+// The functions that call setjmp hold no object with a destructor in their frames (a longjmp
+// would skip it) and touch state only through `d`, which outlives them. false = libjpeg failed,
+// the message is in d.err.message.
+
+bool read_header(Decoder& d, const std::uint8_t* data, std::size_t size) {
+  if (setjmp(d.err.jump)) return false;
+  jpeg_create_decompress(&d.cinfo);
+  d.created = true;
+  jpeg_mem_src(&d.cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&d.cinfo, TRUE);
+  return true;
+}
+
+bool start(Decoder& d, int scale_num) {
+  if (setjmp(d.err.jump)) return false;
+  d.cinfo.scale_num = static_cast<unsigned int>(scale_num);
+  d.cinfo.scale_denom = kScaleDenom;
+  jpeg_start_decompress(&d.cinfo);
+  return true;
+}
+
+// Reads every scanline into `out` (output_height rows of row_bytes), then finishes.
+bool read_rows(Decoder& d, std::uint8_t* out, std::size_t row_bytes) {
+  if (setjmp(d.err.jump)) return false;
+  while (d.cinfo.output_scanline < d.cinfo.output_height) {
+    JSAMPROW row = out + static_cast<std::size_t>(d.cinfo.output_scanline) * row_bytes;
+    jpeg_read_scanlines(&d.cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&d.cinfo);
+  return true;
+}
+
+[[noreturn]] void fail_jpeg(const std::string& what, const Decoder& d) {
+  throw UserError(what + ": not a valid JPEG: " + d.err.message);
+}
+
+// Adobe-inverted CMYK (255 = no ink) to RGB: R = C * K / 255, G = M * K / 255, B = Y * K / 255,
+// rounded to nearest. cmyk: [H, W, 4] uint8 -> [H, W, 3] uint8
+torch::Tensor cmyk_to_rgb(const torch::Tensor& cmyk) {
+  const int64_t h = cmyk.size(0), w = cmyk.size(1);
+  auto rgb = torch::empty({h, w, 3}, torch::kUInt8);
+  const std::uint8_t* in = cmyk.data_ptr<std::uint8_t>();
+  std::uint8_t* out = rgb.data_ptr<std::uint8_t>();
+  for (int64_t p = 0; p < h * w; ++p, in += 4, out += 3) {
+    const unsigned k = in[3];
+    for (int c = 0; c < 3; ++c) out[c] = static_cast<std::uint8_t>((in[c] * k + 127) / 255);
+  }
+  return rgb;
+}
+
+}  // namespace
+
+int jpeg_scale_num(int64_t height, int64_t width, int64_t min_side) {
+  if (min_side <= 0) return kScaleDenom;
+  for (int num = 1; num < kScaleDenom; ++num) {
+    // libjpeg's output size: jdiv_round_up(side * scale_num, scale_denom).
+    const int64_t h = (height * num + kScaleDenom - 1) / kScaleDenom;
+    const int64_t w = (width * num + kScaleDenom - 1) / kScaleDenom;
+    if (std::min(h, w) >= min_side) return num;
+  }
+  return kScaleDenom;
+}
+
+JpegInfo read_jpeg_info(const std::uint8_t* data, std::size_t size, const std::string& what) {
+  Decoder d;
+  if (!read_header(d, data, size)) fail_jpeg(what, d);
+  return JpegInfo{static_cast<int64_t>(d.cinfo.image_height),
+                  static_cast<int64_t>(d.cinfo.image_width),
+                  static_cast<int64_t>(d.cinfo.num_components)};
+}
+
+torch::Tensor decode_jpeg(const std::uint8_t* data, std::size_t size, const std::string& what,
+                          int64_t min_side) {
+  Decoder d;
+  if (!read_header(d, data, size)) fail_jpeg(what, d);
+  bool cmyk = false;
+  switch (d.cinfo.jpeg_color_space) {
+    case JCS_GRAYSCALE:  // libjpeg-turbo replicates gray to R = G = B
+    case JCS_YCbCr:
+    case JCS_RGB:
+      d.cinfo.out_color_space = JCS_RGB;
+      break;
+    case JCS_CMYK:
+    case JCS_YCCK:  // libjpeg converts YCCK to CMYK
+      d.cinfo.out_color_space = JCS_CMYK;
+      cmyk = true;
+      break;
+    default:
+      throw UserError(what + ": not a valid JPEG: unsupported colour space (libjpeg code " +
+                      std::to_string(static_cast<int>(d.cinfo.jpeg_color_space)) + ", " +
+                      std::to_string(d.cinfo.num_components) + " components)");
+  }
+  const int scale_num = jpeg_scale_num(d.cinfo.image_height, d.cinfo.image_width, min_side);
+  if (!start(d, scale_num)) fail_jpeg(what, d);
+  const int64_t h = d.cinfo.output_height, w = d.cinfo.output_width;
+  const int64_t components = d.cinfo.output_components;
+  LPDT_CHECK(components == (cmyk ? 4 : 3), what + ": unexpected libjpeg output components");
+  auto pixels = torch::empty({h, w, components}, torch::kUInt8);  // [H, W, 3 or 4] interleaved
+  if (!read_rows(d, pixels.data_ptr<std::uint8_t>(), static_cast<std::size_t>(w * components))) {
+    fail_jpeg(what, d);
+  }
+  if (cmyk) pixels = cmyk_to_rgb(pixels);
+  return pixels.permute({2, 0, 1}).contiguous();  // [3, H, W]
+}
+
+torch::Tensor decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& what,
+                          int64_t min_side) {
+  return decode_jpeg(bytes.data(), bytes.size(), what, min_side);
+}
+
+torch::Tensor read_jpeg(const std::string& path, int64_t min_side) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw UserError(path + ": no such file (expected a JPEG image)");
+  }
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw UserError(path + ": cannot open: " + std::strerror(errno));
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw UserError(path + ": cannot determine the file size");
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) {
+    throw UserError(path + ": read error");
+  }
+  return decode_jpeg(bytes, path, min_side);
+}
+
+}  // namespace lpdt::data

@@ -1,0 +1,51 @@
+#pragma once
+// JPEG decoding with libjpeg(-turbo), for image-folder datasets such as Imagenette.
+//
+// Every image comes out as [3, H, W] uint8 RGB, whatever its stored colour space: YCbCr and RGB
+// as libjpeg converts them, grayscale replicated to three channels, CMYK / YCCK converted as
+// R = C * K / 255 (and G, B likewise from M, Y): libjpeg returns CMYK in Adobe's inverted
+// convention (255 = no ink), which is how Photoshop writes the CMYK JPEGs that ImageNet holds.
+//
+// libjpeg's default error handler calls exit(); ours longjmps back and the decoder throws a
+// UserError "<what>: not a valid JPEG: <libjpeg's message>" instead. A file cut short (libjpeg's
+// warning "Premature end of JPEG file", after which it would pad the image with grey) is an error
+// too; other warnings (e.g. extraneous bytes before a marker, common in ImageNet) are not.
+#include <torch/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lpdt::data {
+
+// The size of a JPEG's header and of what decode_jpeg would return for it.
+struct JpegInfo {
+  int64_t height = 0;  // stored size
+  int64_t width = 0;
+  int64_t channels = 0;  // stored components: 1 (grayscale), 3 (YCbCr / RGB), 4 (CMYK / YCCK)
+};
+
+// The header of `data` (no pixel decoding). `what` names the source in errors (a path).
+JpegInfo read_jpeg_info(const std::uint8_t* data, std::size_t size, const std::string& what);
+
+// Decodes a whole JPEG held in memory. `what` names the source in errors (a path).
+// min_side > 0 lets libjpeg shrink the image while decoding (DCT scaling, scale_num / 8 with
+// scale_num in 1..8, the coarsest whose output keeps its shorter side >= min_side): decoding at
+// 1/2 scale costs about a third of a full decode. The caller resizes to its exact size anyway.
+// min_side = 0: full size. Returns [3, H', W'] uint8 RGB, contiguous.
+torch::Tensor decode_jpeg(const std::uint8_t* data, std::size_t size, const std::string& what,
+                          int64_t min_side = 0);
+torch::Tensor decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& what,
+                          int64_t min_side = 0);
+
+// Reads and decodes the file `path`; a missing or unreadable file is a UserError naming it.
+// Returns [3, H', W'] uint8 RGB.
+torch::Tensor read_jpeg(const std::string& path, int64_t min_side = 0);
+
+// The DCT scale numerator (over 8) that decode_jpeg uses for a height x width image: the
+// smallest in 1..8 whose ceil(side * num / 8) keeps the shorter side >= min_side; 8 when
+// min_side <= 0 or the image is already small.
+int jpeg_scale_num(int64_t height, int64_t width, int64_t min_side);
+
+}  // namespace lpdt::data
