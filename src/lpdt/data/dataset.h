@@ -16,16 +16,26 @@ enum class Split { kTrain, kTest };
 // "train" / "test".
 const char* split_name(Split split);
 
+// An image set (images defined) or a text set (tokens defined, images undefined): labels,
+// partitions and loaders are the same for both; a text batch carries token ids instead of pixels.
 struct Dataset {
   std::string name;
   torch::Tensor images;  // [N, C, H, W] uint8, contiguous
+  // Text sets: [N, L] int64 token ids, [CLS] first, padded with pad_id (data/text_dataset.h).
+  torch::Tensor tokens;
+  int64_t pad_id = 0;
+  int64_t vocab_size = 0;
   torch::Tensor labels;  // [N] int64, values in [0, num_classes)
   int64_t num_classes = 0;
   // Per-channel normalisation in [0, 1] pixel units: x_norm = (x / 255 - mean[c]) / std[c].
   std::vector<double> mean;
   std::vector<double> std;
 
-  int64_t size() const { return images.defined() ? images.size(0) : 0; }
+  bool is_text() const { return tokens.defined(); }
+  int64_t size() const {
+    return images.defined() ? images.size(0) : tokens.defined() ? tokens.size(0) : 0;
+  }
+  int64_t sequence_length() const { return tokens.size(1); }
   int64_t channels() const { return images.size(1); }
   int64_t height() const { return images.size(2); }
   int64_t width() const { return images.size(3); }

@@ -1,0 +1,178 @@
+// WordPiece tokenizer: known BERT tokenizations (expected tokens printed by
+// tests/data/tools/wordpiece_reference.py, a transcription of Hugging Face's BasicTokenizer +
+// WordpieceTokenizer over Python's full unicodedata), vocab errors, classification encoding.
+#include "lpdt/data/wordpiece_tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "lpdt/core/error.h"
+#include "lpdt/data/unicode_text.h"
+#include "test_util.h"
+
+namespace lpdt::data {
+namespace {
+
+using testing::expect_error;
+using testing::TempDir;
+using Tokens = std::vector<std::string>;
+
+// The vocabulary of wordpiece_reference.py (id = index).
+const Tokens kVocab = {"[PAD]", "[UNK]", "[CLS]",  "[SEP]",    "the",     ",",   ".",
+                       "un",    "##aff", "##able", "hello",    "world",   "##s", "play",
+                       "##ing", "cafe",  "naive",  "中",       "文",      "æ",   "ss",
+                       "ß",     "e",     "i",      "istanbul", "##world", "“",   "”",
+                       "—",     "…",     "‘",      "’",        "¿"};
+
+void write_vocab(const std::string& path, const Tokens& tokens, const std::string& eol = "\n") {
+  std::ofstream out(path, std::ios::binary);
+  for (const auto& t : tokens) out << t << eol;
+}
+
+WordPieceTokenizer make_tokenizer() { return WordPieceTokenizer::from_tokens(kVocab); }
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+TEST(WordPiece, ReadsVocabFileWithIdsByLine) {
+  TempDir dir;
+  write_vocab(dir.file("vocab.txt"), kVocab, "\r\n");
+  const auto t = WordPieceTokenizer::from_file(dir.file("vocab.txt"));
+  EXPECT_EQ(t.vocab_size(), static_cast<int64_t>(kVocab.size()));
+  EXPECT_EQ(t.pad_id(), 0);
+  EXPECT_EQ(t.unk_id(), 1);
+  EXPECT_EQ(t.cls_id(), 2);
+  EXPECT_EQ(t.sep_id(), 3);
+  EXPECT_EQ(t.find("##aff"), 8);
+  EXPECT_EQ(t.find("nope"), -1);
+  EXPECT_EQ(t.token(10), "hello");
+  EXPECT_EQ(t.encode("UNaffable Hello, world!"), (std::vector<int32_t>{7, 8, 9, 10, 5, 11, 1}));
+}
+
+TEST(WordPiece, KnownTokenizations) {
+  const auto t = make_tokenizer();
+  const std::vector<std::pair<std::string, Tokens>> cases = {
+      {"UNaffable Hello, world!", {"un", "##aff", "##able", "hello", ",", "world", "[UNK]"}},
+      {"Héllo", {"hello"}},
+      {"unknownword", {"[UNK]"}},
+      {"中文abc文", {"中", "文", "[UNK]", "文"}},
+      {"plays playing", {"play", "##s", "play", "##ing"}},
+      {"Café naïve Æ SS ß ¿HELLO?", {"cafe", "naive", "æ", "ss", "ß", "¿", "hello", "[UNK]"}},
+      {"“Hello” — world… ‘the’", {"“", "hello", "”", "—", "world", "…", "‘", "the", "’"}},
+      // no-break space and ideographic space split; zero-width space and soft hyphen are Cf
+      // (dropped, so the words join).
+      {"hello\u00a0world\u3000the\u200bworld\u00adplay", {"hello", "world", "[UNK]"}},
+      // A decomposed accent (e + U+0301) and dotted capital I (lower() gives i + U+0307).
+      {"e\u0301 \u0130stanbul", {"e", "istanbul"}},
+      {"\tHELLO\r\nWORLD\x01\x7f", {"hello", "world"}},
+      {"", {}},
+      {" \t\n ", {}},
+  };
+  for (const auto& [text, expected] : cases) {
+    EXPECT_EQ(t.tokenize(text), expected) << text;
+  }
+}
+
+TEST(WordPiece, MaxWordLengthIs100CodePoints) {
+  const auto t = make_tokenizer();
+  // 100 characters are still split into pieces; 101 are [UNK] whatever the vocabulary.
+  Tokens hundred = {"world"};
+  for (int i = 1; i < 20; ++i) hundred.push_back("##world");
+  EXPECT_EQ(t.tokenize(repeat("world", 20)), hundred);
+  EXPECT_EQ(t.tokenize(repeat("world", 20) + "s"), Tokens{"[UNK]"});
+  EXPECT_EQ(t.tokenize(repeat("a", 101)), Tokens{"[UNK]"});
+  // Code points, not bytes: 100 two-byte characters are one word of 100.
+  const auto latin =
+      WordPieceTokenizer::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "ð", "##ð"});
+  EXPECT_EQ(latin.tokenize(repeat("ð", 100)).size(), 100u);
+  EXPECT_EQ(latin.tokenize(repeat("ð", 101)), Tokens{"[UNK]"});
+}
+
+TEST(WordPiece, InvalidUtf8NeverThrows) {
+  const auto t = make_tokenizer();
+  // Stray continuation byte, truncated sequence, overlong '/', surrogate, > U+10FFFF, 0xFF:
+  // replaced by U+FFFD, which BERT drops.
+  EXPECT_EQ(t.tokenize("hel\x80lo"), Tokens{"hello"});
+  EXPECT_EQ(t.tokenize("hello \xE4\xB8"), Tokens{"hello"});
+  EXPECT_EQ(t.tokenize("the\xC0\xAF"), Tokens{"the"});
+  EXPECT_EQ(t.tokenize("the \xED\xA0\x80 world"), (Tokens{"the", "world"}));
+  EXPECT_EQ(t.tokenize("\xF4\x90\x80\x80the\xFF"), Tokens{"the"});
+  EXPECT_EQ(t.tokenize(std::string("the\0world", 9)), (Tokens{"the", "##world"}));  // NUL dropped
+}
+
+TEST(WordPiece, Utf8DecoderRoundTrip) {
+  const std::string text = "a\u00e9\u4e2d\U0001F600";
+  const auto cps = unicode::decode_utf8(text);
+  ASSERT_EQ(cps, (std::vector<char32_t>{'a', 0xE9, 0x4E2D, 0x1F600}));
+  std::string back;
+  for (char32_t cp : cps) unicode::append_utf8(back, cp);
+  EXPECT_EQ(back, text);
+  EXPECT_EQ(unicode::decode_utf8("\xE4\xB8"),
+            (std::vector<char32_t>{unicode::kReplacement, unicode::kReplacement}));
+}
+
+TEST(WordPiece, CharacterClassesAgreeWithUnicode) {
+  EXPECT_TRUE(unicode::is_punctuation('$'));      // BERT counts all ASCII non-alphanumerics
+  EXPECT_TRUE(unicode::is_punctuation(0x2014));   // em dash, Pd
+  EXPECT_FALSE(unicode::is_punctuation(0x20AC));  // euro sign, Sc
+  EXPECT_FALSE(unicode::is_punctuation('a'));
+  EXPECT_TRUE(unicode::is_whitespace(0x2009));  // thin space, Zs
+  EXPECT_TRUE(unicode::is_control(0xFEFF));     // byte order mark, Cf
+  EXPECT_FALSE(unicode::is_control('\n'));
+  EXPECT_TRUE(unicode::is_cjk(0x4E00));
+  EXPECT_FALSE(unicode::is_cjk(0x3042));  // hiragana
+  EXPECT_TRUE(unicode::is_nonspacing_mark(0x0301));
+  EXPECT_EQ(unicode::fold_lower_strip(U'Ž'), U'z');
+  EXPECT_EQ(unicode::fold_lower_strip(U'Ș'), U's');
+  EXPECT_EQ(unicode::fold_lower_strip(U'Ω'), U'ω');
+  EXPECT_EQ(unicode::fold_lower_strip(U'Ё'), U'е');
+  EXPECT_EQ(unicode::fold_lower_strip(U'Ế'), U'e');
+  EXPECT_EQ(unicode::fold_lower_strip(U'Ø'), U'ø');  // no decomposition
+  EXPECT_EQ(unicode::fold_lower_strip(U'ł'), U'ł');
+}
+
+TEST(WordPiece, ClassificationEncodingTruncatesAndPads) {
+  const auto t = make_tokenizer();
+  // hello , world -> [CLS] 10 5 11 [SEP] then [PAD].
+  EXPECT_EQ(t.encode_for_classification("Hello, world", 8),
+            (std::vector<int32_t>{2, 10, 5, 11, 3, 0, 0, 0}));
+  EXPECT_EQ(t.encode_for_classification("Hello, world", 5),
+            (std::vector<int32_t>{2, 10, 5, 11, 3}));
+  // Truncation keeps [SEP] last.
+  EXPECT_EQ(t.encode_for_classification("Hello, world", 4), (std::vector<int32_t>{2, 10, 5, 3}));
+  EXPECT_EQ(t.encode_for_classification("Hello, world", 2), (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(t.encode_for_classification("", 4), (std::vector<int32_t>{2, 3, 0, 0}));
+  expect_error<ConfigError>([&] { t.encode_for_classification("x", 1); },
+                            {"max_length", "at least 2", "got 1"});
+}
+
+TEST(WordPiece, VocabularyErrors) {
+  TempDir dir;
+  expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("missing.txt")); },
+                          {"missing.txt", "cannot open"});
+  write_vocab(dir.file("empty.txt"), {});
+  expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("empty.txt")); },
+                          {"empty.txt", "empty vocabulary"});
+  write_vocab(dir.file("dup.txt"), {"[PAD]", "[UNK]", "the", "[CLS]", "the", "[SEP]"});
+  expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("dup.txt")); },
+                          {"dup.txt", "\"the\"", "line 5", "duplicates line 3"});
+  write_vocab(dir.file("blank.txt"), {"[PAD]", "[UNK]", "", "[CLS]", "[SEP]"});
+  expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("blank.txt")); },
+                          {"blank.txt", "line 3 is empty"});
+  for (const std::string missing : {"[PAD]", "[UNK]", "[CLS]", "[SEP]"}) {
+    Tokens tokens;
+    for (const std::string s : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "the"}) {
+      if (s != missing) tokens.push_back(s);
+    }
+    write_vocab(dir.file("nospecial.txt"), tokens);
+    expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("nospecial.txt")); },
+                            {"nospecial.txt", "no " + missing + " token"});
+  }
+}
+
+}  // namespace
+}  // namespace lpdt::data
