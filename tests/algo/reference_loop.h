@@ -27,7 +27,29 @@ struct ReferenceConfig {
   bool nesterov = true;
   double weight_decay = 1e-4;
   bool qgm = false;
+  // "sgd", or "adam" / "adamw" (reference_adam_element; momentum and nesterov unused).
+  std::string optimizer = "sgd";
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
 };
+
+// One element of one Adam / AdamW step t >= 1 (Kingma & Ba 2015; Loshchilov & Hutter 2019) in the
+// textbook form, doubles: z, m, v updated in place.
+inline void reference_adam_element(double lr, double beta1, double beta2, double eps,
+                                   double weight_decay, bool decoupled, int t, double g, double& z,
+                                   double& m, double& v) {
+  if (decoupled) {
+    z *= 1.0 - lr * weight_decay;
+  } else {
+    g += weight_decay * z;
+  }
+  m = beta1 * m + (1.0 - beta1) * g;
+  v = beta2 * v + (1.0 - beta2) * g * g;
+  const double m_hat = m / (1.0 - std::pow(beta1, t));
+  const double v_hat = v / (1.0 - std::pow(beta2, t));
+  z -= lr * m_hat / (std::sqrt(v_hat) + eps);
+}
 
 // Layer-wise top-k of one node's vector: stable sort by |x| descending, keep K per segment.
 inline Vec reference_top_k(const Vec& v, const LayerLayout& layout, double keep) {
@@ -66,7 +88,16 @@ class ReferenceLoop {
     std::vector<Vec> z = x_;
     for (int i = 0; i < n_; ++i)
       for (int k = 0; k < p_; ++k) z[i][k] *= ps_[i];
-    if (local) {
+    if (local && c_.optimizer != "sgd") {
+      ++adam_steps_;
+      for (int i = 0; i < n_; ++i) {
+        for (int k = 0; k < p_; ++k) {
+          reference_adam_element(lr, c_.beta1, c_.beta2, c_.eps, c_.weight_decay,
+                                 c_.optimizer == "adamw", adam_steps_, g[i][k], z[i][k], m_[i][k],
+                                 buf_[i][k]);
+        }
+      }
+    } else if (local) {
       for (int i = 0; i < n_; ++i) {
         for (int k = 0; k < p_; ++k) {
           double d = g[i][k] + c_.weight_decay * z[i][k];
@@ -142,6 +173,8 @@ class ReferenceLoop {
   torch::Tensor x() const { return to_tensor(x_); }
   torch::Tensor ps() const { return torch::tensor(ps_, torch::kDouble); }
   torch::Tensor qgm_buffer() const { return to_tensor(m_); }
+  torch::Tensor adam_m() const { return to_tensor(m_); }
+  torch::Tensor adam_v() const { return to_tensor(buf_); }
 
  private:
   Vec compress(const Vec& v) const {
@@ -170,6 +203,7 @@ class ReferenceLoop {
   LayerLayout layout_;
   int n_, p_;
   bool first_ = true;
+  int adam_steps_ = 0;  // Adam keeps m in m_ and v in buf_
   std::vector<Vec> x_, buf_, m_, e_, xh_, s_;
   Vec ps_;
 };

@@ -8,6 +8,17 @@
 namespace lpdt::algo {
 namespace {
 
+bool adaptive(const DecentralizedOptions& o) { return o.optimizer() != "sgd"; }
+
+AdamOptions adam_options(const DecentralizedOptions& o) {
+  return AdamOptions()
+      .beta1(o.beta1())
+      .beta2(o.beta2())
+      .eps(o.eps())
+      .weight_decay(o.weight_decay())
+      .decoupled_weight_decay(o.optimizer() == "adamw");
+}
+
 DecentralizedOptions validated(const DecentralizedOptions& o) {
   if (!(o.eta() > 0.0 && o.eta() <= 1.0)) {
     std::ostringstream msg;
@@ -19,6 +30,19 @@ DecentralizedOptions validated(const DecentralizedOptions& o) {
     throw ConfigError("algorithm dpsgd sends float32 messages: message values '" +
                       std::string(compress::to_string(o.compressor().values())) +
                       "' need an algorithm with error feedback (deepsqueeze or choco)");
+  }
+  if (o.optimizer() != "sgd" && o.optimizer() != "adam" && o.optimizer() != "adamw") {
+    throw ConfigError("local optimizer must be sgd, adam or adamw, got '" + o.optimizer() + "'");
+  }
+  if (adaptive(o)) {
+    if (o.qgm()) {
+      throw ConfigError("optimizer '" + o.optimizer() +
+                        "' cannot run with qgm: quasi-global momentum (Lin et al. 2021) is a "
+                        "momentum SGD step with its own buffer and replaces the local optimizer; "
+                        "use optimizer sgd with qgm, or turn qgm off");
+    }
+    validate(adam_options(o));
+    return o;
   }
   validate(
       SgdOptions().momentum(o.momentum()).nesterov(o.nesterov()).weight_decay(o.weight_decay()));
@@ -67,6 +91,8 @@ DecentralizedOptimizer::DecentralizedOptimizer(const DecentralizedOptions& optio
   if (options_.qgm()) {
     qgm_.emplace(options_.momentum(), options_.nesterov(), options_.weight_decay(), rows,
                  layout.total_numel, device);
+  } else if (adaptive(options_)) {
+    adam_.emplace(adam_options(options_), rows, layout.total_numel, device);
   } else {
     sgd_.emplace(SgdOptions()
                      .momentum(options_.momentum())
@@ -185,6 +211,8 @@ void DecentralizedOptimizer::step(at::Tensor& x, const at::Tensor& grad, const a
   if (rounds_done() == 0) gossip_->start(z);
   if (qgm_) {
     qgm_->local_step(z, grad, lr, trainable_);  // spec 4.2
+  } else if (adam_) {
+    adam_->step(z, grad, lr, trainable_);  // docs/algorithms.md, "Local optimizer: Adam/AdamW"
   } else {
     sgd_->step(z, grad, lr, trainable_);  // spec 4.1
   }
@@ -211,6 +239,11 @@ std::map<std::string, at::Tensor> DecentralizedOptimizer::state() {
   std::map<std::string, at::Tensor> s{{"ps", push_sum_.weights()}, {"rounds", rounds_}};
   if (sgd_ && sgd_->momentum_buffer().defined()) s.emplace("momentum", sgd_->momentum_buffer());
   if (qgm_) s.emplace("qgm_buffer", qgm_->buffer());
+  if (adam_) {
+    s.emplace("adam_m", adam_->exp_avg());
+    s.emplace("adam_v", adam_->exp_avg_sq());
+    s.emplace("adam_step", adam_->step_count());
+  }
   for (auto& [name, tensor] : gossip_->state()) s.emplace(name, tensor);
   return s;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // One object that runs a whole decentralized training iteration over node-batched parameters:
-// push-sum de-biasing, the local optimizer (SGD/Nesterov or QGM), one gossip round of D-PSGD,
-// DeepSqueeze (Sparse-Push) or Choco-SGD (Quant-SGP) with a compressor, and byte accounting.
+// push-sum de-biasing, the local optimizer (SGD/Nesterov, Adam/AdamW or QGM), one gossip round of
+// D-PSGD, DeepSqueeze (Sparse-Push) or Choco-SGD (Quant-SGP) with a compressor, and byte
+// accounting.
 // Equations and citations: docs/algorithms.md.
 //
 // Per iteration, the trainer calls
@@ -22,6 +23,7 @@
 
 #include "lpdt/algo/gossip.h"
 #include "lpdt/algo/link_faults.h"
+#include "lpdt/algo/local_adam.h"
 #include "lpdt/algo/local_sgd.h"
 #include "lpdt/algo/message_exchange.h"
 #include "lpdt/algo/push_sum.h"
@@ -46,6 +48,12 @@ struct DecentralizedOptions {
   TORCH_ARG(double, weight_decay) = 1e-4;
   // Quasi-global momentum (Lin et al. 2021) instead of local momentum.
   TORCH_ARG(bool, qgm) = false;
+  // Local optimizer: "sgd" (momentum, nesterov above), "adam" or "adamw" (local_adam.h: beta1,
+  // beta2, eps below; momentum and nesterov unused). "adam"/"adamw" with qgm is a ConfigError.
+  TORCH_ARG(std::string, optimizer) = "sgd";
+  TORCH_ARG(double, beta1) = 0.9;
+  TORCH_ARG(double, beta2) = 0.999;
+  TORCH_ARG(double, eps) = 1e-8;
   // Choco's x-hat start: "zero" (official) or "model".
   TORCH_ARG(std::string, xhat_init) = "zero";
   // Byte accounting of the ledger this optimizer records into: "lpdt" or "reference".
@@ -86,7 +94,7 @@ class DecentralizedOptimizer {
             std::int64_t round, metrics::ByteLedger& ledger);
 
   // A gossip round without a local step (the official code's final averaging rounds, spec 5.4).
-  // Momentum and QGM buffers are not touched.
+  // Momentum, Adam and QGM buffers are not touched.
   void gossip_round(at::Tensor& x, const at::Tensor& mixing, std::int64_t round,
                     metrics::ByteLedger& ledger);
 
@@ -102,6 +110,7 @@ class DecentralizedOptimizer {
 
   // Every buffer of the hosted nodes, live rows: "ps" [count], "rounds" (0-d int64, rounds
   // done), "momentum" [count, P] (local momentum on), "qgm_buffer" [count, P] (qgm),
+  // "adam_m", "adam_v" [count, P] and "adam_step" (0-d int64, steps done) (adam / adamw),
   // "error_feedback" [count, P] (deepsqueeze), "xhat" [count, P] (choco).
   std::map<std::string, at::Tensor> state();
   // Restores from a checkpoint's tensors of ALL n nodes (the rows of state(), [n, ...]): the
@@ -132,6 +141,7 @@ class DecentralizedOptimizer {
   at::Device device_;
   PushSum push_sum_;
   std::optional<LocalSgd> sgd_;
+  std::optional<LocalAdam> adam_;
   std::optional<QuasiGlobalMomentum> qgm_;
   std::unique_ptr<GossipAlgorithm> gossip_;
   std::unique_ptr<LinkFaults> faults_;

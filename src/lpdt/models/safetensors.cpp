@@ -1,0 +1,354 @@
+#include "lpdt/models/safetensors.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include "lpdt/core/error.h"
+
+namespace lpdt::models {
+namespace {
+
+// The format stores little-endian bytes; tensors are copied without swapping.
+static_assert(std::endian::native == std::endian::little,
+              "safetensors I/O assumes a little-endian host");
+
+// One row per dtype of the format: its name in the header, the ATen dtype, bytes per element.
+struct DtypeRow {
+  std::string_view name;
+  at::ScalarType type;
+  std::uint64_t itemsize;
+};
+constexpr std::array<DtypeRow, 10> kDtypes = {{
+    {"F64", at::kDouble, 8},
+    {"F32", at::kFloat, 4},
+    {"F16", at::kHalf, 2},
+    {"BF16", at::kBFloat16, 2},
+    {"I64", at::kLong, 8},
+    {"I32", at::kInt, 4},
+    {"I16", at::kShort, 2},
+    {"I8", at::kChar, 1},
+    {"U8", at::kByte, 1},
+    {"BOOL", at::kBool, 1},
+}};
+
+const DtypeRow* dtype_by_name(const std::string& name) {
+  for (const auto& row : kDtypes) {
+    if (row.name == name) return &row;
+  }
+  return nullptr;
+}
+
+const DtypeRow* dtype_by_type(at::ScalarType type) {
+  for (const auto& row : kDtypes) {
+    if (row.type == type) return &row;
+  }
+  return nullptr;
+}
+
+constexpr std::string_view kMetadataKey = "__metadata__";
+
+// A tensor's entry of the header, validated.
+struct Entry {
+  std::string name;
+  const DtypeRow* dtype = nullptr;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0, end = 0;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw UserError("safetensors file '" + path_ + "': " + what);
+  }
+  [[noreturn]] void fail_tensor(const std::string& name, const std::string& what) const {
+    fail("tensor '" + name + "': " + what);
+  }
+
+  SafetensorsFile read() {
+    const std::vector<char> bytes = read_all();
+    if (bytes.size() < 8) {
+      std::ostringstream msg;
+      msg << "is " << bytes.size() << " bytes long, too short for the 8-byte header size";
+      fail(msg.str());
+    }
+    std::uint64_t header_bytes = 0;
+    for (int i = 0; i < 8; ++i) {
+      header_bytes |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+    }
+    if (header_bytes >= kSafetensorsMaxHeaderBytes) {
+      std::ostringstream msg;
+      msg << "header size " << header_bytes << " bytes, expected less than "
+          << kSafetensorsMaxHeaderBytes << " (corrupt file?)";
+      fail(msg.str());
+    }
+    if (header_bytes > bytes.size() - 8) {
+      std::ostringstream msg;
+      msg << "header size " << header_bytes << " bytes runs past the end of the file ("
+          << bytes.size() << " bytes; truncated?)";
+      fail(msg.str());
+    }
+    const char* header_begin = bytes.data() + 8;
+    const char* buffer_begin = header_begin + header_bytes;
+    const std::uint64_t buffer_bytes = bytes.size() - 8 - header_bytes;
+
+    SafetensorsFile out;
+    std::vector<Entry> entries = parse_header(header_begin, buffer_begin, out.metadata);
+    check_tiling(entries, buffer_bytes);
+    for (const Entry& e : entries) {
+      at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(e.dtype->type));
+      if (e.end > e.begin) std::memcpy(t.data_ptr(), buffer_begin + e.begin, e.end - e.begin);
+      if (e.dtype->type == at::kBool) {
+        // Any byte other than 0 / 1 is not a bool: reading it as one is undefined behaviour.
+        const auto* p = reinterpret_cast<const unsigned char*>(buffer_begin + e.begin);
+        for (std::uint64_t k = 0; k < e.end - e.begin; ++k) {
+          if (p[k] > 1) {
+            std::ostringstream msg;
+            msg << "BOOL element " << k << " has byte value " << static_cast<int>(p[k])
+                << ", expected 0 or 1";
+            fail_tensor(e.name, msg.str());
+          }
+        }
+      }
+      out.tensors.emplace(e.name, std::move(t));
+    }
+    return out;
+  }
+
+ private:
+  std::vector<char> read_all() const {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path_, ec)) {
+      throw UserError("safetensors file '" + path_ + "' does not exist or is not a file");
+    }
+    std::ifstream in(path_, std::ios::binary | std::ios::ate);
+    if (!in) throw UserError("cannot open safetensors file '" + path_ + "'");
+    const std::streamoff size = in.tellg();
+    std::vector<char> bytes(static_cast<std::size_t>(size));
+    in.seekg(0);
+    if (size > 0 && !in.read(bytes.data(), size)) {
+      throw UserError("cannot read safetensors file '" + path_ + "'");
+    }
+    return bytes;
+  }
+
+  std::vector<Entry> parse_header(const char* begin, const char* end,
+                                  std::map<std::string, std::string>& metadata) const {
+    // nlohmann keeps the last of duplicate keys silently; the callback sees every top-level key.
+    std::set<std::string> seen;
+    std::string duplicate;
+    const nlohmann::json::parser_callback_t on_event =
+        [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+          if (depth == 1 && event == nlohmann::json::parse_event_t::key &&
+              !seen.insert(parsed.get<std::string>()).second && duplicate.empty()) {
+            duplicate = parsed.get<std::string>();
+          }
+          return true;
+        };
+    const nlohmann::json header = nlohmann::json::parse(begin, end, on_event, false);
+    if (header.is_discarded()) fail("header is not valid UTF-8 JSON");
+    if (!header.is_object()) fail("header is JSON but not an object {name: entry, ...}");
+    if (!duplicate.empty()) fail("header names '" + duplicate + "' twice");
+
+    std::vector<Entry> entries;
+    for (const auto& [name, value] : header.items()) {
+      if (name == kMetadataKey) {
+        if (!value.is_object()) fail("__metadata__ must be an object of strings");
+        for (const auto& [key, text] : value.items()) {
+          if (!text.is_string()) {
+            fail("__metadata__ key '" + key + "' is " + text.dump() + ", expected a string");
+          }
+          metadata.emplace(key, text.get<std::string>());
+        }
+        continue;
+      }
+      entries.push_back(parse_entry(name, value));
+    }
+    return entries;
+  }
+
+  Entry parse_entry(const std::string& name, const nlohmann::json& value) const {
+    if (!value.is_object()) {
+      fail_tensor(name, "entry is " + value.dump() + ", expected {dtype, shape, data_offsets}");
+    }
+    for (const char* field : {"dtype", "shape", "data_offsets"}) {
+      if (!value.contains(field)) fail_tensor(name, std::string("entry has no '") + field + "'");
+    }
+    Entry e;
+    e.name = name;
+    const auto& dtype = value.at("dtype");
+    if (!dtype.is_string() || (e.dtype = dtype_by_name(dtype.get<std::string>())) == nullptr) {
+      fail_tensor(
+          name, "dtype " + dtype.dump() + " is not one of F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL");
+    }
+    const auto& shape = value.at("shape");
+    if (!shape.is_array()) fail_tensor(name, "shape " + shape.dump() + " is not an array");
+    std::uint64_t numel = 1;
+    constexpr auto kMaxDim = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    for (const auto& dim : shape) {
+      if (!dim.is_number_unsigned() || dim.get<std::uint64_t>() > kMaxDim) {
+        fail_tensor(name, "shape " + shape.dump() + " must hold non-negative integers");
+      }
+      const std::uint64_t d = dim.get<std::uint64_t>();
+      if (d != 0 && numel > kMaxDim / d) fail_tensor(name, "shape " + shape.dump() + " overflows");
+      numel *= d;
+      e.shape.push_back(static_cast<std::int64_t>(d));
+    }
+    const auto& offsets = value.at("data_offsets");
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned()) {
+      fail_tensor(name, "data_offsets " + offsets.dump() +
+                            " must be [begin, end], two non-negative integers");
+    }
+    e.begin = offsets[0].get<std::uint64_t>();
+    e.end = offsets[1].get<std::uint64_t>();
+    std::ostringstream range_text;  // (not string +: GCC 12 warns falsely on it here)
+    range_text << "[" << e.begin << ", " << e.end << "]";
+    const std::string range = range_text.str();
+    if (e.end < e.begin) fail_tensor(name, "data_offsets " + range + " end before begin");
+    if (numel > kMaxDim / e.dtype->itemsize || e.end - e.begin != numel * e.dtype->itemsize) {
+      std::ostringstream msg;
+      msg << "data_offsets " << range << " span " << e.end - e.begin << " bytes, expected numel "
+          << numel << " x " << e.dtype->itemsize << " bytes of " << e.dtype->name << " = "
+          << numel * e.dtype->itemsize << " (shape " << shape.dump() << ")";
+      fail_tensor(name, msg.str());
+    }
+    return e;
+  }
+
+  // The ranges, sorted by begin, must tile [0, buffer_bytes): each begins where the previous
+  // ended (an earlier begin is an overlap, a later one a hole) and the last ends at the file's end.
+  void check_tiling(std::vector<Entry>& entries, std::uint64_t buffer_bytes) const {
+    for (const Entry& e : entries) {
+      if (e.end > buffer_bytes) {
+        std::ostringstream msg;
+        msg << "data_offsets [" << e.begin << ", " << e.end << "] run past the end of the "
+            << buffer_bytes << "-byte data buffer";
+        fail_tensor(e.name, msg.str());
+      }
+    }
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+    });
+    std::uint64_t covered = 0;
+    const Entry* previous = nullptr;
+    for (const Entry& e : entries) {
+      if (e.begin < covered) {
+        std::ostringstream msg;
+        msg << "data_offsets [" << e.begin << ", " << e.end << "] overlap tensor '"
+            << previous->name << "' [" << previous->begin << ", " << previous->end << "]";
+        fail_tensor(e.name, msg.str());
+      }
+      if (e.begin > covered) {
+        std::ostringstream msg;
+        msg << "data_offsets [" << e.begin << ", " << e.end << "] leave a hole: bytes [" << covered
+            << ", " << e.begin << ") of the data buffer belong to no tensor";
+        fail_tensor(e.name, msg.str());
+      }
+      covered = e.end;
+      previous = &e;
+    }
+    if (covered != buffer_bytes) {
+      std::ostringstream msg;
+      msg << "data buffer is " << buffer_bytes << " bytes but the tensors cover only " << covered
+          << " (trailing bytes belong to no tensor)";
+      fail(msg.str());
+    }
+  }
+
+  std::string path_;
+};
+
+void write_all(const std::string& path, const std::string& header,
+               const std::vector<at::Tensor>& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw UserError("cannot write safetensors file '" + path + "'");
+  std::array<char, 8> size_bytes{};
+  for (int i = 0; i < 8; ++i) {
+    size_bytes[i] =
+        static_cast<char>((static_cast<std::uint64_t>(header.size()) >> (8 * i)) & 0xFF);
+  }
+  out.write(size_bytes.data(), 8);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  for (const at::Tensor& t : data) {
+    out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
+  }
+  out.flush();
+  if (!out) throw UserError("cannot write safetensors file '" + path + "' (disk full?)");
+}
+
+}  // namespace
+
+SafetensorsFile read_safetensors(const std::string& path) { return Reader(path).read(); }
+
+void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  // The header in the reference writer's layout: compact JSON, __metadata__ first, padded with
+  // spaces so that the buffer starts 8-byte aligned.
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header[std::string(kMetadataKey)] = metadata;
+  std::vector<at::Tensor> data;
+  std::uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    if (name == kMetadataKey) {
+      throw UserError("cannot write safetensors file '" + path +
+                      "': '__metadata__' is reserved and cannot name a tensor");
+    }
+    if (!tensor.defined()) {
+      throw UserError("cannot write safetensors file '" + path + "': tensor '" + name +
+                      "' is undefined");
+    }
+    const DtypeRow* dtype = dtype_by_type(tensor.scalar_type());
+    if (dtype == nullptr) {
+      std::ostringstream msg;
+      msg << "cannot write safetensors file '" << path << "': tensor '" << name << "' has dtype "
+          << tensor.scalar_type()
+          << ", expected one of float64 float32 float16 bfloat16 int64 int32 int16 int8 uint8 "
+             "bool";
+      throw UserError(msg.str());
+    }
+    data.push_back(tensor.detach().to(at::kCPU).contiguous());
+    const std::uint64_t bytes = data.back().nbytes();
+    header[name] = {{"dtype", std::string(dtype->name)},
+                    {"shape", tensor.sizes().vec()},
+                    {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError("cannot write safetensors file '" + path +
+                    "': a tensor name or metadata string is not valid UTF-8 (" + e.what() + ")");
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  const std::string temporary = path + ".tmp";
+  try {
+    write_all(temporary, text, data);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(temporary, ec);
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(temporary, ec);
+    throw UserError("cannot replace safetensors file '" + path + "': " + why);
+  }
+}
+
+}  // namespace lpdt::models

@@ -1,0 +1,46 @@
+#pragma once
+// Hugging Face safetensors files, the format pretrained weights are published in
+// (github.com/huggingface/safetensors, "Format"; docs/pretrained.md):
+//   [8 bytes]  N, a little-endian u64: the size of the header
+//   [N bytes]  a UTF-8 JSON object {"<name>": {"dtype": "F32", "shape": [2, 3],
+//              "data_offsets": [begin, end]}, ..., "__metadata__": {"<key>": "<value>"}}
+//              (__metadata__ optional), padded with spaces
+//   [rest]     the byte buffer: each tensor's little-endian row-major bytes at [begin, end),
+//              offsets relative to the buffer's start.
+// The reader enforces every rule of the format (a file that breaks one is a UserError naming the
+// file, the tensor and the field): N < 100 MB and within the file, a JSON object, each entry with
+// a known dtype, a shape and data_offsets whose span is numel * itemsize, and the ranges tiling
+// the buffer exactly: no overlap, no hole, nothing after the last tensor.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace lpdt::models {
+
+// The reference implementation's limit on N (MAX_HEADER_SIZE): a larger value is a corrupt file,
+// not a header worth allocating for.
+inline constexpr std::uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
+
+struct SafetensorsFile {
+  // CPU, contiguous tensors in the file's dtype: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL ->
+  // at::kDouble kFloat kHalf kBFloat16 kLong kInt kShort kChar kByte kBool.
+  std::map<std::string, at::Tensor> tensors;
+  // The optional "__metadata__" object (string -> string; e.g. {"format": "pt"}).
+  std::map<std::string, std::string> metadata;
+};
+
+// Reads the whole file and copies every tensor out (eagerly; a DistilBERT-base file is ~270 MB).
+// UserError for a missing or unreadable file and for any violation of the format.
+SafetensorsFile read_safetensors(const std::string& path);
+
+// Writes `tensors` (any device and layout; one of the dtypes above) in name order, the header
+// compact JSON padded with spaces to a multiple of 8 bytes as the reference writer does. The bytes
+// go to `path` + ".tmp", which is then renamed over `path`: a failed write never destroys an
+// existing file. UserError for an unsupported dtype, the reserved name "__metadata__", or an I/O
+// failure.
+void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace lpdt::models
