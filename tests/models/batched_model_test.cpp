@@ -86,7 +86,17 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"resnet", "batchnorm", 8, 3, 16, nn::ConvAlgorithm::kPerNode, "int8"},
                       Case{"lenet5", "none", 0, 1, 28, nn::ConvAlgorithm::kPerNode, "int8"},
                       Case{"mlp", "none", 0, 1, 28, nn::ConvAlgorithm::kPerNode, "int8"},
-                      Case{"lenet5", "none", 0, 1, 28, nn::ConvAlgorithm::kPerNode, "int8", true}),
+                      Case{"lenet5", "none", 0, 1, 28, nn::ConvAlgorithm::kPerNode, "int8", true},
+                      // ImageNet-style ResNet and MobileNetV2 (depthwise convolutions) at 32x32
+                      // (MobileNetV2's CIFAR strides) and 64x64 (the paper's strides).
+                      Case{"resnet18", "evonorm", 0, 3, 32},
+                      Case{"resnet18", "batchnorm", 0, 3, 32, nn::ConvAlgorithm::kGrouped},
+                      Case{"mobilenetv2", "evonorm", 0, 3, 32, nn::ConvAlgorithm::kGrouped},
+                      Case{"mobilenetv2", "batchnorm", 0, 3, 32},
+                      Case{"mobilenetv2", "groupnorm", 0, 3, 64},
+                      Case{"resnet18", "evonorm", 0, 3, 32, nn::ConvAlgorithm::kPerNode, "int8"},
+                      Case{"mobilenetv2", "evonorm", 0, 3, 32, nn::ConvAlgorithm::kGrouped,
+                           "int8"}),
     [](const auto& info) {
       return info.param.arch + "_" + info.param.norm +
              (info.param.conv == nn::ConvAlgorithm::kGrouped ? "_grouped" : "_per_node") + "_" +

@@ -32,6 +32,9 @@ struct TracedLayer {
   std::int64_t kernel = 1;
   std::int64_t stride = 1;
   std::int64_t padding = 0;
+  // Convolution channel groups (1: dense; in_channels: depthwise): each output sees
+  // in_channels / groups inputs, so ops and weights are `groups` times fewer.
+  std::int64_t groups = 1;
   std::int64_t height = 1;  // of the input
   std::int64_t width = 1;
   // Elements this layer keeps for its backward pass (one sample's input for conv, linear, norm

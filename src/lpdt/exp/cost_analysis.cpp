@@ -317,6 +317,7 @@ nlohmann::json to_json(const CostReport& report) {
                         {"kernel", l.kernel},
                         {"stride", l.stride},
                         {"padding", l.padding},
+                        {"groups", l.groups},
                         {"height", l.height},
                         {"width", l.width},
                         {"training_adds", train.adds},

@@ -23,12 +23,14 @@ OpCounts count_ops(const TracedLayer& layer, CostPhase phase) {
   const double cin = static_cast<double>(layer.in_channels);
   const double cout = static_cast<double>(layer.out_channels);
   const double k2 = static_cast<double>(layer.kernel * layer.kernel);
+  // A grouped convolution's output sees in_channels / groups inputs (Table 8 with C_in / g).
+  const double cin_per_out = cin / static_cast<double>(layer.groups);
   const double area = static_cast<double>(layer.height * layer.width);  // L^2
   const double passes = training ? 3 : 1;  // forward, and in training two backward products
   switch (layer.op) {
     case TracedOp::kConv: {
       const double out_area = output_side(layer.height, layer) * output_side(layer.width, layer);
-      const double n = passes * b * cout * cin * k2 * out_area;
+      const double n = passes * b * cout * cin_per_out * k2 * out_area;
       return {n, n};
     }
     case TracedOp::kLinear: {
@@ -39,7 +41,7 @@ OpCounts count_ops(const TracedLayer& layer, CostPhase phase) {
       if (!training) return {};
       return {2 * b * cin * area, 4 * b * cin * area};
     case TracedOp::kWeightQuantization:
-      return {2 * cout * cin * k2, 4 * cout * cin * k2};
+      return {2 * cout * cin_per_out * k2, 4 * cout * cin_per_out * k2};
     case TracedOp::kBatchNormRelu:
       if (training) return {9 * b * cin * area, 6 * b * cin * area + 7 * cin};
       return {3 * b * cin * area, 2 * b * cin * area + 3 * cin};

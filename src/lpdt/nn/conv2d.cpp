@@ -1,18 +1,29 @@
 #include "lpdt/nn/conv2d.h"
 
 #include <cmath>
+#include <string>
+
+#include "lpdt/core/error.h"
 
 namespace lpdt::nn {
 
 ConvParams add_conv_params(Registry& registry, const std::string& name,
                            const Conv2dOptions& options) {
+  if (options.groups < 1 || options.in_channels % options.groups != 0 ||
+      options.out_channels % options.groups != 0) {
+    throw ConfigError("convolution '" + name + "': groups = " + std::to_string(options.groups) +
+                      " must be >= 1 and divide in_channels = " +
+                      std::to_string(options.in_channels) +
+                      " and out_channels = " + std::to_string(options.out_channels));
+  }
   ConvParams params;
-  const double std =
-      std::sqrt(2.0 / static_cast<double>(options.kernel * options.kernel * options.out_channels));
-  params.weight = registry.add_param(
-      join_name(name, "weight"),
-      {options.out_channels, options.in_channels, options.kernel, options.kernel},
-      ParamInit::normal(std));
+  const std::int64_t fan_out = options.kernel * options.kernel * options.out_channels /
+                               options.groups;
+  const double std = std::sqrt(2.0 / static_cast<double>(fan_out));
+  params.weight = registry.add_param(join_name(name, "weight"),
+                                     {options.out_channels, options.in_channels / options.groups,
+                                      options.kernel, options.kernel},
+                                     ParamInit::normal(std));
   if (options.bias) {
     params.bias =
         registry.add_param(join_name(name, "bias"), {options.out_channels}, ParamInit::zeros());
@@ -30,7 +41,7 @@ Conv2d::Conv2d(Registry& registry, const std::string& name, const Conv2dOptions&
 at::Tensor Conv2d::forward(const Context& ctx, const at::Tensor& x) const {
   const std::int64_t k = ctx.k;
   if (ctx.conv_algorithm == ConvAlgorithm::kPerNode && k > 1) {
-    const at::Tensor weights = ctx.param(weight_);  // [k, out, in, kh, kw]
+    const at::Tensor weights = ctx.param(weight_);  // [k, out, in/G, kh, kw]
     const at::Tensor biases = options_.bias ? ctx.param(bias_) : at::Tensor();
     std::vector<at::Tensor> outputs;
     outputs.reserve(k);
@@ -41,19 +52,22 @@ at::Tensor Conv2d::forward(const Context& ctx, const at::Tensor& x) const {
       outputs.push_back(at::conv2d(xi, weights[i].contiguous(x.suggest_memory_format()),
                                    options_.bias ? biases[i] : at::Tensor(),
                                    {options_.stride, options_.stride},
-                                   {options_.padding, options_.padding}));
+                                   {options_.padding, options_.padding}, {1, 1},
+                                   options_.groups));
     }
     return at::cat(outputs, 1).contiguous(x.suggest_memory_format());
   }
-  // [k, out, in, kh, kw] -> [k*out, in, kh, kw]: group g convolves node g's channels only.
+  // [k, out, in/G, kh, kw] -> [k*out, in/G, kh, kw]: groups k*G, node-major, so group
+  // i*G + g convolves node i's channel group g only.
   const at::Tensor weight = ctx.param(weight_)
-                                .reshape({k * options_.out_channels, options_.in_channels,
-                                          options_.kernel, options_.kernel})
+                                .reshape({k * options_.out_channels,
+                                          options_.in_channels / options_.groups, options_.kernel,
+                                          options_.kernel})
                                 .contiguous(x.suggest_memory_format());
   at::Tensor bias;
   if (options_.bias) bias = ctx.param(bias_).reshape({k * options_.out_channels});
   return at::conv2d(x, weight, bias, {options_.stride, options_.stride},
-                    {options_.padding, options_.padding}, {1, 1}, k);
+                    {options_.padding, options_.padding}, {1, 1}, k * options_.groups);
 }
 
 }  // namespace lpdt::nn

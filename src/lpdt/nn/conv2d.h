@@ -11,6 +11,9 @@ struct Conv2dOptions {
   std::int64_t stride = 1;
   std::int64_t padding = 0;
   bool bias = false;
+  // Channel groups within one node (1: dense; in_channels: depthwise, as MobileNetV2). Both
+  // channel counts must be divisible by it. Over k nodes the layer runs with k * groups groups.
+  std::int64_t groups = 1;
   Conv2dOptions& with_stride(std::int64_t s) {
     stride = s;
     return *this;
@@ -23,11 +26,18 @@ struct Conv2dOptions {
     bias = b;
     return *this;
   }
+  Conv2dOptions& with_groups(std::int64_t g) {
+    groups = g;
+    return *this;
+  }
 };
 
 // A convolution's parameters with the reference initialisation, for Conv2d and QConv2d:
-// weight [out, in, kernel, kernel] ~ N(0, sqrt(2 / (kernel^2 * out_channels))) (He et al. 2015,
-// fan-out, as the reference ResNet); bias zero (reference VGG).
+// weight [out, in/groups, kernel, kernel] ~ N(0, sqrt(2 / fan_out)) (He et al. 2015, fan-out, as
+// the reference ResNet) with fan_out = kernel^2 * out_channels / groups, the outputs one input
+// channel feeds (torchvision's kaiming_normal_ ignores groups and gives a depthwise 3x3 conv a
+// std sqrt(groups) times smaller); bias zero (reference VGG). A ConfigError names the layer when
+// a channel count is not divisible by groups.
 struct ConvParams {
   ParamRef weight;
   ParamRef bias;  // meaningful when options.bias
@@ -35,11 +45,10 @@ struct ConvParams {
 ConvParams add_conv_params(Registry& registry, const std::string& name,
                            const Conv2dOptions& options);
 
-// k nodes' convolutions as ONE grouped convolution (groups = k).
+// k nodes' convolutions as ONE grouped convolution (groups = k * options.groups).
 class Conv2d : public Layer {
  public:
-  // Weight init: N(0, sqrt(2 / (kernel^2 * out_channels))) as the reference ResNet (He et al.
-  // 2015, fan-out); bias zero-initialised (reference VGG).
+  // Weight init: add_conv_params.
   Conv2d(Registry& registry, const std::string& name, const Conv2dOptions& options);
   // x: [b, k*in, H, W] float32 -> [b, k*out, H', W'] float32
   at::Tensor forward(const Context& ctx, const at::Tensor& x) const override;

@@ -53,6 +53,7 @@ std::unique_ptr<Layer> LayerFactory::conv(const std::string& name,
   what.kernel = options.kernel;
   what.stride = options.stride;
   what.padding = options.padding;
+  what.groups = options.groups;
   return std::make_unique<TracingLayer>(std::move(layer), what, quant_.low_precision());
 }
 

@@ -1,6 +1,9 @@
 #include "lpdt/nn/q_conv2d.h"
 
 #include <cmath>
+#include <string>
+
+#include "lpdt/core/error.h"
 
 #include "lpdt/nn/quantized_params.h"
 #include "lpdt/quant/gradient_bifurcation.h"
@@ -12,6 +15,12 @@ QConv2d::QConv2d(Registry& registry, const std::string& name, const Conv2dOption
                  const quant::QuantOptions& quant)
     : options_(options), quant_(quant), input_(registry, join_name(name, "quantize_input"), quant) {
   const ConvParams params = add_conv_params(registry, name, options);
+  if (quant.backend == quant::QuantBackend::kInteger && options.groups > 1) {
+    throw ConfigError(
+        "quant.backend = 'integer' does not support grouped convolutions (layer '" + name +
+        "', groups = " + std::to_string(options.groups) +
+        ", as in MobileNetV2): use quant.backend = 'simulated'");
+  }
   weight_ = params.weight;
   bias_ = params.bias;
   grad_site_ = registry.add_quant_site(join_name(name, "quantize_grad"));
@@ -40,13 +49,14 @@ at::Tensor QConv2d::forward(const Context& ctx, const at::Tensor& x) const {
   }
   const at::Tensor qx = input_.forward(ctx, x);
   const at::Tensor qw = quantized_param(ctx, weight_, quant_)
-                            .reshape({k * options_.out_channels, options_.in_channels,
-                                      options_.kernel, options_.kernel})
+                            .reshape({k * options_.out_channels,
+                                      options_.in_channels / options_.groups, options_.kernel,
+                                      options_.kernel})
                             .contiguous(qx.suggest_memory_format());
   at::Tensor qb;
   if (options_.bias) qb = quantized_param(ctx, bias_, quant_).reshape({k * options_.out_channels});
   return quant::bifurcated_conv2d(qx, qw, qb, options_.stride, options_.padding, k,
-                                  gradient_request(ctx, quant_, grad_site_));
+                                  gradient_request(ctx, quant_, grad_site_), options_.groups);
 }
 
 }  // namespace lpdt::nn

@@ -9,7 +9,9 @@ namespace lpdt::nn {
 // QuantMeasure (stochastic in training), weight and bias by their per-node [min, max] with
 // round-to-nearest, and gradient bifurcation: the weight gradient from the float output gradient,
 // the layer gradient from the output gradient at quant.grad_bits. Master weights stay float.
-// k nodes run as one grouped convolution.
+// k nodes run as one grouped convolution (k * options.groups groups). Grouped / depthwise
+// convolutions run on the simulated backend only: the integer backend's kernels are dense per
+// node (quant/int8_conv.h), and the constructor throws a ConfigError for groups > 1 there.
 class QConv2d : public Layer {
  public:
   QConv2d(Registry& registry, const std::string& name, const Conv2dOptions& options,

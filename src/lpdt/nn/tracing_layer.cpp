@@ -45,7 +45,7 @@ at::Tensor TracingLayer::forward(const Context& ctx, const at::Tensor& x) const 
 }
 
 void trace_inline_op(const Context& ctx, TracedOp op, const std::string& name, const at::Tensor& x,
-                     std::int64_t kernel) {
+                     std::int64_t kernel, std::int64_t stride) {
   if (ctx.trace == nullptr) return;
   LPDT_CHECK(x.dim() == 4, "trace_inline_op: expected a [b, k*C, H, W] input");
   TracedLayer row;
@@ -55,7 +55,8 @@ void trace_inline_op(const Context& ctx, TracedOp op, const std::string& name, c
   row.in_channels = row.out_channels = x.size(1) / ctx.k;
   row.height = x.size(2);
   row.width = x.size(3);
-  row.kernel = row.stride = kernel;
+  row.kernel = kernel;
+  row.stride = stride > 0 ? stride : kernel;
   // Max pooling keeps where each maximum was for its backward; the others keep nothing.
   row.saved_per_sample = op == TracedOp::kMaxPool ? row.in_channels * row.height * row.width : 0;
   ctx.trace->add(row);

@@ -28,7 +28,8 @@ class TracingLayer : public Layer {
 
 // Records a pooling or residual step that models run inline (no Layer object).
 // x: [b, k*C, H, W] float32, the op's input; `channels` per node are x.size(1) / ctx.k.
+// stride 0: the same as kernel (non-overlapping pools).
 void trace_inline_op(const Context& ctx, TracedOp op, const std::string& name, const at::Tensor& x,
-                     std::int64_t kernel = 1);
+                     std::int64_t kernel = 1, std::int64_t stride = 0);
 
 }  // namespace lpdt::nn

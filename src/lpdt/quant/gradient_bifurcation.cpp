@@ -21,16 +21,17 @@ struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qx, const at::Tensor& qw,
                             const at::Tensor& qb_or_empty, std::int64_t stride,
                             std::int64_t padding, std::int64_t k,
-                            const QuantizeRequest& grad_request) {
+                            const QuantizeRequest& grad_request, std::int64_t groups) {
     const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
     ctx->save_for_backward({qx, qw});
     ctx->saved_data["stride"] = stride;
     ctx->saved_data["padding"] = padding;
     ctx->saved_data["k"] = k;
+    ctx->saved_data["groups"] = groups;
     ctx->saved_data["bias"] = qb.defined();
     save_request(ctx, grad_request);
     return at::convolution(qx, qw, qb, {stride, stride}, {padding, padding}, {1, 1}, false, {0, 0},
-                           k);
+                           k * groups);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto saved = ctx->get_saved_variables();
@@ -38,20 +39,23 @@ struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
     const at::Tensor& qw = saved[1];
     const std::int64_t s = ctx->saved_data["stride"].toInt(),
                        p = ctx->saved_data["padding"].toInt(), k = ctx->saved_data["k"].toInt();
+    // Convolution groups: k nodes times each node's channel groups. Ranges stay per node (k).
+    const std::int64_t conv_groups = k * ctx->saved_data["groups"].toInt();
     const bool bias = ctx->saved_data["bias"].toBool();
     const at::Tensor gy = grad[0].contiguous(qx.suggest_memory_format());
     const std::vector<std::int64_t> bias_sizes{qw.size(0)};
     // Weight (and bias) gradient: the float output gradient, the quantized input.
     auto [unused_x, grad_w, grad_b] = at::convolution_backward(
         gy, qx, qw, bias ? at::OptionalIntArrayRef(bias_sizes) : c10::nullopt, {s, s}, {p, p},
-        {1, 1}, false, {0, 0}, k, {false, true, bias});
+        {1, 1}, false, {0, 0}, conv_groups, {false, true, bias});
     // Layer gradient: the output gradient at grad_bits.
     const at::Tensor gq =
         quantized_output_gradient(gy, k, load_request(ctx)).contiguous(qx.suggest_memory_format());
     auto [grad_x, unused_w, unused_b] = at::convolution_backward(
-        gq, qx, qw, c10::nullopt, {s, s}, {p, p}, {1, 1}, false, {0, 0}, k, {true, false, false});
-    return {grad_x,       grad_w,      bias ? grad_b : at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor()};
+        gq, qx, qw, c10::nullopt, {s, s}, {p, p}, {1, 1}, false, {0, 0}, conv_groups,
+        {true, false, false});
+    return {grad_x,       grad_w,       bias ? grad_b : at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -82,10 +86,10 @@ struct BifurcatedLinear : torch::autograd::Function<BifurcatedLinear> {
 
 at::Tensor bifurcated_conv2d(const at::Tensor& qx, const at::Tensor& qw, const at::Tensor& qb,
                              std::int64_t stride, std::int64_t padding, std::int64_t k,
-                             const QuantizeRequest& grad_request) {
+                             const QuantizeRequest& grad_request, std::int64_t groups) {
   // Custom autograd functions take defined tensors only: no bias travels as an empty tensor.
   return BifurcatedConv2d::apply(qx, qw, qb.defined() ? qb : at::empty({0}, qx.options()), stride,
-                                 padding, k, grad_request);
+                                 padding, k, grad_request, groups);
 }
 
 at::Tensor bifurcated_linear(const at::Tensor& qx, const at::Tensor& qw, const at::Tensor& qb,

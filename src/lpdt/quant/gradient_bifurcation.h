@@ -11,11 +11,12 @@
 
 namespace lpdt::quant {
 
-// qx: [b, k*in, H, W] float32 (quantized values), qw: [k*out, in, kh, kw] (quantized, grouped
-// over k nodes), qb: [k*out] or undefined -> [b, k*out, H', W']. Gradients flow to all three.
+// qx: [b, k*in, H, W] float32 (quantized values), qw: [k*out, in/groups, kh, kw] (quantized,
+// grouped over k nodes and `groups` channel groups per node: k * groups convolution groups), qb:
+// [k*out] or undefined -> [b, k*out, H', W']. Gradients flow to all three.
 at::Tensor bifurcated_conv2d(const at::Tensor& qx, const at::Tensor& qw, const at::Tensor& qb,
                              std::int64_t stride, std::int64_t padding, std::int64_t k,
-                             const QuantizeRequest& grad_request);
+                             const QuantizeRequest& grad_request, std::int64_t groups = 1);
 
 // qx: [k, b, in], qw: [k, out, in], qb: [k, out] or undefined -> [k, b, out] float32.
 at::Tensor bifurcated_linear(const at::Tensor& qx, const at::Tensor& qw, const at::Tensor& qb,
