@@ -3,7 +3,10 @@
 #include "lpdt/core/error.h"
 #include "lpdt/core/rng.h"
 #include "lpdt/models/lenet.h"
+#include "lpdt/models/mobilenet_v2.h"
 #include "lpdt/models/resnet_cifar.h"
+#include "lpdt/models/resnet_imagenet.h"
+#include "lpdt/models/transformer.h"
 #include "lpdt/models/vgg.h"
 
 namespace lpdt::models {
@@ -60,11 +63,18 @@ std::vector<at::Tensor> Model::init_buffers(std::int64_t k) const {
 
 std::unique_ptr<Model> make_model(const ModelOptions& options) {
   if (options.arch == "resnet") return std::make_unique<ResNetCifar>(options);
+  if (options.arch == "resnet18") return std::make_unique<ResNetImageNet>(options, 18);
+  if (options.arch == "resnet34") return std::make_unique<ResNetImageNet>(options, 34);
+  if (options.arch == "mobilenetv2") return std::make_unique<MobileNetV2>(options);
   if (options.arch == "vgg11") return std::make_unique<Vgg11>(options);
   if (options.arch == "lenet5") return std::make_unique<LeNet5>(options);
   if (options.arch == "mlp") return std::make_unique<Mlp>(options);
+  if (options.arch == "distilbert" || options.arch == "transformer") {
+    return std::make_unique<TransformerClassifier>(options);
+  }
   throw ConfigError("model.arch = '" + options.arch +
-                    "' is not a model: expected one of resnet, vgg11, lenet5, mlp");
+                    "' is not a model: expected one of resnet, resnet18, resnet34, "
+                    "mobilenetv2, vgg11, lenet5, mlp");
 }
 
 at::Tensor node_batched_loss(const at::Tensor& logits, const at::Tensor& targets) {

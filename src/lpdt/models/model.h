@@ -12,9 +12,26 @@
 
 namespace lpdt::models {
 
+// The transformer classifiers' sizes (models/transformer.h). The defaults are a small encoder for
+// CPU runs; distilbert_base() is DistilBERT-base.
+struct TransformerOptions {
+  std::int64_t vocab_size = 0;  // from the tokenizer's vocabulary
+  std::int64_t pad_id = 0;      // [PAD]: keys at padded positions are masked out
+  std::int64_t max_positions = 512;
+  std::int64_t hidden = 128;
+  std::int64_t layers = 2;
+  std::int64_t heads = 4;
+  std::int64_t ffn_hidden = 512;
+  double dropout = 0.1;  // embeddings, feed-forward output and head (DistilBERT: 0.1)
+  double attention_dropout = 0.1;
+  static TransformerOptions distilbert_base();
+};
+
 struct ModelOptions {
-  std::string arch = "resnet";  // resnet | vgg11 | lenet5 | mlp
-  std::int64_t depth = 20;      // resnet: 6n+2
+  // resnet (CIFAR, 6n+2) | resnet18 | resnet34 (ImageNet style) | mobilenetv2 | vgg11 | lenet5 |
+  // mlp
+  std::string arch = "resnet";
+  std::int64_t depth = 20;  // resnet: 6n+2
   std::string norm = "evonorm";
   std::int64_t groups = 8;  // EvoNorm / GroupNorm groups (reference: 8)
   std::int64_t in_channels = 3;
@@ -23,6 +40,8 @@ struct ModelOptions {
   std::int64_t num_classes = 10;
   // Precision (fp32 or the paper's 8-bit training) and how to quantize.
   quant::QuantOptions quant;
+  // arch = "distilbert" | "transformer" only.
+  TransformerOptions transformer;
 };
 
 class Model {

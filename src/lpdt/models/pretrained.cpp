@@ -1,0 +1,90 @@
+#include "lpdt/models/pretrained.h"
+
+#include <map>
+#include <sstream>
+
+#include "lpdt/core/error.h"
+#include "lpdt/models/safetensors.h"
+
+namespace lpdt::models {
+namespace {
+
+// A file tensor's name as the model names it: Hugging Face's task models prefix the encoder with
+// "distilbert.".
+std::string model_name(const std::string& file_name) {
+  static const std::string kPrefix = "distilbert.";
+  return file_name.rfind(kPrefix, 0) == 0 ? file_name.substr(kPrefix.size()) : file_name;
+}
+
+bool is_head(const std::string& name) {
+  return name.rfind("pre_classifier.", 0) == 0 || name.rfind("classifier.", 0) == 0;
+}
+
+std::string shape_text(at::IntArrayRef shape) {
+  std::ostringstream out;
+  out << shape;
+  return out.str();
+}
+
+}  // namespace
+
+PretrainedReport load_pretrained(const Model& model, const std::string& path, at::Tensor& params) {
+  LPDT_CHECK(params.dim() == 1 && params.numel() == model.num_params() &&
+                 params.scalar_type() == at::kFloat,
+             "load_pretrained: params must be [P] float32");
+  SafetensorsFile file = read_safetensors(path);
+  std::map<std::string, std::pair<std::string, at::Tensor>> by_model_name;
+  for (auto& [name, tensor] : file.tensors) {
+    by_model_name[model_name(name)] = {name, tensor};
+  }
+  PretrainedReport report;
+  std::map<std::string, bool> used;
+  const auto& segments = model.layout().segments;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    const LayerSegment& segment = segments[s];
+    // Quantizer running ranges kept as parameters (quant.range_state = param) are not weights.
+    if (!model.registry().trainable()[s]) continue;
+    const auto found = by_model_name.find(segment.name);
+    if (found == by_model_name.end()) {
+      if (is_head(segment.name)) {
+        report.fresh.push_back(segment.name);
+        continue;
+      }
+      throw UserError(path + ": no tensor '" + segment.name + "' (or 'distilbert." +
+                      segment.name + "') for the model's parameter of shape " +
+                      shape_text(segment.shape) + ": is this a DistilBERT checkpoint, and do " +
+                      "model.arch and model.transformer_* describe it?");
+    }
+    const auto& [file_name, tensor] = found->second;
+    if (!at::isFloatingType(tensor.scalar_type())) {
+      throw UserError(path + ": tensor '" + file_name + "' is " +
+                      std::string(c10::toString(tensor.scalar_type())) +
+                      ", expected a floating-point parameter");
+    }
+    if (tensor.sizes() != at::IntArrayRef(segment.shape)) {
+      std::string hint;
+      if (is_head(segment.name)) {
+        hint = " (a head for another number of classes: the data set's classes decide the "
+               "model's; remove the head from the file to start it fresh)";
+      } else if (segment.name == "embeddings.word_embeddings.weight") {
+        hint = " (data.vocab must be the checkpoint's own vocab.txt)";
+      } else if (segment.name == "embeddings.position_embeddings.weight") {
+        hint = " (arch transformer has data.max_length positions; use arch distilbert for a "
+               "512-position DistilBERT)";
+      }
+      throw UserError(path + ": tensor '" + file_name + "' has shape " +
+                      shape_text(tensor.sizes()) + ", the model's '" + segment.name + "' " +
+                      shape_text(segment.shape) + hint);
+    }
+    params.narrow(0, segment.offset, segment.numel)
+        .copy_(tensor.to(at::kFloat).reshape({segment.numel}));
+    report.loaded.push_back(segment.name);
+    used[found->first] = true;
+  }
+  for (const auto& [name, entry] : by_model_name) {
+    if (!used.count(name)) report.unused.push_back(entry.first);
+  }
+  return report;
+}
+
+}  // namespace lpdt::models

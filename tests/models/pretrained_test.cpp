@@ -1,0 +1,117 @@
+// Pretrained DistilBERT weights from safetensors (models/pretrained.h): a tiny random DistilBERT
+// that the test writes under Hugging Face's names loads into the node-batched model exactly.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "lpdt/core/error.h"
+#include "lpdt/models/model.h"
+#include "lpdt/models/pretrained.h"
+#include "lpdt/models/safetensors.h"
+
+namespace lpdt::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+ModelOptions tiny_distilbert() {
+  ModelOptions options;
+  options.arch = "transformer";
+  options.num_classes = 4;
+  options.transformer.vocab_size = 30;
+  options.transformer.max_positions = 12;
+  options.transformer.hidden = 8;
+  options.transformer.layers = 2;
+  options.transformer.heads = 2;
+  options.transformer.ffn_hidden = 16;
+  return options;
+}
+
+std::string temp_file(const std::string& name) {
+  return (fs::temp_directory_path() / ("lpdt_pretrained_" + name + "_" +
+                                       std::to_string(::getpid()) + ".safetensors"))
+      .string();
+}
+
+// A masked-LM checkpoint as Hugging Face writes it: the encoder under "distilbert.", the masked-LM
+// head's tensors, no classification head. Half of it in bfloat16, as half-precision uploads are.
+std::map<std::string, at::Tensor> masked_lm_checkpoint(const Model& model) {
+  std::map<std::string, at::Tensor> tensors;
+  torch::manual_seed(1);
+  bool half = false;
+  for (const LayerSegment& s : model.layout().segments) {
+    if (s.name.rfind("pre_classifier", 0) == 0 || s.name.rfind("classifier", 0) == 0) continue;
+    at::Tensor t = torch::randn(s.shape);
+    tensors["distilbert." + s.name] = half ? t.to(at::kBFloat16) : t;
+    half = !half;
+  }
+  tensors["vocab_projector.weight"] = torch::randn({30, 8});
+  tensors["vocab_layer_norm.weight"] = torch::ones({8});
+  return tensors;
+}
+
+TEST(Pretrained, LoadsEveryEncoderTensorByNameAndKeepsAFreshHead) {
+  const auto model = make_model(tiny_distilbert());
+  const auto tensors = masked_lm_checkpoint(*model);
+  const std::string path = temp_file("ok");
+  write_safetensors(path, tensors);
+  const at::Tensor fresh = model->init_params(3);
+  at::Tensor params = fresh.clone();
+  const PretrainedReport report = load_pretrained(*model, path, params);
+  for (const LayerSegment& s : model->layout().segments) {
+    const at::Tensor got = params.narrow(0, s.offset, s.numel).view(s.shape);
+    const auto it = tensors.find("distilbert." + s.name);
+    if (it == tensors.end()) {  // the head: untouched
+      EXPECT_TRUE(torch::equal(got, fresh.narrow(0, s.offset, s.numel).view(s.shape))) << s.name;
+    } else {
+      EXPECT_TRUE(torch::equal(got, it->second.to(at::kFloat))) << s.name;
+    }
+  }
+  EXPECT_EQ(report.fresh, (std::vector<std::string>{"pre_classifier.weight", "pre_classifier.bias",
+                                                    "classifier.weight", "classifier.bias"}));
+  EXPECT_EQ(report.unused,
+            (std::vector<std::string>{"vocab_layer_norm.weight", "vocab_projector.weight"}));
+  EXPECT_EQ(report.loaded.size() + report.fresh.size(), model->layout().segments.size());
+  fs::remove(path);
+}
+
+TEST(Pretrained, AShapeMismatchNamesTheTensorAndBothShapes) {
+  const auto model = make_model(tiny_distilbert());
+  auto tensors = masked_lm_checkpoint(*model);
+  tensors["distilbert.embeddings.word_embeddings.weight"] = torch::zeros({31, 8});
+  const std::string path = temp_file("shape");
+  write_safetensors(path, tensors);
+  at::Tensor params = model->init_params(3);
+  try {
+    load_pretrained(*model, path, params);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("distilbert.embeddings.word_embeddings.weight"), std::string::npos);
+    EXPECT_NE(message.find("[31, 8]"), std::string::npos) << message;
+    EXPECT_NE(message.find("[30, 8]"), std::string::npos) << message;
+    EXPECT_NE(message.find("data.vocab"), std::string::npos) << message;
+  }
+  fs::remove(path);
+}
+
+TEST(Pretrained, AMissingEncoderTensorIsAnError) {
+  const auto model = make_model(tiny_distilbert());
+  auto tensors = masked_lm_checkpoint(*model);
+  tensors.erase("distilbert.transformer.layer.1.ffn.lin2.weight");
+  const std::string path = temp_file("missing");
+  write_safetensors(path, tensors);
+  at::Tensor params = model->init_params(3);
+  try {
+    load_pretrained(*model, path, params);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("transformer.layer.1.ffn.lin2.weight"), std::string::npos);
+  }
+  fs::remove(path);
+}
+
+}  // namespace
+}  // namespace lpdt::models
