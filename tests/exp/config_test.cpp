@@ -300,7 +300,7 @@ TEST(ExperimentConfigErrorTest, SetWithoutEquals) {
 TEST(ExperimentConfigErrorTest, SetUnknownKey) {
   EXPECT_THAT(config_error_of([] { load_experiment_config(std::nullopt, {"optim.lrr=0.1"}); }),
               HasSubstr("--set optim.lrr=0.1: unknown key 'optim.lrr'; did you mean "
-                        "'optim.lr'? (keys of [optim]: lr, momentum,"));
+                        "'optim.lr'? (keys of [optim]: lr, optimizer, momentum,"));
   EXPECT_THAT(config_error_of([] { load_experiment_config(std::nullopt, {"optim=3"}); }),
               HasSubstr("--set optim=3: 'optim' is a section, not a key"));
 }
@@ -410,6 +410,21 @@ TEST(ExperimentConfigErrorTest, OptimizerRules) {
               HasSubstr(":2: optim.nesterov = true needs momentum: expected optim.momentum in "
                         "(0, 1), or set optim.nesterov=false"));
   EXPECT_NO_THROW(load_experiment_config(std::nullopt, {"optim.momentum=0", "algo.qgm=true"}));
+  // Adam reads no momentum; Adam with QGM is refused, saying why.
+  EXPECT_NO_THROW(
+      load_experiment_config(std::nullopt, {"optim.momentum=0", "optim.optimizer=adam"}));
+  EXPECT_THAT(load_error("[optim]\noptimizer = \"adamw\"\n[algo]\nqgm = true\n"),
+              HasSubstr("optim.optimizer = \"adamw\" cannot run with algo.qgm = true"));
+  EXPECT_THAT(load_error("[optim]\noptimizer = \"lion\"\n"), HasSubstr("lion"));
+  EXPECT_THAT(load_error("[optim]\nbeta2 = 1.0\n"), HasSubstr("optim.beta2"));
+  EXPECT_THAT(load_error("[optim]\neps = 0.0\n"), HasSubstr("optim.eps"));
+  const auto adam = load_experiment_config(
+      std::nullopt, {"optim.optimizer=adamw", "optim.beta1=0.8", "optim.beta2=0.9",
+                     "optim.eps=1e-6"});
+  EXPECT_EQ(adam.optim.optimizer, OptimConfig::Optimizer::kAdamW);
+  EXPECT_EQ(adam.optim.beta1, 0.8);
+  EXPECT_EQ(adam.optim.beta2, 0.9);
+  EXPECT_EQ(adam.optim.eps, 1e-6);
   EXPECT_THAT(load_error("[optim]\nmilestones = [150, 100]\n"),
               HasSubstr(":2: optim.milestones = [150, 100] is not strictly increasing"));
 }
@@ -454,6 +469,8 @@ ExperimentConfig unusual_config() {
   c.optim.milestones = {};
   c.optim.weight_decay = 5e-4;
   c.optim.warmup = OptimConfig::Warmup::kNone;
+  c.optim.beta2 = 0.9;
+  c.optim.eps = 1e-7;
   c.eval.protocol = EvalConfig::Protocol::kReference;
   c.eval.per_node = false;
   c.ledger.accounting = LedgerConfig::Accounting::kReference;

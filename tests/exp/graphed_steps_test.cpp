@@ -56,6 +56,9 @@ TEST(GraphedSteps, ObstaclesAreNamed) {
   t = capturable;
   t.lr_changes_every_step = true;
   EXPECT_NE(cuda_graph_obstacle(t).find("cosine"), std::string::npos);
+  t = capturable;
+  t.adam = true;
+  EXPECT_NE(cuda_graph_obstacle(t).find("Adam"), std::string::npos);
 }
 
 }  // namespace

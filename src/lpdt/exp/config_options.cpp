@@ -1,5 +1,7 @@
 #include "lpdt/exp/config_options.h"
 
+#include <algorithm>
+
 #include "lpdt/compress/compressor.h"
 #include "lpdt/core/error.h"
 
@@ -25,6 +27,10 @@ algo::DecentralizedOptions algorithm_options(const ExperimentConfig& config,
       .nesterov(config.optim.nesterov)
       .weight_decay(config.optim.weight_decay)
       .qgm(config.algo.qgm)
+      .optimizer(std::string(to_string(config.optim.optimizer)))
+      .beta1(config.optim.beta1)
+      .beta2(config.optim.beta2)
+      .eps(config.optim.eps)
       .xhat_init(std::string(to_string(config.algo.choco_init)))
       .accounting(std::string(to_string(config.ledger.accounting)));
 }
@@ -54,6 +60,17 @@ InputShape dataset_input_shape(const ExperimentConfig& config) {
       return {3, 32, 32, 100};
     case DataConfig::Dataset::kSynthetic:
       return {3, config.data.synthetic_size, config.data.synthetic_size, 10};  // data/synthetic.h
+    case DataConfig::Dataset::kImagenette: {
+      // data/image_folder_reader.h: stored at image_size (0: 160), 10 classes.
+      const std::int64_t side = config.data.image_size > 0 ? config.data.image_size : 160;
+      return {3, side, side, 10};
+    }
+    case DataConfig::Dataset::kAgNews:
+    case DataConfig::Dataset::kSentlen:
+    case DataConfig::Dataset::kSyntheticText:
+      throw ConfigError("data.dataset = '" + std::string(to_string(config.data.dataset)) +
+                        "' is a text dataset: the cost model covers the image classifiers of the "
+                        "paper's Tables 7-9");
   }
   throw ConfigError("data.dataset: no known input shape");
 }
@@ -67,8 +84,25 @@ models::ModelOptions model_options_for(const ExperimentConfig& config, const Inp
   options.in_channels = shape.channels;
   options.height = config.data.pad_to > 0 ? config.data.pad_to : shape.height;
   options.width = config.data.pad_to > 0 ? config.data.pad_to : shape.width;
+  // data.crop_size: the resized crops (training) and centre crops (evaluation) the model sees.
+  if (config.data.crop_size > 0) options.height = options.width = config.data.crop_size;
   options.num_classes = shape.num_classes;
   options.quant = quant_options(config);
+  if (options.arch == "distilbert" || options.arch == "transformer") {
+    models::TransformerOptions& t = options.transformer;
+    if (options.arch == "distilbert") {
+      t = models::TransformerOptions::distilbert_base();
+    } else {
+      t.hidden = config.model.transformer_hidden;
+      t.layers = config.model.transformer_layers;
+      t.heads = config.model.transformer_heads;
+      t.ffn_hidden = config.model.transformer_ffn;
+      t.max_positions = std::max<std::int64_t>(config.data.max_length, 1);
+    }
+    t.vocab_size = shape.vocab_size;
+    t.pad_id = shape.pad_id;
+    t.dropout = t.attention_dropout = config.model.dropout;
+  }
   return options;
 }
 

@@ -24,6 +24,9 @@ struct InputShape {
   std::int64_t height = 28;
   std::int64_t width = 28;
   std::int64_t num_classes = 10;
+  // Text datasets: the tokenizer's vocabulary size and [PAD] id (0 for image datasets).
+  std::int64_t vocab_size = 0;
+  std::int64_t pad_id = 0;
 };
 
 // The shape of data.dataset's samples without loading it (synthetic: data.synthetic_size).

@@ -26,7 +26,7 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
   const nn::ConvAlgorithm conv =
       device.is_cpu() ? nn::ConvAlgorithm::kPerNode : nn::ConvAlgorithm::kGrouped;
   for (const data::EvalBatch& batch : batches) {
-    const at::Tensor in = batch.inputs.to(device);  // [B, C, H, W]
+    const at::Tensor in = batch.inputs.to(device);  // [B, C, H, W] float32 or [B, L] int64
     const at::Tensor targets = batch.targets.to(device);
     for (std::int64_t start = 0; start < k; start += pass) {
       const std::int64_t count = std::min(pass, k - start);
@@ -35,7 +35,9 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
       nn::Context ctx{&model.layout(),    params.narrow(0, start, count),
                       &node_buffers,      count,
                       /*training=*/false, conv};
-      const at::Tensor node_inputs = in.unsqueeze(0).expand({count, -1, -1, -1, -1});
+      std::vector<std::int64_t> node_shape = in.sizes().vec();
+      node_shape.insert(node_shape.begin(), count);
+      const at::Tensor node_inputs = in.unsqueeze(0).expand(node_shape);  // [count, B, ...]
       const at::Tensor predictions = model.forward(ctx, node_inputs).argmax(2);  // [count, B]
       correct.narrow(0, start, count) += predictions.eq(targets.unsqueeze(0)).sum(1);
     }

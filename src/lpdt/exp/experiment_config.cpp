@@ -25,17 +25,20 @@ std::string name_of(E value) {
 // "\"none\"": a string value as it is written in TOML, for messages.
 std::string toml_string(std::string_view text) { return format_config_value(std::string(text)); }
 
-// The side of a dataset's square images (before data.pad_to).
-std::int64_t image_side(const std::string& dataset, std::int64_t synthetic_size) {
+// The side of a dataset's square images (before data.pad_to); imagenette: data.image_size, 0
+// meaning imagenette2-160's 160 (data::kImagenetteDefaultSize).
+std::int64_t image_side(const std::string& dataset, std::int64_t synthetic_size,
+                        std::int64_t image_size = 0) {
   if (dataset == "fashion-mnist" || dataset == "mnist") return 28;
   if (dataset == "cifar10" || dataset == "cifar100") return 32;
+  if (dataset == "imagenette") return image_size > 0 ? image_size : 160;
   return synthetic_size;
 }
 
 // Channels of the first stage, which norm groups must divide (ResNet for CIFAR: 16; VGG-11: 64).
 std::optional<std::int64_t> first_stage_channels(const std::string& arch) {
   if (arch == "resnet") return 16;
-  if (arch == "vgg11") return 64;
+  if (arch == "vgg11" || arch == "resnet18" || arch == "resnet34") return 64;
   return std::nullopt;
 }
 
@@ -79,11 +82,21 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("data.test_subset", c.data.test_subset);
   v("data.synthetic_samples_per_class", c.data.synthetic_samples_per_class);
   v("data.synthetic_size", c.data.synthetic_size);
+  v("data.image_size", c.data.image_size);
+  v("data.crop_size", c.data.crop_size);
+  v("data.vocab", c.data.vocab);
+  v("data.max_length", c.data.max_length);
 
   v("model.arch", c.model.arch);
   v("model.depth", c.model.depth);
   v("model.norm", c.model.norm);
   v("model.groups", c.model.groups);
+  v("model.pretrained", c.model.pretrained);
+  v("model.transformer_hidden", c.model.transformer_hidden);
+  v("model.transformer_layers", c.model.transformer_layers);
+  v("model.transformer_heads", c.model.transformer_heads);
+  v("model.transformer_ffn", c.model.transformer_ffn);
+  v("model.dropout", c.model.dropout);
   v("model.precision", c.model.precision);
 
   v("quant.backend", c.quant.backend);
@@ -111,9 +124,13 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("algo.choco_init", c.algo.choco_init);
 
   v("optim.lr", c.optim.lr);
+  v("optim.optimizer", c.optim.optimizer);
   v("optim.momentum", c.optim.momentum);
   v("optim.nesterov", c.optim.nesterov);
   v("optim.weight_decay", c.optim.weight_decay);
+  v("optim.beta1", c.optim.beta1);
+  v("optim.beta2", c.optim.beta2);
+  v("optim.eps", c.optim.eps);
   v("optim.schedule", c.optim.schedule);
   v("optim.milestones", c.optim.milestones);
   v("optim.gamma", c.optim.gamma);
@@ -177,7 +194,8 @@ void add_keys(ConfigSchema& s) {
        "CUDA graph, one per learning-rate value, and replay it: auto = when the step "
        "allows it (float32 model, static topology, dense messages or top-k with reference "
        "byte accounting, no stochastically rounded int8 messages, a constant or multistep "
-       "schedule; the log says why not otherwise), off = always run the step eagerly.")
+       "schedule, optim.optimizer = sgd; the log says why not otherwise), off = always run "
+       "the step eagerly.")
       .one_of(choices<RunConfig::CudaGraph>());
 
   // [data]
@@ -226,6 +244,23 @@ void add_keys(ConfigSchema& s) {
   s.add_int("data.synthetic_size", d.data.synthetic_size,
             "Image side of the synthetic dataset (3 channels, 10 classes).")
       .at_least(1);
+  s.add_int("data.image_size", d.data.image_size,
+            "Imagenette: side S of the stored images (shorter side resized to S, centre crop "
+            "S x S, kept as uint8: 9,469 x 3 S^2 bytes, 727 MB at 160); 0 = 160.")
+      .at_least(0);
+  s.add_int("data.crop_size", d.data.crop_size,
+            "Side of the model's inputs: with data.augment a RandomResizedCrop to this side "
+            "replaces the padded random crop, evaluation resizes the shorter side to "
+            "crop_size / 0.875 and takes the centre crop; 0 = off (imagenette then crops "
+            "randomly to its stored size and evaluates the stored images).")
+      .at_least(0);
+  s.add_string("data.vocab", d.data.vocab,
+               "Text datasets: the WordPiece vocab.txt of the tokenizer (the pretrained model's); "
+               "\"\" = synthetic-text's own vocabulary.");
+  s.add_int("data.max_length", d.data.max_length,
+            "Text datasets: tokens per sequence, [CLS] and [SEP] included (longer texts are cut, "
+            "shorter ones padded).")
+      .at_least(3);
 
   // [model]
   s.add_string("model.arch", name_of(d.model.arch), "Network architecture.")
@@ -239,6 +274,26 @@ void add_keys(ConfigSchema& s) {
   s.add_int("model.groups", d.model.groups,
             "Channel groups of EvoNorm-S0, Range EvoNorm and GroupNorm.")
       .at_least(1);
+  s.add_string("model.pretrained", d.model.pretrained,
+               "Transformers: initial weights from a Hugging Face model.safetensors (DistilBERT "
+               "names, docs/pretrained.md); \"\" = random initialisation.");
+  s.add_int("model.transformer_hidden", d.model.transformer_hidden,
+            "arch transformer: hidden size (distilbert: 768).")
+      .at_least(1);
+  s.add_int("model.transformer_layers", d.model.transformer_layers,
+            "arch transformer: encoder layers (distilbert: 6).")
+      .at_least(1);
+  s.add_int("model.transformer_heads", d.model.transformer_heads,
+            "arch transformer: attention heads, dividing the hidden size (distilbert: 12).")
+      .at_least(1);
+  s.add_int("model.transformer_ffn", d.model.transformer_ffn,
+            "arch transformer: feed-forward hidden size (distilbert: 3072).")
+      .at_least(1);
+  s.add_float("model.dropout", d.model.dropout,
+              "Transformers: dropout on embeddings, attention probabilities, feed-forward outputs "
+              "and the head (DistilBERT: 0.1).")
+      .at_least(0)
+      .less_than(1);
   s.add_string("model.precision", name_of(d.model.precision),
                "fp32, or int8: the paper's 8-bit training (weights, activations and layer "
                "gradients quantized; evonorm becomes Range EvoNorm, batchnorm Range BatchNorm).")
@@ -327,12 +382,28 @@ void add_keys(ConfigSchema& s) {
 
   // [optim]
   s.add_float("optim.lr", d.optim.lr, "Base learning rate.").greater_than(0);
-  s.add_float("optim.momentum", d.optim.momentum, "Momentum (also the beta of QGM).")
+  s.add_string("optim.optimizer", name_of(d.optim.optimizer),
+               "Local optimizer of every node: sgd (momentum / Nesterov), adam or adamw "
+               "(torch.optim.Adam / AdamW; the paper fine-tunes DistilBERT with Adam). Its state "
+               "stays local, never gossiped.")
+      .one_of(choices<OptimConfig::Optimizer>());
+  s.add_float("optim.momentum", d.optim.momentum, "Momentum (also the beta of QGM; sgd only).")
       .at_least(0)
       .less_than(1);
-  s.add_bool("optim.nesterov", d.optim.nesterov, "Nesterov momentum.");
-  s.add_float("optim.weight_decay", d.optim.weight_decay, "L2 weight decay added to the gradient.")
+  s.add_bool("optim.nesterov", d.optim.nesterov, "Nesterov momentum (sgd only).");
+  s.add_float("optim.weight_decay", d.optim.weight_decay,
+              "Weight decay: L2 added to the gradient (sgd, adam) or decoupled, z *= 1 - lr wd "
+              "(adamw).")
       .at_least(0);
+  s.add_float("optim.beta1", d.optim.beta1,
+              "Adam / AdamW decay of the first moment m (the paper: 0.9).")
+      .at_least(0)
+      .less_than(1);
+  s.add_float("optim.beta2", d.optim.beta2,
+              "Adam / AdamW decay of the second moment v (the paper: 0.9; torch: 0.999).")
+      .at_least(0)
+      .less_than(1);
+  s.add_float("optim.eps", d.optim.eps, "Adam / AdamW term added to sqrt(v-hat).").greater_than(0);
   s.add_string("optim.schedule", name_of(d.optim.schedule), "Learning-rate schedule over epochs.")
       .one_of(choices<OptimConfig::Schedule>());
   s.add_int_list("optim.milestones",
@@ -403,10 +474,12 @@ void add_checks(ConfigSchema& s) {
                }});
 
   s.add_check(
-      {{"data.pad_to", "data.dataset", "data.synthetic_size"}, [](const Config& c) -> Problem {
+      {{"data.pad_to", "data.dataset", "data.synthetic_size", "data.image_size"},
+       [](const Config& c) -> Problem {
          const std::int64_t pad_to = c.get_int("data.pad_to");
          const std::string& dataset = c.get_string("data.dataset");
-         const std::int64_t side = image_side(dataset, c.get_int("data.synthetic_size"));
+         const std::int64_t side =
+             image_side(dataset, c.get_int("data.synthetic_size"), c.get_int("data.image_size"));
          if (pad_to != 0 && pad_to < side) {
            return "data.pad_to = " + std::to_string(pad_to) + " is smaller than the " +
                   std::to_string(side) + "x" + std::to_string(side) + " images of " + dataset +
@@ -415,6 +488,44 @@ void add_checks(ConfigSchema& s) {
          return std::nullopt;
        }});
 
+  s.add_check({{"data.image_size", "data.dataset"}, [](const Config& c) -> Problem {
+                 const std::int64_t image_size = c.get_int("data.image_size");
+                 const std::string& dataset = c.get_string("data.dataset");
+                 if (image_size != 0 && dataset != "imagenette") {
+                   return "data.image_size = " + std::to_string(image_size) +
+                          " resizes image folders (imagenette) only; " + dataset +
+                          " has a fixed size: expected 0";
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check({{"model.arch", "data.dataset"}, [](const Config& c) -> Problem {
+                 const std::string arch = c.get_string("model.arch");
+                 const std::string dataset = c.get_string("data.dataset");
+                 const bool text_model = arch == "distilbert" || arch == "transformer";
+                 const bool text_data =
+                     dataset == "ag-news" || dataset == "sentlen" || dataset == "synthetic-text";
+                 if (text_model && !text_data) {
+                   return "model.arch = '" + arch + "' reads token ids: expected a text " +
+                          "data.dataset (ag-news, sentlen, synthetic-text), got '" + dataset + "'";
+                 }
+                 if (text_data && !text_model) {
+                   return "data.dataset = '" + dataset + "' is text: expected model.arch = " +
+                          "'distilbert' or 'transformer', got '" + arch + "'";
+                 }
+                 return std::nullopt;
+               }});
+  s.add_check({{"model.transformer_hidden", "model.transformer_heads"},
+               [](const Config& c) -> Problem {
+                 const std::int64_t hidden = c.get_int("model.transformer_hidden");
+                 const std::int64_t heads = c.get_int("model.transformer_heads");
+                 if (hidden % heads != 0) {
+                   return "model.transformer_hidden = " + std::to_string(hidden) +
+                          " is not divisible by model.transformer_heads = " +
+                          std::to_string(heads) + ": expected a multiple of the heads";
+                 }
+                 return std::nullopt;
+               }});
   s.add_check({{"model.depth", "model.arch"}, [](const Config& c) -> Problem {
                  const std::int64_t depth = c.get_int("model.depth");
                  if (c.get_string("model.arch") == "resnet" && !valid_resnet_depth(depth)) {
@@ -540,8 +651,21 @@ void add_checks(ConfigSchema& s) {
                  return std::nullopt;
                }});
 
-  s.add_check({{"optim.nesterov", "optim.momentum", "algo.qgm"}, [](const Config& c) -> Problem {
+  s.add_check({{"optim.optimizer", "algo.qgm"}, [](const Config& c) -> Problem {
+                 const std::string& optimizer = c.get_string("optim.optimizer");
+                 if (optimizer != "sgd" && c.get_bool("algo.qgm")) {
+                   return "optim.optimizer = " + toml_string(optimizer) +
+                          " cannot run with algo.qgm = true: quasi-global momentum is a momentum "
+                          "SGD step with its own buffer and replaces the local optimizer; set "
+                          "optim.optimizer=sgd or algo.qgm=false";
+                 }
+                 return std::nullopt;
+               }});
+
+  s.add_check({{"optim.nesterov", "optim.momentum", "algo.qgm", "optim.optimizer"},
+               [](const Config& c) -> Problem {
                  if (c.get_bool("optim.nesterov") && !c.get_bool("algo.qgm") &&
+                     c.get_string("optim.optimizer") == "sgd" &&
                      c.get_float("optim.momentum") == 0) {
                    return "optim.nesterov = true needs momentum: expected optim.momentum in "
                           "(0, 1), or set optim.nesterov=false";

@@ -43,7 +43,8 @@ struct RunConfig {
 
 // [data]
 struct DataConfig {
-  enum class Dataset { kFashionMnist, kMnist, kCifar10, kCifar100, kSynthetic };
+  enum class Dataset { kFashionMnist, kMnist, kCifar10, kCifar100, kSynthetic, kImagenette,
+                       kAgNews, kSentlen, kSyntheticText };
   enum class Partition { kSkew, kDirichlet, kShards, kIid };
   enum class SkewMode { kLpdt, kReference };
 
@@ -62,13 +63,20 @@ struct DataConfig {
   int test_subset = 0;  // 0 = the full test set
   int synthetic_samples_per_class = 200;
   int synthetic_size = 16;
+  // Image folders (docs/data.md, "Imagenette").
+  int image_size = 0;  // stored side S; 0 = the dataset's own (imagenette: 160)
+  int crop_size = 0;   // random-resized-crop side in training, centre crop in evaluation; 0 = off
+  // Text datasets (docs/data.md, "Text datasets").
+  std::string vocab;    // WordPiece vocab.txt; "" = synthetic-text's own vocabulary
+  int max_length = 128;  // tokens per sequence, [CLS] and [SEP] included
 
   bool operator==(const DataConfig&) const = default;
 };
 
 // [model]
 struct ModelConfig {
-  enum class Arch { kResnet, kVgg11, kLenet5, kMlp };
+  enum class Arch { kResnet, kVgg11, kLenet5, kMlp, kResnet18, kResnet34, kMobilenetv2,
+                    kDistilbert, kTransformer };
   enum class Norm { kEvonorm, kBatchnorm, kGroupnorm, kRangeEvonorm, kRangeBatchnorm, kNone };
   enum class Precision { kFp32, kInt8 };
 
@@ -77,6 +85,13 @@ struct ModelConfig {
   Norm norm = Norm::kEvonorm;  // at int8, evonorm means Range EvoNorm (paper section 3)
   Precision precision = Precision::kFp32;
   int groups = 8;  // EvoNorm / GroupNorm groups
+  // Transformer classifiers (arch distilbert / transformer; models/transformer.h).
+  std::string pretrained;       // a Hugging Face model.safetensors; "" = random initialisation
+  int transformer_hidden = 128;  // arch transformer only; distilbert is 768
+  int transformer_layers = 2;    // 6
+  int transformer_heads = 4;     // 12
+  int transformer_ffn = 512;     // 3072
+  double dropout = 0.1;          // both archs
 
   // ResNet blocks per stage, n = (depth - 2) / 6 truncated as the official code does: depth 20
   // gives 3; the paper's "ResNet-54" gives 8 (a 50-layer network, the same as depth 50).
@@ -153,11 +168,16 @@ struct AlgoConfig {
 struct OptimConfig {
   enum class Schedule { kConstant, kMultistep, kCosine };
   enum class Warmup { kOfficial, kNone };
+  enum class Optimizer { kSgd, kAdam, kAdamW };
 
   double lr = 0.1;
+  Optimizer optimizer = Optimizer::kSgd;  // algo/local_sgd.h, algo/local_adam.h
   double momentum = 0.9;
   bool nesterov = true;
   double weight_decay = 1e-4;
+  double beta1 = 0.9;  // adam / adamw only (torch's defaults)
+  double beta2 = 0.999;
+  double eps = 1e-8;
   Schedule schedule = Schedule::kCosine;
   std::vector<int> milestones = {100, 150};  // epochs
   double gamma = 0.1;
@@ -228,10 +248,11 @@ struct ConfigEnumNames;
 LPDT_CONFIG_ENUM_NAMES(RunConfig::Device, "cpu", "cuda")
 LPDT_CONFIG_ENUM_NAMES(RunConfig::CudaGraph, "auto", "off")
 LPDT_CONFIG_ENUM_NAMES(DataConfig::Dataset, "fashion-mnist", "mnist", "cifar10", "cifar100",
-                       "synthetic")
+                       "synthetic", "imagenette", "ag-news", "sentlen", "synthetic-text")
 LPDT_CONFIG_ENUM_NAMES(DataConfig::Partition, "skew", "dirichlet", "shards", "iid")
 LPDT_CONFIG_ENUM_NAMES(DataConfig::SkewMode, "lpdt", "reference")
-LPDT_CONFIG_ENUM_NAMES(ModelConfig::Arch, "resnet", "vgg11", "lenet5", "mlp")
+LPDT_CONFIG_ENUM_NAMES(ModelConfig::Arch, "resnet", "vgg11", "lenet5", "mlp", "resnet18",
+                       "resnet34", "mobilenetv2", "distilbert", "transformer")
 LPDT_CONFIG_ENUM_NAMES(ModelConfig::Norm, "evonorm", "batchnorm", "groupnorm", "rangeevonorm",
                        "rangebatchnorm", "none")
 LPDT_CONFIG_ENUM_NAMES(ModelConfig::Precision, "fp32", "int8")
@@ -249,6 +270,7 @@ LPDT_CONFIG_ENUM_NAMES(AlgoConfig::ChocoInit, "zero", "model")
 LPDT_CONFIG_ENUM_NAMES(AlgoConfig::MessageValues, "fp32", "bf16", "int8")
 LPDT_CONFIG_ENUM_NAMES(OptimConfig::Schedule, "constant", "multistep", "cosine")
 LPDT_CONFIG_ENUM_NAMES(OptimConfig::Warmup, "official", "none")
+LPDT_CONFIG_ENUM_NAMES(OptimConfig::Optimizer, "sgd", "adam", "adamw")
 LPDT_CONFIG_ENUM_NAMES(EvalConfig::Protocol, "average", "reference")
 LPDT_CONFIG_ENUM_NAMES(LedgerConfig::Accounting, "lpdt", "reference")
 #undef LPDT_CONFIG_ENUM_NAMES

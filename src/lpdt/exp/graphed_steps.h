@@ -44,6 +44,7 @@ struct StepTraits {
   bool sparse_wire_size = false; // sparse messages counted as encoded: sizes read every round
   bool lr_changes_every_step = false;  // a cosine schedule: one graph per step would never replay
   bool faults = false;  // injected faults: the host decides every round which messages arrive
+  bool adam = false;    // Adam / AdamW: bias corrections 1 - beta^t are host scalars of step t
 };
 // Why the trainer's step cannot be captured, "" when it can.
 std::string cuda_graph_obstacle(const StepTraits& step);

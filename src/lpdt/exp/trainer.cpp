@@ -36,6 +36,7 @@
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
 #include "lpdt/models/node_batched_step.h"
+#include "lpdt/models/pretrained.h"
 
 namespace lpdt::exp {
 namespace {
@@ -309,10 +310,22 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // Data: the nodes' partitions of the training set; the shared test set.
   const std::string dataset_name(to_string(config.data.dataset));
   const data::SyntheticOptions synthetic = synthetic_options(config);
-  const data::Dataset train_set =
-      data::load_dataset(dataset_name, config.data.dir, data::Split::kTrain, synthetic);
-  data::Dataset test_set =
-      data::load_dataset(dataset_name, config.data.dir, data::Split::kTest, synthetic);
+  const auto& text_names = data::text_dataset_names();
+  const bool text = std::find(text_names.begin(), text_names.end(), dataset_name) != text_names.end();
+  // Text sets are tokenized here (data.vocab, data.max_length) into token-id Datasets.
+  const auto load = [&](data::Split split) {
+    if (!text) {
+      return data::load_dataset(dataset_name, config.data.dir, split, synthetic,
+                                config.data.image_size);
+    }
+    return data::to_dataset(data::load_text_dataset(
+        dataset_name, config.data.dir, config.data.vocab, split, config.data.max_length,
+        data::SyntheticTextOptions()
+            .seed(config.run.seed)
+            .samples_per_class(config.data.synthetic_samples_per_class)));
+  };
+  const data::Dataset train_set = load(data::Split::kTrain);
+  data::Dataset test_set = load(data::Split::kTest);
   if (config.data.test_subset > 0 && config.data.test_subset < test_set.size()) {
     test_set = data::first_samples(test_set, config.data.test_subset);
   }
@@ -329,10 +342,21 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
 
   data::AugmentOptions augment;
   if (config.data.pad_to > 0) augment.pad_height = augment.pad_width = config.data.pad_to;
+  // Imagenette (and any dataset with data.crop_size) trains on random resized crops, torchvision's
+  // ImageNet recipe, instead of padded crops; evaluation takes the centre crop of crop_size.
+  const bool resized_crops = !text && (config.data.crop_size > 0 ||
+                                       config.data.dataset == DataConfig::Dataset::kImagenette);
+  augment.center_crop = config.data.crop_size;
   if (config.data.augment) {
-    augment.crop_padding = config.data.crop_padding;
+    if (resized_crops) {
+      augment.random_resized_crop =
+          config.data.crop_size > 0 ? config.data.crop_size : train_set.height();
+    } else {
+      augment.crop_padding = config.data.crop_padding;
+    }
     augment.horizontal_flip = true;
   }
+  if (text) augment = {};  // image transforms (data.augment, data.pad_to) do not apply to tokens
   data::NodeBatchedLoader loader(train_set, partition,
                                  data::LoaderOptions()
                                      .batch_size(config.data.batch_size)
@@ -350,14 +374,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                                            .rows(config.graph.torus_rows)
                                            .random_out_degree(config.graph.random_out_degree));
   const models::ModelOptions model_options = model_options_for(
-      config, InputShape{train_set.channels(), train_set.height(), train_set.width(),
-                         train_set.num_classes});
+      config, text ? InputShape{1, 1, train_set.sequence_length(), train_set.num_classes,
+                                train_set.vocab_size, train_set.pad_id}
+                   : InputShape{train_set.channels(), train_set.height(), train_set.width(),
+                                train_set.num_classes});
   const auto model = models::make_model(model_options);
   check_multi_process(config, cluster, topology->is_static());
 
   // Every node starts from the same model, as the official code's identical per-rank seed.
-  at::Tensor x =
-      model->init_params(config.run.seed).to(device).unsqueeze(0).repeat({k, 1});  // [k, P]
+  at::Tensor initial = model->init_params(config.run.seed);  // [P]
+  if (!config.model.pretrained.empty()) {
+    const models::PretrainedReport loaded =
+        models::load_pretrained(*model, config.model.pretrained, initial);
+    say("pretrained weights: " + std::to_string(loaded.loaded.size()) + " tensors from " +
+        config.model.pretrained + (loaded.fresh.empty() ? std::string() : ", a fresh head (" +
+        std::to_string(loaded.fresh.size()) + " tensors)") + (loaded.unused.empty() ? std::string()
+        : ", " + std::to_string(loaded.unused.size()) + " tensors of the file unused"));
+  }
+  at::Tensor x = initial.to(device).unsqueeze(0).repeat({k, 1});  // [k, P]
   std::vector<at::Tensor> buffers = model->init_buffers(k);
   for (auto& b : buffers) b = b.to(device);
   algo::DecentralizedOptimizer optimizer(algorithm_options(config, hosted.first), model->layout(),
@@ -442,7 +476,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     data::write_class_histogram_csv((run_dir / "class_histogram.csv").string(), partition,
                                     train_set.labels, train_set.num_classes);
     write_text_file(run_dir / "topology.json", graph::to_json(*topology) + "\n");
-    write_cost_json(run_dir / "cost.json", config, model_options);
+    // The cost model (the paper's Tables 7-9) covers the convolutional networks.
+    if (!text) write_cost_json(run_dir / "cost.json", config, model_options);
     metrics_csv.open(run_dir / "metrics.csv");
     metrics_csv << "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n";
     epochs_csv.open(run_dir / "epochs.csv");
@@ -496,6 +531,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                               config.ledger.accounting == LedgerConfig::Accounting::kLpdt;
     traits.lr_changes_every_step = config.optim.schedule == OptimConfig::Schedule::kCosine;
     traits.faults = config.faults.any();
+    traits.adam = config.optim.optimizer != OptimConfig::Optimizer::kSgd;
     graph_obstacle = cuda_graph_obstacle(traits);
     if (!graph_obstacle.empty()) {
       say("CUDA graphs off (" + graph_obstacle + "): the step runs eagerly");
@@ -676,7 +712,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       const data::Batch batch = loader.next();
       if (use_graphs) {
         if (!step_inputs.defined()) {
-          step_inputs = at::empty(batch.inputs.sizes(), device_options.dtype(at::kFloat));
+          step_inputs = at::empty(batch.inputs.sizes(), device_options.dtype(batch.inputs.dtype()));
           step_targets = at::empty(batch.targets.sizes(), device_options.dtype(at::kLong));
         }
         LPDT_CHECK(step_inputs.sizes() == batch.inputs.sizes(),
