@@ -204,7 +204,8 @@ void add_keys(ConfigSchema& s) {
       .one_of(choices<DataConfig::Dataset>());
   s.add_string("data.dir", d.data.dir,
                "Folder of the dataset's files; \"\" = the default location (Fashion-MNIST: "
-               "/usr/share/datasets/fashion-mnist; mnist and cifar need a folder).");
+               "/usr/share/datasets/fashion-mnist; mnist, cifar, imagenette, ag-news and sentlen "
+               "need a folder; synthetic and synthetic-text need none).");
   s.add_string("data.partition", name_of(d.data.partition),
                "How the training set is split over the nodes (non-IID: skew, dirichlet, shards).")
       .one_of(choices<DataConfig::Partition>());
