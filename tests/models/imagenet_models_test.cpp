@@ -143,20 +143,6 @@ TEST(ImageNetModels8Bit, ZeroTheLastGammaOfEveryResidualBranch) {
   }
 }
 
-TEST(ImageNetModels8Bit, IntegerBackendRefusesMobileNetV2) {
-  ModelOptions options = options_for("mobilenetv2", "evonorm", 10);
-  options.quant.precision = quant::Precision::kInt8;
-  options.quant.backend = quant::QuantBackend::kInteger;
-  try {
-    make_model(options);
-    FAIL() << "integer MobileNetV2 accepted";
-  } catch (const ConfigError& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("grouped convolutions"), std::string::npos) << message;
-    EXPECT_NE(message.find("quant.backend = 'simulated'"), std::string::npos) << message;
-  }
-}
-
 TEST(ImageNetModelErrors, UnknownArchListsTheNewModels) {
   ModelOptions options;
   options.arch = "resnet50";

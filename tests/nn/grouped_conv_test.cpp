@@ -184,20 +184,5 @@ TEST(QConv2dGrouped, SimulatedBackendEqualsTheFloatPathOnQuantizedInputs) {
       << "layer gradient: the 8-bit output gradient through the quantized weight";
 }
 
-TEST(QConv2dGrouped, IntegerBackendRefusesGroupsWithAConfigError) {
-  quant::QuantOptions integer = int8();
-  integer.backend = quant::QuantBackend::kInteger;
-  Registry registry;
-  try {
-    QConv2d conv(registry, "dw", Conv2dOptions{8, 8, 3}.with_groups(8), integer);
-    FAIL() << "a depthwise conv accepted by the integer backend";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("quant.backend = 'simulated'"), std::string::npos)
-        << e.what();
-  }
-  Registry dense;
-  EXPECT_NO_THROW(QConv2d(dense, "conv", Conv2dOptions{8, 8, 3}, integer));
-}
-
 }  // namespace
 }  // namespace lpdt::nn

@@ -51,6 +51,7 @@ QuantizedTensor random_codes(const at::Tensor& x, std::int64_t k, std::uint64_t 
 struct ConvCase {
   std::int64_t kernel, stride, padding;
   bool bias;
+  std::int64_t groups = 1, in_channels = 5, out_channels = 6;  // per node
 };
 
 class Int8ConvVsFloat : public ::testing::TestWithParam<ConvCase> {};
@@ -60,21 +61,24 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
   const ConvCase c = GetParam();
   const std::int64_t k = 2;
   ConvGeometry g;
-  g.batch = 3, g.in_channels = 5, g.out_channels = 6, g.height = 9, g.width = 7;
-  g.kernel = c.kernel, g.stride = c.stride, g.padding = c.padding;
+  g.batch = 3, g.in_channels = c.in_channels, g.out_channels = c.out_channels, g.height = 9,
+  g.width = 7;
+  g.kernel = c.kernel, g.stride = c.stride, g.padding = c.padding, g.groups = c.groups;
+  const std::int64_t conv_groups = k * g.groups;
   torch::manual_seed(2);
   const at::Tensor x = (torch::randn({g.batch, k * g.in_channels, g.height, g.width}) + 0.4)
                            .contiguous(at::MemoryFormat::ChannelsLast);
-  const at::Tensor w = torch::randn({k, g.out_channels, g.in_channels, g.kernel, g.kernel});
+  const at::Tensor w = torch::randn({k, g.out_channels, g.group_in(), g.kernel, g.kernel});
   const at::Tensor bias = c.bias ? torch::randn({k * g.out_channels}) : at::Tensor();
   const QuantizedTensor qx = random_codes(x, k, 3), qw = random_codes(w, k, 4);
-  const at::Tensor packed = pack_conv_weight(qw.codes);
+  const at::Tensor packed = pack_conv_weight(qw.codes, g.groups);
   const at::Tensor x_real = dequantize(qx, k);
   const at::Tensor w_real =
-      dequantize(qw, k).view({k * g.out_channels, g.in_channels, g.kernel, g.kernel});
+      dequantize(qw, k).view({k * g.out_channels, g.group_in(), g.kernel, g.kernel});
   const at::Tensor y = int8_conv2d(qx, qw, packed, bias, g, k);
   const at::Tensor expected =
-      at::conv2d(x_real, w_real, bias, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1}, k);
+      at::conv2d(x_real, w_real, bias, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1},
+                 conv_groups);
   ASSERT_EQ(y.sizes(), expected.sizes());
   expect_close(y, expected, "forward");
 
@@ -83,7 +87,7 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
   const at::Tensor dx = int8_conv2d_input_grad(qg, qw, packed, g, k);
   auto [expected_dx, unused_w, unused_b] = at::convolution_backward(
       dequantize(qg, k), x_real, w_real, c10::nullopt, {g.stride, g.stride}, {g.padding, g.padding},
-      {1, 1}, false, {0, 0}, k, {true, false, false});
+      {1, 1}, false, {0, 0}, conv_groups, {true, false, false});
   ASSERT_EQ(dx.sizes(), expected_dx.sizes());
   expect_close(dx, expected_dx, "layer gradient");
 }
@@ -91,7 +95,17 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
 INSTANTIATE_TEST_SUITE_P(Shapes, Int8ConvVsFloat,
                          ::testing::Values(ConvCase{3, 1, 1, false}, ConvCase{3, 2, 1, true},
                                            ConvCase{1, 2, 0, false}, ConvCase{5, 1, 2, true},
-                                           ConvCase{3, 1, 0, false}));
+                                           ConvCase{3, 1, 0, false},
+                                           // Grouped: one GEMM per group ("same" and strided).
+                                           ConvCase{3, 1, 1, true, 2, 6, 4},
+                                           ConvCase{3, 2, 1, false, 2, 4, 6},
+                                           // Depthwise: the direct kernel, stride 1 and 2, 5x5.
+                                           ConvCase{3, 1, 1, true, 6, 6, 6},
+                                           ConvCase{3, 2, 1, false, 6, 6, 6},
+                                           ConvCase{5, 1, 2, false, 4, 4, 4},
+                                           ConvCase{3, 2, 0, true, 5, 5, 5},
+                                           // Depth multiplier 2: GEMMs, not the direct kernel.
+                                           ConvCase{3, 1, 1, false, 3, 3, 6}));
 
 TEST(Int8Linear, ForwardAndLayerGradientMatchFloat) {
   if (!have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";

@@ -1,10 +1,5 @@
 #include "lpdt/nn/q_conv2d.h"
 
-#include <cmath>
-#include <string>
-
-#include "lpdt/core/error.h"
-
 #include "lpdt/nn/quantized_params.h"
 #include "lpdt/quant/gradient_bifurcation.h"
 #include "lpdt/quant/integer_layers.h"
@@ -15,12 +10,6 @@ QConv2d::QConv2d(Registry& registry, const std::string& name, const Conv2dOption
                  const quant::QuantOptions& quant)
     : options_(options), quant_(quant), input_(registry, join_name(name, "quantize_input"), quant) {
   const ConvParams params = add_conv_params(registry, name, options);
-  if (quant.backend == quant::QuantBackend::kInteger && options.groups > 1) {
-    throw ConfigError(
-        "quant.backend = 'integer' does not support grouped convolutions (layer '" + name +
-        "', groups = " + std::to_string(options.groups) +
-        ", as in MobileNetV2): use quant.backend = 'simulated'");
-  }
   weight_ = params.weight;
   bias_ = params.bias;
   grad_site_ = registry.add_quant_site(join_name(name, "quantize_grad"));
@@ -44,6 +33,7 @@ at::Tensor QConv2d::forward(const Context& ctx, const at::Tensor& x) const {
     g.kernel = options_.kernel;
     g.stride = options_.stride;
     g.padding = options_.padding;
+    g.groups = options_.groups;
     return quant::integer_conv2d(x, qx, ctx.param(weight_), param_codes(ctx, weight_, quant_), qb,
                                  g, k, gradient_request(ctx, quant_, grad_site_));
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lpdt/core/error.h"
+#include "lpdt/quant/int8_depthwise_conv.h"
 #include "lpdt/quant/int8_gemm.h"
 
 namespace lpdt::quant {
@@ -26,7 +27,7 @@ std::int8_t weight_zero(const QuantizedTensor& q, std::int64_t node) {
 
 void im2col_u8(const std::uint8_t* x, std::int64_t pixel_stride, const ConvGeometry& g,
                std::uint8_t pad, std::uint8_t* cols) {
-  const std::int64_t ho = g.out_height(), wo = g.out_width(), c = g.in_channels;
+  const std::int64_t ho = g.out_height(), wo = g.out_width(), c = g.group_in();
   at::parallel_for(0, g.batch, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t b = begin; b < end; ++b) {
       for (std::int64_t oy = 0; oy < ho; ++oy) {
@@ -52,7 +53,7 @@ void im2col_u8(const std::uint8_t* x, std::int64_t pixel_stride, const ConvGeome
 }
 
 void col2im_add(const float* cols, const ConvGeometry& g, float* dx, std::int64_t pixel_stride) {
-  const std::int64_t ho = g.out_height(), wo = g.out_width(), c = g.in_channels;
+  const std::int64_t ho = g.out_height(), wo = g.out_width(), c = g.group_in();
   // Samples write disjoint parts of dx: parallel over samples, sequential within one.
   at::parallel_for(0, g.batch, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t b = begin; b < end; ++b) {
@@ -76,51 +77,85 @@ void col2im_add(const float* cols, const ConvGeometry& g, float* dx, std::int64_
   });
 }
 
-at::Tensor pack_conv_weight(const at::Tensor& codes) {
+at::Tensor pack_conv_weight(const at::Tensor& codes, std::int64_t groups) {
   LPDT_CHECK(codes.dim() == 5 && codes.scalar_type() == at::kByte, "pack_conv_weight: bad codes");
   const std::int64_t k = codes.size(0), cout = codes.size(1);
-  // [k, Cout, Cin, kh, kw] -> [k, kh, kw, Cin, Cout], shifted to int8.
+  LPDT_CHECK(groups >= 1 && cout % groups == 0, "pack_conv_weight: groups");
+  // [k, Cout, Cin/G, kh, kw] -> [k, G, Cout/G, Cin/G, kh, kw] -> [k, G, kh, kw, Cin/G, Cout/G],
+  // shifted to int8.
   return (codes.to(at::kInt) - 128)
       .to(at::kChar)
-      .permute({0, 3, 4, 2, 1})
+      .view({k, groups, cout / groups, codes.size(2), codes.size(3), codes.size(4)})
+      .permute({0, 1, 4, 5, 3, 2})
       .contiguous()
-      .view({k, -1, cout});
+      .view({k, groups, -1, cout / groups});
 }
+
+namespace {
+
+// Requantization stage: int32 -> real, s * acc (+ bias), for `channels` channels of every
+// position: acc [positions, channels] into out + p * out_stride.
+void write_scaled(const std::int32_t* acc, std::int64_t positions, std::int64_t channels,
+                  float s, const float* bias, float* out, std::int64_t out_stride) {
+  at::parallel_for(0, positions, 256, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t p = begin; p < end; ++p) {
+      float* dst = out + p * out_stride;
+      const std::int32_t* src = acc + p * channels;
+      for (std::int64_t c = 0; c < channels; ++c) {
+        dst[c] = s * static_cast<float>(src[c]) + (bias ? bias[c] : 0.0f);
+      }
+    }
+  });
+}
+
+}  // namespace
 
 at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w,
                        const at::Tensor& packed_w, const at::Tensor& bias, const ConvGeometry& g,
                        std::int64_t k) {
   LPDT_CHECK(x.codes.is_contiguous(at::MemoryFormat::ChannelsLast), "int8_conv2d: x layout");
-  const std::int64_t ho = g.out_height(), wo = g.out_width(), n = g.positions();
+  LPDT_CHECK(packed_w.dim() == 4 && packed_w.size(1) == g.groups, "int8_conv2d: packed weight");
+  const std::int64_t n = g.positions(), cin = g.in_channels, cout = g.out_channels;
   at::Tensor y = at::empty(
-      {g.batch, k * g.out_channels, ho, wo},
+      {g.batch, k * cout, g.out_height(), g.out_width()},
       at::TensorOptions().dtype(at::kFloat).memory_format(at::MemoryFormat::ChannelsLast));
-  // Scratch buffers, not zero-filled (every element is written before it is read).
-  const at::Tensor cols_buffer = at::empty({n * g.patch()}, at::kByte);
-  const at::Tensor acc_buffer = at::empty({n * g.out_channels}, at::kInt);
-  std::uint8_t* cols = cols_buffer.data_ptr<std::uint8_t>();
-  std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
   const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
   float* out = y.data_ptr<float>();
+  const std::uint8_t* codes = x.codes.data_ptr<std::uint8_t>();
+  const std::int8_t* packed = packed_w.data_ptr<std::int8_t>();
+  if (g.depthwise()) {
+    const at::Tensor taps_buffer = at::empty({g.kernel * g.kernel * cin}, at::kInt);
+    const at::Tensor acc_buffer = at::empty({n * cout}, at::kInt);
+    std::int32_t* taps = taps_buffer.data_ptr<std::int32_t>();
+    std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
+    for (std::int64_t node = 0; node < k; ++node) {
+      depthwise_taps(packed + node * (packed_w.numel() / k), weight_zero(w, node), cin, g.kernel,
+                     taps);
+      depthwise_conv_s32(codes + node * cin, k * cin, activation_zero(x, node), taps, g, acc);
+      write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
+                   b ? b + node * cout : nullptr, out + node * cout, k * cout);
+    }
+    return y;
+  }
+  const ConvGeometry group = g.group_geometry();
+  // Scratch buffers, not zero-filled (every element is written before it is read).
+  const at::Tensor cols_buffer = at::empty({n * group.patch()}, at::kByte);
+  const at::Tensor acc_buffer = at::empty({n * group.out_channels}, at::kInt);
+  std::uint8_t* cols = cols_buffer.data_ptr<std::uint8_t>();
+  std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
+  const std::int64_t group_weights = group.patch() * group.out_channels;
   for (std::int64_t node = 0; node < k; ++node) {
     const std::uint8_t zx = activation_zero(x, node);
-    im2col_u8(x.codes.data_ptr<std::uint8_t>() + node * g.in_channels, k * g.in_channels, g, zx,
-              cols);
-    gemm_u8s8s32(n, g.out_channels, g.patch(), cols, g.patch(), zx,
-                 packed_w.data_ptr<std::int8_t>() + node * g.patch() * g.out_channels,
-                 g.out_channels, /*b_transposed=*/false, weight_zero(w, node), acc, g.out_channels);
-    // Requantization stage: int32 -> real, s_x s_w * acc + bias, into node's channel slice.
     const float s = scale_of(x, node) * scale_of(w, node);
-    const float* node_bias = b ? b + node * g.out_channels : nullptr;
-    at::parallel_for(0, n, 256, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t p = begin; p < end; ++p) {
-        float* dst = out + p * k * g.out_channels + node * g.out_channels;
-        const std::int32_t* src = acc + p * g.out_channels;
-        for (std::int64_t c = 0; c < g.out_channels; ++c) {
-          dst[c] = s * static_cast<float>(src[c]) + (node_bias ? node_bias[c] : 0.0f);
-        }
-      }
-    });
+    for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+      im2col_u8(codes + node * cin + grp * group.in_channels, k * cin, group, zx, cols);
+      gemm_u8s8s32(n, group.out_channels, group.patch(), cols, group.patch(), zx,
+                   packed + (node * g.groups + grp) * group_weights, group.out_channels,
+                   /*b_transposed=*/false, weight_zero(w, node), acc, group.out_channels);
+      const std::int64_t channel = node * cout + grp * group.out_channels;
+      write_scaled(acc, n, group.out_channels, s, b ? b + channel : nullptr, out + channel,
+                   k * cout);
+    }
   }
   return y;
 }
@@ -129,48 +164,74 @@ at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTens
                                   const at::Tensor& packed_w, const ConvGeometry& g,
                                   std::int64_t k) {
   LPDT_CHECK(gy.codes.is_contiguous(at::MemoryFormat::ChannelsLast), "int8 input grad: layout");
+  const std::int64_t cin = g.in_channels, cout = g.out_channels;
   if (g.stride == 1 && 2 * g.padding == g.kernel - 1) {
     // A "same" convolution's input gradient is itself a convolution: of the output gradient,
-    // padded by kernel - 1 - padding, with the kernel rotated by 180 degrees and its channels
-    // swapped. As a forward integer convolution it needs no col2im, and its GEMM has the large
-    // inner dimension kernel^2 * Cout instead of Cout (measured 2-4x faster per layer).
+    // padded by kernel - 1 - padding, with the kernel rotated by 180 degrees and each group's
+    // channels swapped. As a forward integer convolution it needs no col2im, and its GEMM has the
+    // large inner dimension kernel^2 * Cout instead of Cout (measured 2-4x faster per layer).
     ConvGeometry t = g;
-    t.in_channels = g.out_channels;
-    t.out_channels = g.in_channels;
+    t.in_channels = cout;
+    t.out_channels = cin;
     t.height = g.out_height();
     t.width = g.out_width();
     t.padding = g.kernel - 1 - g.padding;
-    const at::Tensor rotated = (w.codes.flip({3, 4}).to(at::kInt) - 128)  // [k, Cout, Cin, kh, kw]
+    const std::int64_t gin = g.group_in(), gout = g.group_out();
+    const at::Tensor rotated = (w.codes.flip({3, 4}).to(at::kInt) - 128)
                                    .to(at::kChar)
-                                   .permute({0, 3, 4, 1, 2})  // [k, kh, kw, Cout, Cin]
+                                   .view({k, g.groups, gout, gin, g.kernel, g.kernel})
+                                   .permute({0, 1, 4, 5, 2, 3})  // [k, G, kh, kw, Cout/G, Cin/G]
                                    .contiguous()
-                                   .view({k, -1, g.in_channels});
+                                   .view({k, g.groups, -1, gin});
     // Same codes and zero point, so the real weight scale s_w and zero z_w carry over.
     return int8_conv2d(gy, w, rotated, at::Tensor(), t, k);
   }
-  const std::int64_t n = g.positions();
   // at::zeros ignores a memory format in its options: empty (which honours it), then zero.
   at::Tensor dx =
-      at::empty({g.batch, k * g.in_channels, g.height, g.width},
+      at::empty({g.batch, k * cin, g.height, g.width},
                 at::TensorOptions().dtype(at::kFloat).memory_format(at::MemoryFormat::ChannelsLast))
           .zero_();
-  std::vector<std::int32_t> acc(static_cast<std::size_t>(n * g.patch()));
-  std::vector<float> cols(static_cast<std::size_t>(n * g.patch()));
-  // B as [Cout, patch] rows: oneDNN's u8s8s32 GEMM is far slower with a transposed B at these
-  // shapes (K = Cout is small).
-  const at::Tensor packed_t = packed_w.transpose(1, 2).contiguous();  // [k, Cout, patch]
+  const std::uint8_t* codes = gy.codes.data_ptr<std::uint8_t>();
+  float* dx_data = dx.data_ptr<float>();
+  if (g.depthwise()) {
+    const std::int64_t pixels = g.batch * g.height * g.width;
+    const at::Tensor taps_buffer = at::empty({g.kernel * g.kernel * cin}, at::kInt);
+    const at::Tensor acc_buffer = at::empty({pixels * cin}, at::kInt);
+    std::int32_t* taps = taps_buffer.data_ptr<std::int32_t>();
+    std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
+    for (std::int64_t node = 0; node < k; ++node) {
+      depthwise_taps(packed_w.data_ptr<std::int8_t>() + node * (packed_w.numel() / k),
+                     weight_zero(w, node), cin, g.kernel, taps);
+      depthwise_input_grad_s32(codes + node * cout, k * cout, activation_zero(gy, node), taps, g,
+                               acc);
+      write_scaled(acc, pixels, cin, scale_of(gy, node) * scale_of(w, node), nullptr,
+                   dx_data + node * cin, k * cin);
+    }
+    return dx;
+  }
+  const ConvGeometry group = g.group_geometry();
+  const std::int64_t n = g.positions();
+  std::vector<std::int32_t> acc(static_cast<std::size_t>(n * group.patch()));
+  std::vector<float> cols(static_cast<std::size_t>(n * group.patch()));
+  // B as [Cout/G, patch] rows: oneDNN's u8s8s32 GEMM is far slower with a transposed B at these
+  // shapes (K = Cout/G is small).
+  const at::Tensor packed_t = packed_w.transpose(2, 3).contiguous();  // [k, G, Cout/G, patch]
+  const std::int64_t group_weights = group.patch() * group.out_channels;
   for (std::int64_t node = 0; node < k; ++node) {
-    // The node's output-gradient codes are rows of Cout values, k*Cout apart: A with lda.
-    gemm_u8s8s32(n, g.patch(), g.out_channels,
-                 gy.codes.data_ptr<std::uint8_t>() + node * g.out_channels, k * g.out_channels,
-                 activation_zero(gy, node),
-                 packed_t.data_ptr<std::int8_t>() + node * g.patch() * g.out_channels, g.patch(),
-                 /*b_transposed=*/false, weight_zero(w, node), acc.data(), g.patch());
     const float s = scale_of(gy, node) * scale_of(w, node);
-    at::parallel_for(0, n * g.patch(), 4096, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) cols[i] = s * static_cast<float>(acc[i]);
-    });
-    col2im_add(cols.data(), g, dx.data_ptr<float>() + node * g.in_channels, k * g.in_channels);
+    for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+      // The group's output-gradient codes are rows of Cout/G values, k*Cout apart: A with lda.
+      gemm_u8s8s32(n, group.patch(), group.out_channels,
+                   codes + node * cout + grp * group.out_channels, k * cout,
+                   activation_zero(gy, node),
+                   packed_t.data_ptr<std::int8_t>() + (node * g.groups + grp) * group_weights,
+                   group.patch(), /*b_transposed=*/false, weight_zero(w, node), acc.data(),
+                   group.patch());
+      at::parallel_for(0, n * group.patch(), 4096, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) cols[i] = s * static_cast<float>(acc[i]);
+      });
+      col2im_add(cols.data(), group, dx_data + node * cin + grp * group.in_channels, k * cin);
+    }
   }
   return dx;
 }

@@ -9,6 +9,10 @@
 // float rounding (tested). Padding is written as the zero point z_x (the gemmlowp scheme makes it
 // an integer code), so padded taps are exactly real 0. Weight codes enter the GEMM as int8:
 // q_w - 128, with zero point z_w - 128.
+//
+// Grouped convolutions run one GEMM per group of each node over that group's channel slice;
+// depthwise ones (one input and one output channel per group) sum their taps directly
+// (int8_depthwise_conv.h).
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -26,28 +30,40 @@ struct ConvGeometry {
   std::int64_t kernel = 1;
   std::int64_t stride = 1;
   std::int64_t padding = 0;
+  std::int64_t groups = 1;        // per node; divides in_channels and out_channels
+  std::int64_t group_in() const { return in_channels / groups; }
+  std::int64_t group_out() const { return out_channels / groups; }
+  bool depthwise() const { return groups > 1 && group_in() == 1 && group_out() == 1; }
+  // One group's convolution as a dense one (in = group_in, out = group_out).
+  ConvGeometry group_geometry() const {
+    ConvGeometry g = *this;
+    g.in_channels = group_in();
+    g.out_channels = group_out();
+    g.groups = 1;
+    return g;
+  }
   std::int64_t out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
   std::int64_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
   std::int64_t positions() const { return batch * out_height() * out_width(); }
-  std::int64_t patch() const { return kernel * kernel * in_channels; }
+  std::int64_t patch() const { return kernel * kernel * group_in(); }  // one group's
 };
 
 // cols[p, (ky * kernel + kx) * C + c] = x at (b, oy * stride - padding + ky, ox * stride -
-// padding + kx, c), or `pad` outside the image; p = (b * Ho + oy) * Wo + ox.
-// x: one node's channels-last codes, element (b, y, x, c) at ((b * H + y) * W + x) * pixel_stride
-// + c. cols: [positions, patch] uint8.
+// padding + kx, c), or `pad` outside the image; p = (b * Ho + oy) * Wo + ox; C = g.group_in().
+// x: one group's channels-last codes, element (b, y, x, c) at ((b * H + y) * W + x) *
+// pixel_stride + c. cols: [positions, patch] uint8.
 void im2col_u8(const std::uint8_t* x, std::int64_t pixel_stride, const ConvGeometry& g,
                std::uint8_t pad, std::uint8_t* cols);
 // The adjoint: adds cols [positions, patch] (float) into dx (same addressing as im2col's x).
 void col2im_add(const float* cols, const ConvGeometry& g, float* dx, std::int64_t pixel_stride);
 
-// Weight codes [k, Cout, Cin, kh, kw] uint8 -> [k, kh*kw*Cin, Cout] int8 (codes - 128): rows in
-// im2col's column order.
-at::Tensor pack_conv_weight(const at::Tensor& codes);
+// Weight codes [k, Cout, Cin/groups, kh, kw] uint8 -> [k, groups, kh*kw*Cin/groups,
+// Cout/groups] int8 (codes - 128): each group's rows in im2col's column order.
+at::Tensor pack_conv_weight(const at::Tensor& codes, std::int64_t groups = 1);
 
 // x: codes [b, k*Cin, H, W] channels-last uint8 (per-node scale/zero point); w: codes
-// [k, Cout, Cin, kh, kw]; packed_w = pack_conv_weight(w.codes); bias: [k*Cout] float32 or
-// undefined -> [b, k*Cout, Ho, Wo] float32 channels-last.
+// [k, Cout, Cin/groups, kh, kw]; packed_w = pack_conv_weight(w.codes, g.groups); bias: [k*Cout]
+// float32 or undefined -> [b, k*Cout, Ho, Wo] float32 channels-last.
 at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w,
                        const at::Tensor& packed_w, const at::Tensor& bias, const ConvGeometry& g,
                        std::int64_t k);

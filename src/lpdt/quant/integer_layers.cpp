@@ -19,6 +19,7 @@ void save_geometry(AutogradContext* ctx, const ConvGeometry& g) {
   ctx->saved_data["kernel"] = g.kernel;
   ctx->saved_data["stride"] = g.stride;
   ctx->saved_data["padding"] = g.padding;
+  ctx->saved_data["groups"] = g.groups;
 }
 
 ConvGeometry load_geometry(AutogradContext* ctx) {
@@ -31,6 +32,7 @@ ConvGeometry load_geometry(AutogradContext* ctx) {
   g.kernel = ctx->saved_data["kernel"].toInt();
   g.stride = ctx->saved_data["stride"].toInt();
   g.padding = ctx->saved_data["padding"].toInt();
+  g.groups = ctx->saved_data["groups"].toInt();
   return g;
 }
 
@@ -48,7 +50,7 @@ struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
                             const at::Tensor& w_zero, const ConvGeometry& g, std::int64_t k,
                             const QuantizeRequest& grad_request) {
     const QuantizedTensor qx{x_codes, x_scale, x_zero}, qw{w_codes, w_scale, w_zero};
-    const at::Tensor packed = pack_conv_weight(w_codes);
+    const at::Tensor packed = pack_conv_weight(w_codes, g.groups);
     const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
     ctx->save_for_backward({x_codes, x_scale, x_zero, w_codes, w_scale, w_zero, packed});
     ctx->saved_data["bias"] = qb.defined();
@@ -67,11 +69,11 @@ struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
     // Weight gradient in float: the float output gradient and the dequantized input codes.
     const at::Tensor x_real = dequantize(qx, k);
     const at::Tensor w_real = dequantize(qw, k)
-                                  .view({k * g.out_channels, g.in_channels, g.kernel, g.kernel})
+                                  .view({k * g.out_channels, g.group_in(), g.kernel, g.kernel})
                                   .contiguous(at::MemoryFormat::ChannelsLast);
     auto [unused_x, grad_w, unused_b] = at::convolution_backward(
         gy, x_real, w_real, c10::nullopt, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1},
-        false, {0, 0}, k, {false, true, false});
+        false, {0, 0}, k * g.groups, {false, true, false});
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum({0, 2, 3}) : at::Tensor();
     // Layer gradient in int8: the output gradient at 8 bits through the weight codes.
     const at::Tensor grad_x =

@@ -15,7 +15,7 @@
 namespace lpdt::quant {
 
 // x: [b, k*Cin, H, W] float32 (the layer input, for the gradient), qx: its codes; w: [k, Cout,
-// Cin, kh, kw] float32 parameters, qw: their codes; qb: [k*Cout] float32 or undefined.
+// Cin/g.groups, kh, kw] float32 parameters, qw: their codes; qb: [k*Cout] float32 or undefined.
 // -> [b, k*Cout, Ho, Wo] float32 channels-last.
 at::Tensor integer_conv2d(const at::Tensor& x, const QuantizedTensor& qx, const at::Tensor& w,
                           const QuantizedTensor& qw, const at::Tensor& qb, const ConvGeometry& g,
