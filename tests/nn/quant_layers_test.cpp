@@ -188,7 +188,11 @@ TEST(IntegerBackend, QConv2dMatchesSimulated) {
   for (const Conv2dOptions& options :
        {Conv2dOptions{4, 6, 3}.with_padding(1),
         Conv2dOptions{4, 6, 3}.with_padding(1).with_stride(2).with_bias(true),
-        Conv2dOptions{4, 6, 1}.with_stride(2)}) {
+        Conv2dOptions{4, 6, 1}.with_stride(2),
+        // Grouped and depthwise (MobileNetV2's), "same" and strided.
+        Conv2dOptions{4, 6, 3}.with_padding(1).with_groups(2),
+        Conv2dOptions{4, 4, 3}.with_padding(1).with_groups(4).with_bias(true),
+        Conv2dOptions{4, 4, 3}.with_padding(1).with_stride(2).with_groups(4)}) {
     expect_backends_agree(
         [&](Registry& r, const quant::QuantOptions& q) {
           return std::make_unique<QConv2d>(r, "conv", options, q);
@@ -383,6 +387,43 @@ TEST(RangeBatchNorm, GradientsAndRunningStatistics) {
   const at::Tensor y0 = norm.forward(eval, x), y1 = norm.forward(eval, x + 1.0);
   EXPECT_TRUE(at::allclose((y1 - y0).mean({0, 2, 3}),
                            (fresh[1] * eval.param(ParamRef{0})).reshape({k * 3}), 1e-9, 1e-9));
+}
+
+TEST(RangeBatchNorm, AConstantChannelLeavesTheOtherChannelsScalesAlone) {
+  // 8-bit: the scale vector is quantized with one range per node. A channel that is all zeros on
+  // node 0 (range 0, scale 1e5 by the reference's formula) must not take over that range.
+  Registry registry;
+  quant::QuantOptions q8 = int8();
+  RangeBatchNorm norm(registry, "bn", 4, q8, /*relu=*/false);
+  const std::int64_t k = 2;
+  torch::manual_seed(17);
+  at::Tensor x = torch::randn({8, k * 4, 4, 4}).contiguous(at::MemoryFormat::ChannelsLast);
+  x.select(1, 2).zero_();  // node 0, channel 2
+  const at::Tensor params = torch::ones({k, registry.layout().total_numel});
+  params.narrow(1, 4, 4).zero_();  // beta
+  std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+  Context ctx{&registry.layout(), params, &buffers, k, true};
+  ctx.draws = quant::DrawKey{3, 0, 0};
+  const at::Tensor y = norm.forward(ctx, x);
+  // The other channels of node 0 come out normalised: about unit spread (range-based estimate),
+  // not 0 (scale rounded down) or hundreds (scale rounded up).
+  for (const std::int64_t c : {0, 1, 3}) {
+    const double spread = y.select(1, c).std().item<double>();
+    EXPECT_GT(spread, 0.5) << "channel " << c;
+    EXPECT_LT(spread, 2.0) << "channel " << c;
+  }
+  EXPECT_TRUE(y.select(1, 2).abs().max().item<double>() < 1e-3) << "the constant channel";
+  // Its running scale stays finite: the node's largest other scale, not 1e5.
+  ASSERT_EQ(registry.buffers().back().name, "bn.running_scale");
+  const at::Tensor running_scale = buffers.back()[0];
+  EXPECT_LT(running_scale[2].item<double>(), 100.0);
+  EXPECT_NEAR(running_scale[2].item<double>(),
+              running_scale.index_select(0, torch::tensor({0, 1, 3})).max().item<double>(), 1e-6);
+  // The replacement itself: per node, the largest other scale; 1 if every channel is constant.
+  const at::Tensor scale = torch::tensor({2.0, 1e5, 3.0, 1e5, 1e5, 1e5});
+  const at::Tensor range = torch::tensor({0.5, 0.0, 0.3, 0.0, 0.0, 0.0});
+  EXPECT_TRUE(at::equal(constant_channels_take_largest_scale(scale, range, 2),
+                        torch::tensor({2.0, 3.0, 3.0, 1.0, 1.0, 1.0})));
 }
 
 }  // namespace

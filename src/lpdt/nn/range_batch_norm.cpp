@@ -19,6 +19,15 @@ RangeBatchNorm::RangeBatchNorm(Registry& registry, const std::string& name, std:
   if (quant.low_precision()) grad_site_ = registry.add_quant_site(join_name(name, "quantize_grad"));
 }
 
+at::Tensor constant_channels_take_largest_scale(const at::Tensor& scale, const at::Tensor& range,
+                                               std::int64_t k) {
+  const at::Tensor constant = range.eq(0).view({k, -1});
+  const at::Tensor per_node = scale.view({k, -1});
+  at::Tensor largest = std::get<0>(per_node.masked_fill(constant, 0).max(1, /*keepdim=*/true));
+  largest = at::where(largest.gt(0), largest, at::ones_like(largest));  // every channel constant
+  return at::where(constant, largest.detach().expand_as(per_node), per_node).reshape(scale.sizes());
+}
+
 at::Tensor RangeBatchNorm::forward(const Context& ctx, const at::Tensor& x_in) const {
   const bool q = quant_.low_precision();
   const std::int64_t k = ctx.k, kc = k * channels_;
@@ -36,7 +45,8 @@ at::Tensor RangeBatchNorm::forward(const Context& ctx, const at::Tensor& x_in) c
     const at::Tensor chunked = rows.view({chunks, m, kc});
     const at::Tensor range =
         (std::get<0>(chunked.max(1)) - std::get<0>(chunked.min(1))).mean(0);  // [k*C]
-    scale = 1.0 / (range * range_scale_factor(m) + 1e-5);
+    scale = constant_channels_take_largest_scale(1.0 / (range * range_scale_factor(m) + 1e-5),
+                                                 range, k);
     torch::NoGradGuard no_grad;
     const double mom = quant_.range_momentum;
     running_mean.mul_(1.0 - mom).add_(mean.detach().view({k, channels_}), mom);

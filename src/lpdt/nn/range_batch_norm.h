@@ -16,6 +16,15 @@ namespace lpdt::nn {
 // In 8-bit models the input goes through a QuantMeasure, scale, gamma and beta are quantized
 // (nearest, per-node range) and the gradient passed backwards is quantized to grad_bits.
 // gamma = 1, beta = 0 at init; running mean 0, running scale 1.
+//
+// One departure from the reference: a channel that is constant on a node in a batch (range 0:
+// in MobileNetV2 a depthwise convolution of a channel ReLU6 zeroed) would get scale 1e5. Its
+// output (x - mean) * scale is 0 whatever the scale, but the reference quantizes the scale
+// vector with one range for the whole layer, so a step of 1e5 / 255 would round every other
+// channel's scale (about 1) to 0 or 392. Such a channel takes the largest scale of the node's
+// other channels instead (1 if all are constant), which leaves the quantization range as it
+// would be without it and keeps the running scale finite.
+
 class RangeBatchNorm : public Layer {
  public:
   RangeBatchNorm(Registry& registry, const std::string& name, std::int64_t channels,
@@ -34,5 +43,10 @@ class RangeBatchNorm : public Layer {
   BufferRef running_scale_;
   quant::SiteId grad_site_ = 0;
 };
+
+// scale, range: [k*C] -> scale with each node's range-0 channels set to the node's largest
+// other scale (1 if none); no gradient reaches the replacement.
+at::Tensor constant_channels_take_largest_scale(const at::Tensor& scale, const at::Tensor& range,
+                                               std::int64_t k);
 
 }  // namespace lpdt::nn
