@@ -1,9 +1,7 @@
 #pragma once
-#include <optional>
-
+#include "lpdt/models/basic_block.h"
 #include "lpdt/models/model.h"
 #include "lpdt/nn/layer.h"
-#include "lpdt/nn/residual_add.h"
 
 namespace lpdt::models {
 
@@ -20,13 +18,7 @@ class ResNetCifar : public Model {
   at::Tensor forward(const nn::Context& ctx, const at::Tensor& x) const override;
 
  private:
-  struct BasicBlock {
-    std::unique_ptr<nn::Layer> conv1, norm1, conv2, norm2;
-    std::unique_ptr<nn::Layer> shortcut_conv, shortcut_norm;  // null: identity shortcut
-    std::optional<nn::ResidualAdd> add;
-  };
   std::string name_;
-  bool relu_after_add_ = false;
   std::unique_ptr<nn::Layer> stem_conv_, stem_norm_;
   std::vector<BasicBlock> blocks_;
   std::unique_ptr<nn::Layer> fc_;

@@ -24,36 +24,12 @@ ResNetImageNet::ResNetImageNet(const ModelOptions& options, std::int64_t depth) 
                               options.quant);
   if (make.low_precision()) name_ += "-int8";
   const bool relu = make.norm_needs_relu();
-  relu_after_add_ = relu;
   using nn::Conv2dOptions;
   stem_conv_ = make.conv("conv1", Conv2dOptions{options.in_channels, 64, 7}
                                       .with_stride(2)
                                       .with_padding(3));
   stem_norm_ = make.norm("bn1", 64, relu);
-  std::int64_t in = 64;
-  const std::int64_t widths[4] = {64, 128, 256, 512};
-  for (int stage = 0; stage < 4; ++stage) {
-    for (std::int64_t i = 0; i < blocks_per_stage[stage]; ++i) {
-      const std::int64_t out = widths[stage];
-      const std::int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
-      const std::string prefix = "layer" + std::to_string(stage + 1) + "." + std::to_string(i);
-      BasicBlock block;
-      block.conv1 = make.conv(prefix + ".conv1",
-                              Conv2dOptions{in, out, 3}.with_stride(stride).with_padding(1));
-      block.norm1 = make.norm(prefix + ".bn1", out, relu);
-      block.conv2 = make.conv(prefix + ".conv2", Conv2dOptions{out, out, 3}.with_padding(1));
-      // Zero-initialised residual branch at 8 bits, as the reference's 8-bit ResNets.
-      block.norm2 = make.norm(prefix + ".bn2", out, false, /*zero_gamma=*/make.low_precision());
-      if (stride != 1 || in != out) {
-        block.shortcut_conv =
-            make.conv(prefix + ".downsample.0", Conv2dOptions{in, out, 1}.with_stride(stride));
-        block.shortcut_norm = make.norm(prefix + ".downsample.1", out, false);
-      }
-      block.add.emplace(make.residual_add(prefix + ".add"));
-      blocks_.push_back(std::move(block));
-      in = out;
-    }
-  }
+  blocks_ = basic_block_stages(make, 64, {64, 128, 256, 512}, blocks_per_stage, "downsample");
   fc_ = make.linear("fc", 512, options.num_classes, true, make.low_precision() ? 0.01 : 0.0);
 }
 
@@ -62,16 +38,7 @@ at::Tensor ResNetImageNet::forward(const nn::Context& ctx, const at::Tensor& x) 
   // 3x3/2 max pool with padding 1: pools never straddle channels, so nodes stay apart.
   nn::trace_inline_op(ctx, TracedOp::kMaxPool, "maxpool", out, 3, 2);
   out = at::max_pool2d(out, {3, 3}, {2, 2}, {1, 1});
-  for (const BasicBlock& block : blocks_) {
-    at::Tensor y = block.norm1->forward(ctx, block.conv1->forward(ctx, out));
-    y = block.norm2->forward(ctx, block.conv2->forward(ctx, y));
-    at::Tensor residual = out;
-    if (block.shortcut_conv) {
-      residual = block.shortcut_norm->forward(ctx, block.shortcut_conv->forward(ctx, out));
-    }
-    out = block.add->forward(ctx, residual, y);
-    if (relu_after_add_) out = at::relu(out);
-  }
+  for (const BasicBlock& block : blocks_) out = block.forward(ctx, out);
   nn::trace_inline_op(ctx, TracedOp::kAveragePool, "avgpool", out);
   const at::Tensor pooled = out.mean({2, 3});  // [b, k*512]
   return fc_->forward(ctx, nn::channels_to_nodes(pooled.unsqueeze(-1).unsqueeze(-1), ctx.k));

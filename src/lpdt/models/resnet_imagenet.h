@@ -1,9 +1,7 @@
 #pragma once
-#include <optional>
-
+#include "lpdt/models/basic_block.h"
 #include "lpdt/models/model.h"
 #include "lpdt/nn/layer.h"
-#include "lpdt/nn/residual_add.h"
 
 namespace lpdt::models {
 
@@ -12,8 +10,8 @@ namespace lpdt::models {
 // BasicBlocks (64, 128/2, 256/2, 512/2 channels; 2,2,2,2 blocks for depth 18, 3,4,6,3 for 34)
 // with conv1x1/2 + norm projection shortcuts -> global average pool -> Linear(512, classes).
 // Parameters, 10 classes: 11,181,642 with BatchNorm (torchvision's resnet18 at 1,000 classes:
-// 11,689,512), 11,186,442 with EvoNorm (the reference). The block is ResNetCifar's: ReLU after
-// the residual add for BatchNorm / GroupNorm, none with EvoNorm (it gates by itself). Every norm
+// 11,689,512), 11,186,442 with EvoNorm (the reference). The block is ResNetCifar's
+// (models/basic_block.h), with torchvision's "downsample" names for the shortcut. Every norm
 // follows model.norm (the reference's ImageNet ResNet uses EvoNorm in the blocks whatever its
 // --normtype says; only its stem follows it).
 // The average pool is global (the reference's AvgPool2d(7) on 224x224 inputs), so any input size
@@ -29,13 +27,7 @@ class ResNetImageNet : public Model {
   at::Tensor forward(const nn::Context& ctx, const at::Tensor& x) const override;
 
  private:
-  struct BasicBlock {
-    std::unique_ptr<nn::Layer> conv1, norm1, conv2, norm2;
-    std::unique_ptr<nn::Layer> shortcut_conv, shortcut_norm;  // null: identity shortcut
-    std::optional<nn::ResidualAdd> add;
-  };
   std::string name_;
-  bool relu_after_add_ = false;
   std::unique_ptr<nn::Layer> stem_conv_, stem_norm_;
   std::vector<BasicBlock> blocks_;
   std::unique_ptr<nn::Layer> fc_;
