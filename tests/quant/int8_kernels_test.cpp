@@ -96,6 +96,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Int8ConvVsFloat,
                          ::testing::Values(ConvCase{3, 1, 1, false}, ConvCase{3, 2, 1, true},
                                            ConvCase{1, 2, 0, false}, ConvCase{5, 1, 2, true},
                                            ConvCase{3, 1, 0, false},
+                                           // 1x1, stride 1: the GEMM reads the codes in place.
+                                           ConvCase{1, 1, 0, true},
+                                           ConvCase{1, 1, 0, false, 2, 6, 4},
                                            // Grouped: one GEMM per group ("same" and strided).
                                            ConvCase{3, 1, 1, true, 2, 6, 4},
                                            ConvCase{3, 2, 1, false, 2, 4, 6},

@@ -114,9 +114,20 @@ std::vector<PrecisionResult> run_precision_bench(
       if (mode == "fp32") fp32_ms = r.step_ms, fp32_mib = r.activation_mib;
       r.speedup_vs_fp32 = fp32_ms > 0 ? fp32_ms / r.step_ms : 0;
       r.activation_ratio_vs_fp32 = fp32_mib > 0 ? fp32_mib / r.activation_mib : 0;
-      std::snprintf(line, sizeof line, "%5lld  %-15s  %7.1f  %7.0f  %6.2fx  %26.2f  %6.2fx",
+      // Ratios need fp32 in --modes, measured before this mode: "-" otherwise.
+      const auto ratio = [](double value) {
+        char text[16];
+        if (value > 0) {
+          std::snprintf(text, sizeof text, "%6.2fx", value);
+        } else {
+          std::snprintf(text, sizeof text, "%7s", "-");
+        }
+        return std::string(text);
+      };
+      std::snprintf(line, sizeof line, "%5lld  %-15s  %7.1f  %7.0f  %s  %26.2f  %s",
                     static_cast<long long>(n), mode.c_str(), r.step_ms, r.images_per_s,
-                    r.speedup_vs_fp32, r.activation_mib, r.activation_ratio_vs_fp32);
+                    ratio(r.speedup_vs_fp32).c_str(), r.activation_mib,
+                    ratio(r.activation_ratio_vs_fp32).c_str());
       progress(line);
       results.push_back(r);
     }

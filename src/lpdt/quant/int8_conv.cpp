@@ -138,8 +138,11 @@ at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w,
     return y;
   }
   const ConvGeometry group = g.group_geometry();
+  // A 1x1 convolution with stride 1 reads each pixel's codes as they lie: its im2col would be a
+  // copy, so the GEMM takes them in place (rows k*Cin apart).
+  const bool pointwise = g.kernel == 1 && g.stride == 1 && g.padding == 0;
   // Scratch buffers, not zero-filled (every element is written before it is read).
-  const at::Tensor cols_buffer = at::empty({n * group.patch()}, at::kByte);
+  const at::Tensor cols_buffer = at::empty({pointwise ? 0 : n * group.patch()}, at::kByte);
   const at::Tensor acc_buffer = at::empty({n * group.out_channels}, at::kInt);
   std::uint8_t* cols = cols_buffer.data_ptr<std::uint8_t>();
   std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
@@ -148,8 +151,10 @@ at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w,
     const std::uint8_t zx = activation_zero(x, node);
     const float s = scale_of(x, node) * scale_of(w, node);
     for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-      im2col_u8(codes + node * cin + grp * group.in_channels, k * cin, group, zx, cols);
-      gemm_u8s8s32(n, group.out_channels, group.patch(), cols, group.patch(), zx,
+      const std::uint8_t* group_codes = codes + node * cin + grp * group.in_channels;
+      if (!pointwise) im2col_u8(group_codes, k * cin, group, zx, cols);
+      gemm_u8s8s32(n, group.out_channels, group.patch(), pointwise ? group_codes : cols,
+                   pointwise ? k * cin : group.patch(), zx,
                    packed + (node * g.groups + grp) * group_weights, group.out_channels,
                    /*b_transposed=*/false, weight_zero(w, node), acc, group.out_channels);
       const std::int64_t channel = node * cout + grp * group.out_channels;
