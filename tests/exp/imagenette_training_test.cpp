@@ -43,6 +43,10 @@ struct VisionCase {
   std::string arch, precision, backend;
 };
 
+void PrintTo(const VisionCase& c, std::ostream* os) {
+  *os << c.arch << " " << c.precision << " " << c.backend;
+}
+
 class ImagenetteTraining : public ::testing::TestWithParam<VisionCase> {};
 
 TEST_P(ImagenetteTraining, LearnsTheColourClassesFromJpegFolders) {

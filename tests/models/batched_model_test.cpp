@@ -20,10 +20,7 @@ struct Case {
   bool ranges_as_params = false;
 };
 
-class BatchedVsSeparate : public ::testing::TestWithParam<Case> {};
-
-TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
-  const Case c = GetParam();
+ModelOptions options_of(const Case& c) {
   ModelOptions options;
   options.arch = c.arch;
   options.norm = c.norm;
@@ -32,7 +29,14 @@ TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
   options.height = options.width = c.size;
   options.quant.precision = quant::parse_precision(c.precision);
   options.quant.ranges_as_params = c.ranges_as_params;
-  const auto model = make_model(options);
+  return options;
+}
+
+class BatchedVsSeparate : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BatchedVsSeparate, OutputsAndGradientsMatch) {
+  const Case c = GetParam();
+  const auto model = make_model(options_of(c));
   const std::int64_t k = 3, b = 4;
   // 8-bit models: node i of the batch draws what a separate model with first_node = i draws.
   const quant::DrawKey draws{99, 5, 0};
@@ -116,14 +120,7 @@ class NodeIndependence : public ::testing::TestWithParam<Case> {};
 
 TEST_P(NodeIndependence, OtherNodesChangeNothingOfNodeZero) {
   const Case c = GetParam();
-  ModelOptions options;
-  options.arch = c.arch;
-  options.norm = c.norm;
-  options.depth = c.depth;
-  options.in_channels = c.channels;
-  options.height = options.width = c.size;
-  options.quant.precision = quant::parse_precision(c.precision);
-  const auto model = make_model(options);
+  const auto model = make_model(options_of(c));
   const std::int64_t k = 3, b = 4;
   torch::manual_seed(8);
   const at::Tensor base = model->init_params(99).unsqueeze(0).repeat({k, 1});
