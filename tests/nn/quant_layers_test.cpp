@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 
 #include "finite_difference.h"
 #include "lpdt/nn/q_conv2d.h"
@@ -387,6 +388,28 @@ TEST(RangeBatchNorm, GradientsAndRunningStatistics) {
   const at::Tensor y0 = norm.forward(eval, x), y1 = norm.forward(eval, x + 1.0);
   EXPECT_TRUE(at::allclose((y1 - y0).mean({0, 2, 3}),
                            (fresh[1] * eval.param(ParamRef{0})).reshape({k * 3}), 1e-9, 1e-9));
+}
+
+TEST(RangeEvoNorm, NonFiniteInputsGiveNaNNotACrash) {
+  // A diverged step can hand the norm a group that is all -inf or NaN: the fused kernel's max/min
+  // positions must still name elements of the input (they index it in backward), and NaN must
+  // propagate as torch.max does, not vanish.
+  Registry registry;
+  quant::QuantOptions fp32;
+  RangeEvoNorm norm(registry, "norm", 4, 2, fp32);
+  const std::int64_t k = 2;
+  torch::manual_seed(18);
+  at::Tensor x = torch::randn({2, k * 4, 4, 4}).contiguous(at::MemoryFormat::ChannelsLast);
+  x.narrow(1, 0, 2).fill_(-std::numeric_limits<float>::infinity());  // node 0, group 0
+  x.narrow(1, 2, 1).fill_(std::numeric_limits<float>::quiet_NaN());  // node 0, group 1
+  const at::Tensor params = torch::rand({k, registry.layout().total_numel}) + 0.5;
+  Context ctx{&registry.layout(), params, nullptr, k, true};
+  const at::Tensor input = x.clone().requires_grad_(true);
+  const at::Tensor y = norm.forward(ctx, input);
+  y.sum().backward();
+  EXPECT_TRUE(y.narrow(1, 2, 2).isnan().all().item<bool>()) << "the NaN group's outputs";
+  EXPECT_TRUE(y.narrow(1, 4, 4).isfinite().all().item<bool>()) << "node 1 is untouched";
+  EXPECT_TRUE(input.grad().narrow(1, 4, 4).isfinite().all().item<bool>());
 }
 
 TEST(RangeBatchNorm, AConstantChannelLeavesTheOtherChannelsScalesAlone) {

@@ -36,6 +36,13 @@ void group_ranges(const float* x, const Slice& s, std::int64_t groups, std::int6
     std::int32_t* imin = arg_min + g * chunks;
     std::fill(hi.begin(), hi.end(), -std::numeric_limits<float>::infinity());
     std::fill(lo.begin(), lo.end(), std::numeric_limits<float>::infinity());
+    // Every chunk's indices start at its first element, so that a chunk whose values never pass
+    // the comparisons (all NaN, or all -inf / +inf after a diverged step) still names an element
+    // of the slice for backward, never uninitialised memory.
+    for (std::int64_t j = 0; j < chunks; ++j) {
+      const std::int64_t first = j * m, cl = first / s.pixels, p = first % s.pixels;
+      imax[j] = imin[j] = static_cast<std::int32_t>(p * s.pixel_stride + g * cg + cl);
+    }
     for (std::int64_t cl = 0; cl < cg; ++cl) {
       const std::int64_t c = g * cg + cl;
       std::int64_t p = 0;
@@ -45,8 +52,9 @@ void group_ranges(const float* x, const Slice& s, std::int64_t groups, std::int6
         for (; p < end; ++p) {
           const std::int64_t offset = p * s.pixel_stride + c;
           const float v = x[offset];
-          if (v > hi[j]) hi[j] = v, imax[j] = static_cast<std::int32_t>(offset);
-          if (v < lo[j]) lo[j] = v, imin[j] = static_cast<std::int32_t>(offset);
+          // NaN propagates as in torch.max / torch.min: !(v <= hi) holds for a NaN v.
+          if (!(v <= hi[j])) hi[j] = v, imax[j] = static_cast<std::int32_t>(offset);
+          if (!(v >= lo[j])) lo[j] = v, imin[j] = static_cast<std::int32_t>(offset);
         }
       }
     }
