@@ -4,7 +4,8 @@
 # feedback, push-sum weights, momentum, the byte ledger, every epoch's accuracies), with 4 ranks,
 # with 3 ranks of uneven blocks and with 1; a run resumed under mpirun continues exactly as an
 # uninterrupted one; injected faults (lost, delayed messages) are the simulator's too, and a
-# killed rank is survived; more ranks than nodes is a clear error.
+# killed rank is survived; more ranks than nodes is a clear error; a diverged run stops on every
+# rank.
 # Usage: mpi_test.sh path/to/lpdt path/to/checkpoint_equal
 set -u
 lpdt="$1"
@@ -113,6 +114,21 @@ if [ "$code" = 2 ] && grep -q "graph.nodes = 2 cannot be spread over 3 processes
 else
   failed=$((failed + 1))
   echo "FAILED: 3 ranks for 2 nodes -> exit $code:"
+  echo "$out" | tail -10
+fi
+
+# A diverged run (the loss stops being finite) stops on every rank at the end of the epoch, with
+# an error naming the epoch and what to change, instead of training on NaN.
+out=$(timeout 300 "${mpirun[@]}" -np 2 "$lpdt" train --out "$work/diverged" "${tiny[@]}" \
+  --set optim.lr=1e30 2>&1)
+code=$?
+if [ "$code" != 0 ] && [ "$code" != 124 ] &&
+  grep -q "training diverged in epoch 1: the training loss of nodes 0, 1, 2, 3" <<<"$out" &&
+  grep -q "lower optim.lr (now 1e+30)" <<<"$out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: diverged run under mpirun -> exit $code:"
   echo "$out" | tail -10
 fi
 

@@ -161,6 +161,34 @@ TEST(Train, MissingDatasetFileIsAClearError) {
   fs::remove_all(out);
 }
 
+// A learning rate that overflows the weights in the first steps: the run stops at the step where
+// a loss stops being finite, names it and the nodes, says what to change, and keeps what it wrote.
+TEST(Train, ADivergedRunStopsAndSaysWhatToChange) {
+  const fs::path out = fresh_dir("diverged");
+  ExperimentConfig config = small_synthetic_run(out);
+  config.optim.lr = 1e30;
+  config.algo.name = AlgoConfig::Name::kChoco;
+  config.algo.consensus_step = 0.5;
+  try {
+    train(config, [](const std::string&) {});
+    FAIL() << "a run whose loss is not finite went on";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("training diverged at step "), std::string::npos) << message;
+    EXPECT_NE(message.find("of epoch 1"), std::string::npos) << message;
+    EXPECT_NE(message.find("is not finite"), std::string::npos) << message;
+    EXPECT_NE(message.find("optim.lr (now 1e+30)"), std::string::npos) << message;
+    EXPECT_NE(message.find("algo.consensus_step (now 0.5)"), std::string::npos) << message;
+  }
+  // The run folder keeps what was written at the start; no summary of a run that did not finish.
+  ASSERT_TRUE(fs::exists(out));
+  const fs::path run_dir = fs::directory_iterator(out)->path();
+  EXPECT_TRUE(fs::exists(run_dir / "config.toml"));
+  EXPECT_TRUE(fs::exists(run_dir / "epochs.csv"));
+  EXPECT_FALSE(fs::exists(run_dir / "summary.json"));
+  fs::remove_all(out);
+}
+
 }  // namespace
 }  // namespace lpdt::exp
 

@@ -1,5 +1,5 @@
 #pragma once
-// Two kinds of failure (docs/errors.md):
+// Two kinds of failure (docs/architecture.md, "Errors"):
 //  - UserError: bad config, bad file, bad argument. The message names the value and what was
 //    expected. `main` maps ConfigError to exit code 2 and every other UserError to 1.
 //  - a broken invariant: LPDT_CHECK, an internal assertion (exit code 1, "internal error").

@@ -53,6 +53,43 @@ std::string format(const char* fmt, auto... args) {
   return buf;
 }
 
+// The hosted nodes (global indices) whose loss is not finite. loss_rows: [k], one entry per
+// hosted node, node first_node + i in row i.
+std::vector<std::int64_t> nodes_with_nonfinite_loss(const at::Tensor& loss_rows,
+                                                    std::int64_t first_node) {
+  const at::Tensor bad = at::logical_not(at::isfinite(loss_rows)).nonzero().view({-1}).cpu();
+  std::vector<std::int64_t> nodes;
+  for (std::int64_t i = 0; i < bad.numel(); ++i) nodes.push_back(first_node + bad[i].item<std::int64_t>());
+  return nodes;
+}
+
+// A diverged run stops: every later step would only compute NaN, and the next checkpoint
+// would overwrite the last good one. `where` says when it was seen ("at step 37 of 1875 of
+// epoch 2" or "in epoch 2").
+[[noreturn]] void stop_diverged(const ExperimentConfig& config, const std::string& where,
+                                const std::string& nodes, const std::filesystem::path& run_dir) {
+  std::string advice = "lower optim.lr (now " + format("%g", config.optim.lr) + ")";
+  if (config.algo.consensus_step < 1.0) {
+    advice += " or algo.consensus_step (now " + format("%g", config.algo.consensus_step) + ")";
+  }
+  if (config.optim.warmup == OptimConfig::Warmup::kNone) {
+    advice += ", or start with optim.warmup = \"official\" (0.1x the learning rate in epoch 1)";
+  }
+  throw UserError("training diverged " + where + ": the training loss of node" +
+                  (nodes.find(',') == std::string::npos ? " " : "s ") + nodes +
+                  " is not finite (the run stopped; " + run_dir.string() +
+                  " keeps what was written before: configuration, metrics of the evaluated "
+                  "epochs, the last checkpoint). To train stably, " + advice + ".");
+}
+
+std::string join_nodes(const std::vector<std::int64_t>& nodes) {
+  std::string text;
+  const std::size_t shown = std::min<std::size_t>(nodes.size(), 16);
+  for (std::size_t i = 0; i < shown; ++i) text += (i ? ", " : "") + std::to_string(nodes[i]);
+  if (nodes.size() > shown) text += format(" and %zu more", nodes.size() - shown);
+  return text;
+}
+
 data::SyntheticOptions synthetic_options(const ExperimentConfig& config) {
   return data::SyntheticOptions()
       .seed(config.run.seed)
@@ -547,6 +584,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // Summed on the device: no host synchronisation inside the step.
   at::Tensor node_loss_sum = at::zeros({k}, device_options.dtype(at::kDouble));
   at::Tensor last_loss = at::zeros({k}, device_options.dtype(at::kFloat));
+  const bool check_every_step = !on_gpu && !cluster.distributed();
   const auto training_step = [&] {
     const models::GradientResult gradients =
         models::compute_gradients(*model, x, buffers, step_inputs, step_targets, nodes_per_pass,
@@ -738,6 +776,18 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
         optimizer.account_replayed_round(step_mixing, round, ledger);
       }
       report_deaths();
+      // Checked every step where reading the losses costs no device synchronisation and no
+      // agreement between processes; otherwise once per epoch, below.
+      if (check_every_step) {
+        const auto diverged = nodes_with_nonfinite_loss(last_loss, hosted.first);
+        if (!diverged.empty()) {
+          if (meter) meter->clear();
+          stop_diverged(config,
+                        format("at step %lld of %lld of epoch %d", static_cast<long long>(step + 1),
+                               static_cast<long long>(steps_per_epoch), epoch + 1),
+                        join_nodes(diverged), run_dir);
+        }
+      }
       if (meter) meter->update(epoch * steps_per_epoch + step + 1, epoch + 1);
       if (leader && config.run.log_every > 0 && (step + 1) % config.run.log_every == 0) {
         const double step_loss = last_loss.mean().item<double>();
@@ -752,6 +802,21 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
     train_time_s += seconds_since(epoch_start);
     result.steps += steps_per_epoch;
+    {
+      // Every rank reports its nodes and rank 0 answers for all, so that all stop together.
+      std::string diverged = join_nodes(nodes_with_nonfinite_loss(node_loss_sum, hosted.first));
+      if (cluster.distributed()) {
+        std::string all;
+        for (const std::string& part : cluster.gather_text(diverged)) {
+          if (!part.empty()) all += (all.empty() ? "" : ", ") + part;
+        }
+        diverged = cluster.broadcast_text(all);
+      }
+      if (!diverged.empty()) {
+        if (meter) meter->clear();
+        stop_diverged(config, format("in epoch %d", epoch + 1), diverged, run_dir);
+      }
+    }
     if ((epoch + 1) % config.run.eval_every != 0 && epoch + 1 != config.run.epochs) {
       save_checkpoint(epoch + 1);
       continue;
