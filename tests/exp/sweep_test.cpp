@@ -209,5 +209,47 @@ TEST(Sweep, RunsSkipsResumesAndExtends) {
   fs::remove_all(dir);
 }
 
+// A grid point whose learning rate overflows the weights diverges: the sweep records it, goes on
+// to the next point, shows it in the tables, and does not train it again.
+TEST(Sweep, ADivergedRunIsRecordedAndTheSweepGoesOn) {
+  const fs::path dir = fresh_dir("diverged");
+  std::vector<std::string> lines;
+  const auto keep = [&](const std::string& line) { lines.push_back(line); };
+  std::string text = tiny_sweep(dir / "out", 1);
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+  };
+  replace("seeds = [1, 2]", "seeds = [1]");
+  replace("\"algo.name\" = [\"deep-squeeze\", \"choco\"]", "\"optim.lr\" = [1e30, 0.05]");
+  replace("\"data.skew\" = [0.0, 0.5]", "\"algo.name\" = [\"choco\"]");
+  replace("rows = [\"data.skew\"]", "rows = [\"optim.lr\"]");
+  SweepSpec spec = load_sweep(write(dir / "s.toml", text));
+  ASSERT_EQ(expand_sweep(spec).size(), 2u);
+  const SweepOutcome first = run_sweep(spec, keep);
+  EXPECT_EQ(first.trained, 2);
+  EXPECT_EQ(first.diverged, 1);
+  const SweepPoint bad = expand_sweep(spec)[0];
+  const SweepRunState state = find_sweep_run(spec, bad);
+  ASSERT_EQ(state.kind, SweepRunState::Kind::kDiverged);
+  std::ifstream in(state.dir / kDivergedFile);
+  const nlohmann::json record = nlohmann::json::parse(in);
+  EXPECT_EQ(record.at("epoch").get<int>(), 1);
+  EXPECT_GT(record.at("step").get<int>(), 0);
+  EXPECT_EQ(record.at("config").at("optim").at("lr").get<double>(), 1e30);
+  EXPECT_EQ(find_sweep_run(spec, expand_sweep(spec)[1]).kind, SweepRunState::Kind::kDone);
+
+  const auto tables = aggregate_sweep(spec);
+  ASSERT_FALSE(tables.empty());
+  const std::string markdown = sweep_table_markdown(spec, tables[0]);
+  EXPECT_NE(markdown.find("| 1e+30 | diverged |"), std::string::npos) << markdown;
+  EXPECT_NE(sweep_table_csv(spec, tables[0]).find(",,0,1\n"), std::string::npos);
+
+  const SweepOutcome again = run_sweep(spec, keep);
+  EXPECT_EQ(again.trained + again.resumed, 0);
+  EXPECT_EQ(again.skipped, 2);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lpdt::exp

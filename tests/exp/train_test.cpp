@@ -172,7 +172,7 @@ TEST(Train, ADivergedRunStopsAndSaysWhatToChange) {
   try {
     train(config, [](const std::string&) {});
     FAIL() << "a run whose loss is not finite went on";
-  } catch (const UserError& e) {
+  } catch (const TrainingDiverged& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("training diverged at step "), std::string::npos) << message;
     EXPECT_NE(message.find("of epoch 1"), std::string::npos) << message;
@@ -186,6 +186,10 @@ TEST(Train, ADivergedRunStopsAndSaysWhatToChange) {
   EXPECT_TRUE(fs::exists(run_dir / "config.toml"));
   EXPECT_TRUE(fs::exists(run_dir / "epochs.csv"));
   EXPECT_FALSE(fs::exists(run_dir / "summary.json"));
+  std::ifstream in(run_dir / kDivergedFile);
+  const nlohmann::json record = nlohmann::json::parse(in);
+  EXPECT_EQ(record.at("epoch").get<int>(), 1);
+  EXPECT_NE(record.at("message").get<std::string>().find("diverged"), std::string::npos);
   fs::remove_all(out);
 }
 

@@ -36,7 +36,8 @@ void add_sweep_command(CLI::App& app) {
     const exp::SweepOutcome outcome = exp::run_sweep(spec, say, args->dry_run, isatty(fileno(stderr)) != 0);
     say("sweep " + std::string(args->dry_run ? "(dry run) " : "") + spec.out_dir.string() + ": " +
         std::to_string(outcome.trained) + " trained, " + std::to_string(outcome.resumed) +
-        " resumed, " + std::to_string(outcome.skipped) + " already done");
+        " resumed, " + std::to_string(outcome.skipped) + " already done or diverged" +
+        (outcome.diverged > 0 ? ", " + std::to_string(outcome.diverged) + " diverged now" : ""));
   });
 }
 

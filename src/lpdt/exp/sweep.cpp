@@ -359,6 +359,20 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
       return {SweepRunState::Kind::kDone, dir};
     }
   }
+  if (fs::exists(dir / kDivergedFile)) {
+    std::ifstream in(dir / kDivergedFile);
+    nlohmann::json record;
+    try {
+      record = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      throw UserError("cannot read '" + (dir / kDivergedFile).string() + "': " + e.what());
+    }
+    if (!record.contains("config")) {
+      throw UserError("'" + (dir / kDivergedFile).string() + "' has no \"config\"");
+    }
+    check_resumable(record.at("config"), wanted, dir / kDivergedFile);
+    return {SweepRunState::Kind::kDiverged, dir};
+  }
   if (fs::exists(dir / kCheckpointFile)) {
     const TrainingState saved = read_checkpoint(dir / kCheckpointFile);
     check_resumable(saved.config, wanted, dir / kCheckpointFile);
@@ -375,7 +389,10 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
   std::size_t left = 0;  // runs to train or resume
   for (const SweepPoint& point : points) {
     states.push_back(find_sweep_run(spec, point));
-    if (states.back().kind != SweepRunState::Kind::kDone) ++left;
+    if (states.back().kind != SweepRunState::Kind::kDone &&
+        states.back().kind != SweepRunState::Kind::kDiverged) {
+      ++left;
+    }
   }
   const auto start = std::chrono::steady_clock::now();
   std::size_t finished_here = 0;
@@ -390,6 +407,12 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
     options.progress_bar = progress_bar;
     if (state.kind == SweepRunState::Kind::kDone) {
       progress(where + ": done (" + state.dir.string() + "), skipped");
+      ++outcome.skipped;
+      continue;
+    }
+    if (state.kind == SweepRunState::Kind::kDiverged) {
+      progress(where + ": diverged earlier (" + (state.dir / kDivergedFile).string() +
+               "), skipped");
       ++outcome.skipped;
       continue;
     }
@@ -411,7 +434,13 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
       ++outcome.trained;
     }
     if (dry_run) continue;
-    train(config, [&](const std::string& line) { progress("  " + line); }, options);
+    try {
+      train(config, [&](const std::string& line) { progress("  " + line); }, options);
+    } catch (const TrainingDiverged& e) {
+      // A grid point past the stable range is a result, not the end of the sweep.
+      progress("  " + std::string(e.what()));
+      ++outcome.diverged;
+    }
     ++finished_here;
   }
   if (!dry_run) {
@@ -423,8 +452,10 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
 std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec) {
   // The finished runs' summaries, by grid values.
   std::map<std::vector<std::string>, std::vector<nlohmann::json>> finals;
+  std::map<std::vector<std::string>, int> diverged;
   for (const SweepPoint& point : expand_sweep(spec)) {
     const SweepRunState state = find_sweep_run(spec, point);
+    if (state.kind == SweepRunState::Kind::kDiverged) ++diverged[point.values];
     if (state.kind != SweepRunState::Kind::kDone) continue;
     const fs::path file = state.dir / "summary.json";
     std::ifstream in(file);
@@ -452,6 +483,7 @@ std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec) {
           values[axis_index(spec, spec.columns[c])] = column[c];
         }
         SweepCell cell;
+        cell.diverged = diverged[values];
         for (const auto& final : finals[values]) {
           if (!final.contains(metric) || !final.at(metric).is_number()) {
             throw UserError("a run of " + spec.file.string() + " has no number \"final\"." + metric +
@@ -496,14 +528,20 @@ std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table)
     out << "|";
     for (const auto& v : table.row_labels[r]) out << " " << label(v) << " |";
     for (const SweepCell& cell : table.cells[r]) {
+      const std::string diverged =
+          cell.diverged > 1 ? " (" + std::to_string(cell.diverged) + ")" : std::string();
       if (cell.values.empty()) {
-        out << " - |";
-      } else if (cell.values.size() == 1) {
-        out << " " << format_number(cell.mean) << " |";
+        out << (cell.diverged > 0 ? " diverged" + diverged + " |" : " - |");
+        continue;
+      }
+      if (cell.values.size() == 1) {
+        out << " " << format_number(cell.mean);
       } else {
         out << " " << format_number(cell.mean) << " ± " << format_number(cell.spread) << " ("
-            << cell.values.size() << ") |";
+            << cell.values.size() << ")";
       }
+      if (cell.diverged > 0) out << ", " << cell.diverged << " diverged";
+      out << " |";
     }
     out << "\n";
   }
@@ -514,7 +552,7 @@ std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table) {
   std::ostringstream out;
   for (const auto& key : spec.rows) out << csv_field(key) << ",";
   for (const auto& key : spec.columns) out << csv_field(key) << ",";
-  out << "metric,mean,spread,n\n";
+  out << "metric,mean,spread,n,diverged\n";
   out.precision(10);
   for (std::size_t r = 0; r < table.row_labels.size(); ++r) {
     for (std::size_t c = 0; c < table.column_labels.size(); ++c) {
@@ -523,10 +561,11 @@ std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table) {
       const SweepCell& cell = table.cells[r][c];
       out << table.metric << ",";
       if (cell.values.empty()) {
-        out << ",,0\n";
+        out << ",,0";
       } else {
-        out << cell.mean << "," << cell.spread << "," << cell.values.size() << "\n";
+        out << cell.mean << "," << cell.spread << "," << cell.values.size();
       }
+      out << "," << cell.diverged << "\n";
     }
   }
   return out.str();

@@ -67,19 +67,21 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec);
 // The experiment of a point: base < set < grid values < run.seed, run.out_dir, run.name.
 ExperimentConfig sweep_point_config(const SweepSpec& spec, const SweepPoint& point);
 
-// Where a point stands: done (a run folder with summary.json), resumable (a checkpoint of an
-// unfinished run) or not started.
+// Where a point stands: done (a run folder with summary.json), diverged (its loss stopped being
+// finite: diverged.json, exp/trainer.h; it would diverge again, so it is not retrained), resumable
+// (a checkpoint of an unfinished run) or not started.
 struct SweepRunState {
-  enum class Kind { kDone, kResumable, kNew } kind = Kind::kNew;
+  enum class Kind { kDone, kDiverged, kResumable, kNew } kind = Kind::kNew;
   std::filesystem::path dir;  // the run folder (done / resumable)
 };
 SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point);
 
 struct SweepOutcome {
   int trained = 0, resumed = 0, skipped = 0;
+  int diverged = 0;  // runs of this invocation that diverged (the sweep goes on)
 };
-// Runs every point that is not done (resuming unfinished ones from their checkpoints), then
-// writes the tables. dry_run: only lists what would run. progress_bar: each run draws its bar
+// Runs every point that is not done or diverged (resuming unfinished ones from their
+// checkpoints; a run that diverges is reported and the sweep goes on), then writes the tables. dry_run: only lists what would run. progress_bar: each run draws its bar
 // (TrainOptions::progress_bar); the sweep's lines carry its own time left either way.
 SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run = false,
                        bool progress_bar = false);
@@ -88,6 +90,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
 struct SweepCell {
   std::vector<double> values;  // one per finished seed
   double mean = 0, spread = 0;  // spread: sample standard deviation (0 for one seed)
+  int diverged = 0;             // seeds whose run diverged (no values)
 };
 struct SweepTable {
   std::string metric;
@@ -97,8 +100,9 @@ struct SweepTable {
 
 // Reads the finished runs' summary.json. UserError naming the file when a metric is missing.
 std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec);
-// Markdown ("mean ± spread (n)" per cell, "-" without a finished run) and CSV (one line per
-// cell: the row and column values, mean, spread, n).
+// Markdown ("mean ± spread (n)" per cell, "-" without a finished run, "diverged" when every run
+// of the cell diverged, "..., d diverged" when some did) and CSV (one line per cell: the row and
+// column values, mean, spread, n, diverged).
 std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table);
 std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table);
 // Writes table-<metric>.md / .csv for every metric into spec.out_dir; returns the paths.

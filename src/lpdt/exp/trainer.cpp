@@ -65,8 +65,9 @@ std::vector<std::int64_t> nodes_with_nonfinite_loss(const at::Tensor& loss_rows,
 
 // A diverged run stops: every later step would only compute NaN, and the next checkpoint
 // would overwrite the last good one. `where` says when it was seen ("at step 37 of 1875 of
-// epoch 2" or "in epoch 2").
-[[noreturn]] void stop_diverged(const ExperimentConfig& config, const std::string& where,
+// epoch 2" or "in epoch 2"); step is 0 when seen at the epoch's end. Rank 0 records it first.
+[[noreturn]] void stop_diverged(const ExperimentConfig& config, bool leader, int epoch,
+                                std::int64_t step, const std::string& where,
                                 const std::string& nodes, const std::filesystem::path& run_dir) {
   std::string advice = "lower optim.lr (now " + format("%g", config.optim.lr) + ")";
   if (config.algo.consensus_step < 1.0) {
@@ -75,11 +76,21 @@ std::vector<std::int64_t> nodes_with_nonfinite_loss(const at::Tensor& loss_rows,
   if (config.optim.warmup == OptimConfig::Warmup::kNone) {
     advice += ", or start with optim.warmup = \"official\" (0.1x the learning rate in epoch 1)";
   }
-  throw UserError("training diverged " + where + ": the training loss of node" +
-                  (nodes.find(',') == std::string::npos ? " " : "s ") + nodes +
-                  " is not finite (the run stopped; " + run_dir.string() +
-                  " keeps what was written before: configuration, metrics of the evaluated "
-                  "epochs, the last checkpoint). To train stably, " + advice + ".");
+  const std::string message =
+      "training diverged " + where + ": the training loss of node" +
+      (nodes.find(',') == std::string::npos ? " " : "s ") + nodes +
+      " is not finite (the run stopped; " + run_dir.string() +
+      " keeps what was written before: configuration, metrics of the evaluated epochs, the last "
+      "checkpoint, and " + kDivergedFile + "). To train stably, " + advice + ".";
+  if (leader) {
+    nlohmann::json record = {{"config", to_json(config)},
+                             {"epoch", epoch},
+                             {"step", step > 0 ? nlohmann::json(step) : nlohmann::json()},
+                             {"nodes", nodes},
+                             {"message", message}};
+    write_text_file(run_dir / kDivergedFile, record.dump(2) + "\n");
+  }
+  throw TrainingDiverged(message);
 }
 
 std::string join_nodes(const std::vector<std::int64_t>& nodes) {
@@ -782,7 +793,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
         const auto diverged = nodes_with_nonfinite_loss(last_loss, hosted.first);
         if (!diverged.empty()) {
           if (meter) meter->clear();
-          stop_diverged(config,
+          stop_diverged(config, leader, epoch + 1, step + 1,
                         format("at step %lld of %lld of epoch %d", static_cast<long long>(step + 1),
                                static_cast<long long>(steps_per_epoch), epoch + 1),
                         join_nodes(diverged), run_dir);
@@ -814,7 +825,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       }
       if (!diverged.empty()) {
         if (meter) meter->clear();
-        stop_diverged(config, format("in epoch %d", epoch + 1), diverged, run_dir);
+        stop_diverged(config, leader, epoch + 1, 0, format("in epoch %d", epoch + 1), diverged,
+                      run_dir);
       }
     }
     if ((epoch + 1) % config.run.eval_every != 0 && epoch + 1 != config.run.epochs) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lpdt/core/error.h"
 #include "lpdt/exp/evaluation.h"
 #include "lpdt/exp/experiment_config.h"
 
@@ -34,6 +35,16 @@ struct TrainResult {
   double train_images_per_s = 0;
   std::int64_t steps = 0;
 };
+
+// A node's training loss stopped being finite (docs/results.md, "A diverged run"). Before it is
+// thrown, rank 0 records the run's configuration and where it diverged in RUN_DIR/diverged.json
+// (kDivergedFile): {"config", "epoch", "step" (null when seen at the epoch's end), "nodes",
+// "message"}.
+class TrainingDiverged : public UserError {
+ public:
+  using UserError::UserError;
+};
+inline constexpr const char* kDivergedFile = "diverged.json";
 
 // Where progress goes: one line at a time (stdout in the CLI, captured in tests).
 using ProgressSink = std::function<void(const std::string& line)>;
