@@ -643,7 +643,7 @@ TEST(ExperimentConfigErrorTest, LowPrecisionCombinations) {
   EXPECT_THAT(load_error("[model]\nprecision = \"int8\"\nnorm = \"groupnorm\"\n"),
               HasSubstr("has no 8-bit version"));
   EXPECT_THAT(load_error("[model]\nprecision = \"int4\"\n"),
-              HasSubstr("expected one of fp32, int8; did you mean \"int8\"?"));
+              HasSubstr("expected one of fp32, bf16, int8; did you mean \"int8\"?"));
   EXPECT_THAT(load_error("[quant]\nbackend = \"integer\"\nscheme = \"reference\"\n"),
               HasSubstr("needs quant.scheme = \"gemmlowp\""));
   EXPECT_THAT(load_error("[quant]\nbackend = \"integer\"\nbits = 4\n"),

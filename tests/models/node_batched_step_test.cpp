@@ -3,6 +3,7 @@
 #include "lpdt/models/node_batched_step.h"
 
 #include <gtest/gtest.h>
+#include <cmath>
 #include <torch/torch.h>
 
 #include "lpdt/core/cuda_step_graph.h"
@@ -41,6 +42,43 @@ TEST(ComputeGradients, PassSizeAndConvAlgorithmDoNotChangeTheResult) {
     }
   }
   EXPECT_FALSE(x.requires_grad()) << "the caller's parameters must stay a plain tensor";
+}
+
+// model.precision = "bf16": the same ResNet-20 (EvoNorm, the CPU fused kernel) with bfloat16
+// convolutions computes logits and gradients close to the float32 model's (bfloat16 keeps 8
+// significant bits), but not equal to them; parameters and gradients stay float32.
+TEST(ComputeGradients, Bfloat16ConvolutionsStayCloseToFloat32) {
+  ModelOptions options;
+  options.arch = "resnet";
+  options.depth = 20;
+  options.in_channels = 1;
+  options.height = options.width = 16;
+  const auto fp32_model = make_model(options);
+  options.quant.precision = quant::Precision::kBf16;
+  const auto bf16_model = make_model(options);
+  ASSERT_EQ(bf16_model->num_params(), fp32_model->num_params());
+  const std::int64_t k = 2, b = 8;
+  torch::manual_seed(12);
+  const at::Tensor x = fp32_model->init_params(3).unsqueeze(0).repeat({k, 1});
+  const at::Tensor inputs = torch::randn({k, b, 1, 16, 16});
+  const at::Tensor targets = torch::randint(0, 10, {k, b}, torch::kLong);
+  std::vector<at::Tensor> fp32_buffers = fp32_model->init_buffers(k);
+  std::vector<at::Tensor> bf16_buffers = bf16_model->init_buffers(k);
+  const GradientResult fp32 = compute_gradients(*fp32_model, x, fp32_buffers, inputs, targets, 1,
+                                                nn::ConvAlgorithm::kGrouped);
+  const GradientResult bf16 = compute_gradients(*bf16_model, x, bf16_buffers, inputs, targets, 1,
+                                                nn::ConvAlgorithm::kGrouped);
+  ASSERT_EQ(bf16.grad.scalar_type(), at::kFloat);
+  for (std::int64_t i = 0; i < k; ++i) {
+    const double loss_error =
+        std::abs(bf16.loss[i].item<double>() - fp32.loss[i].item<double>()) /
+        fp32.loss[i].item<double>();
+    const double grad_error =
+        (bf16.grad[i] - fp32.grad[i]).norm().item<double>() / fp32.grad[i].norm().item<double>();
+    EXPECT_LT(loss_error, 1e-2) << "node " << i;
+    EXPECT_LT(grad_error, 0.1) << "node " << i;
+    EXPECT_GT(grad_error, 1e-5) << "node " << i << ": bfloat16 changed nothing";
+  }
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--device", options->device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--model-precision", options->precision,
-                  "fp32 | int8 (simulated) for the engine-vs-per-node comparison")
+                  "fp32 | bf16 | int8 (simulated) for the engine-vs-per-node comparison")
       ->capture_default_str();
   cmd->add_option("--norm", options->norm, "Normalisation: evonorm | batchnorm | groupnorm")
       ->capture_default_str();
@@ -42,7 +42,7 @@ void add_bench_command(CLI::App& app) {
   auto precision = std::make_shared<bool>(false);
   auto modes = std::make_shared<std::vector<std::string>>(exp::PrecisionBenchOptions().modes);
   cmd->add_flag("--precision", *precision,
-                "Compare precisions instead (fp32, int8 simulated, int8 integer): step time and "
+                "Compare precisions instead (fp32, bf16, int8 simulated, int8 integer): step time and "
                 "the activation memory a pass holds for backward, in the same run");
   cmd->add_option("--modes", *modes, "Precisions compared by --precision")
       ->delimiter(',')

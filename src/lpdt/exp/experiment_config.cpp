@@ -296,8 +296,11 @@ void add_keys(ConfigSchema& s) {
       .at_least(0)
       .less_than(1);
   s.add_string("model.precision", name_of(d.model.precision),
-               "fp32, or int8: the paper's 8-bit training (weights, activations and layer "
-               "gradients quantized; evonorm becomes Range EvoNorm, batchnorm Range BatchNorm).")
+               "fp32; bf16: fp32 with bfloat16 convolutions (inputs and weights rounded to "
+               "bfloat16, float32 sums; parameters, gradients, optimizer and norms float32; "
+               "fast on CPUs with AVX-512 BF16 or AMX and on GPUs); or int8: the paper's 8-bit "
+               "training (weights, activations and layer gradients quantized; evonorm becomes "
+               "Range EvoNorm, batchnorm Range BatchNorm).")
       .one_of(choices<ModelConfig::Precision>());
 
   // [quant]

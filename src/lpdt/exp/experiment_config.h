@@ -78,7 +78,7 @@ struct ModelConfig {
   enum class Arch { kResnet, kVgg11, kLenet5, kMlp, kResnet18, kResnet34, kMobilenetv2,
                     kDistilbert, kTransformer };
   enum class Norm { kEvonorm, kBatchnorm, kGroupnorm, kRangeEvonorm, kRangeBatchnorm, kNone };
-  enum class Precision { kFp32, kInt8 };
+  enum class Precision { kFp32, kBf16, kInt8 };
 
   Arch arch = Arch::kLenet5;   // the quickstart; configs/ has the paper's ResNet-20 runs
   int depth = 20;              // ResNet only
@@ -255,7 +255,7 @@ LPDT_CONFIG_ENUM_NAMES(ModelConfig::Arch, "resnet", "vgg11", "lenet5", "mlp", "r
                        "resnet34", "mobilenetv2", "distilbert", "transformer")
 LPDT_CONFIG_ENUM_NAMES(ModelConfig::Norm, "evonorm", "batchnorm", "groupnorm", "rangeevonorm",
                        "rangebatchnorm", "none")
-LPDT_CONFIG_ENUM_NAMES(ModelConfig::Precision, "fp32", "int8")
+LPDT_CONFIG_ENUM_NAMES(ModelConfig::Precision, "fp32", "bf16", "int8")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Backend, "simulated", "integer")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Scheme, "gemmlowp", "reference")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Rounding, "nearest", "stochastic")

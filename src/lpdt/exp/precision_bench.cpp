@@ -26,6 +26,10 @@ using Clock = std::chrono::steady_clock;
 quant::QuantOptions options_for(const std::string& mode) {
   quant::QuantOptions q;
   if (mode == "fp32") return q;
+  if (mode == "bf16") {
+    q.precision = quant::Precision::kBf16;
+    return q;
+  }
   q.precision = quant::Precision::kInt8;
   if (mode == "int8-simulated") return q;
   if (mode == "int8-integer") {
@@ -33,7 +37,7 @@ quant::QuantOptions options_for(const std::string& mode) {
     return q;
   }
   throw ConfigError("bench --modes: '" + mode +
-                    "' is not a mode: expected fp32, int8-simulated or int8-integer");
+                    "' is not a mode: expected fp32, bf16, int8-simulated or int8-integer");
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ struct PrecisionBenchOptions {
   int threads = 0;
   std::int64_t channels = 1;
   std::int64_t size = 28;
-  std::vector<std::string> modes = {"fp32", "int8-simulated", "int8-integer"};
+  std::vector<std::string> modes = {"fp32", "bf16", "int8-simulated", "int8-integer"};
   std::string json_path;
 };
 

@@ -56,7 +56,7 @@ std::vector<ThroughputResult> run_throughput_bench(
   model_options.in_channels = options.channels;
   model_options.height = model_options.width = options.size;
   model_options.norm = options.norm;
-  if (options.precision == "int8") model_options.quant.precision = quant::Precision::kInt8;
+  model_options.quant.precision = quant::parse_precision(options.precision);
   const auto model = models::make_model(model_options);
   char line[256];
   std::snprintf(line, sizeof line,

@@ -38,11 +38,26 @@ Conv2d::Conv2d(Registry& registry, const std::string& name, const Conv2dOptions&
   bias_ = params.bias;
 }
 
+namespace {
+
+// Rounded to the convolution's arithmetic (bfloat16 or unchanged); undefined stays undefined.
+at::Tensor operand(const at::Tensor& t, bool bfloat16) {
+  return bfloat16 && t.defined() ? t.to(at::kBFloat16) : t;
+}
+
+}  // namespace
+
 at::Tensor Conv2d::forward(const Context& ctx, const at::Tensor& x) const {
+  if (options_.bfloat16) return forward_in(ctx, operand(x, true)).to(at::kFloat);
+  return forward_in(ctx, x);
+}
+
+at::Tensor Conv2d::forward_in(const Context& ctx, const at::Tensor& x) const {
+  const bool bf16 = options_.bfloat16;
   const std::int64_t k = ctx.k;
   if (ctx.conv_algorithm == ConvAlgorithm::kPerNode && k > 1) {
-    const at::Tensor weights = ctx.param(weight_);  // [k, out, in/G, kh, kw]
-    const at::Tensor biases = options_.bias ? ctx.param(bias_) : at::Tensor();
+    const at::Tensor weights = operand(ctx.param(weight_), bf16);  // [k, out, in/G, kh, kw]
+    const at::Tensor biases = options_.bias ? operand(ctx.param(bias_), bf16) : at::Tensor();
     std::vector<at::Tensor> outputs;
     outputs.reserve(k);
     for (std::int64_t i = 0; i < k; ++i) {
@@ -59,13 +74,13 @@ at::Tensor Conv2d::forward(const Context& ctx, const at::Tensor& x) const {
   }
   // [k, out, in/G, kh, kw] -> [k*out, in/G, kh, kw]: groups k*G, node-major, so group
   // i*G + g convolves node i's channel group g only.
-  const at::Tensor weight = ctx.param(weight_)
+  const at::Tensor weight = operand(ctx.param(weight_), bf16)
                                 .reshape({k * options_.out_channels,
                                           options_.in_channels / options_.groups, options_.kernel,
                                           options_.kernel})
                                 .contiguous(x.suggest_memory_format());
   at::Tensor bias;
-  if (options_.bias) bias = ctx.param(bias_).reshape({k * options_.out_channels});
+  if (options_.bias) bias = operand(ctx.param(bias_), bf16).reshape({k * options_.out_channels});
   return at::conv2d(x, weight, bias, {options_.stride, options_.stride},
                     {options_.padding, options_.padding}, {1, 1}, k * options_.groups);
 }

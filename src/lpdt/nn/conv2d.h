@@ -14,6 +14,11 @@ struct Conv2dOptions {
   // Channel groups within one node (1: dense; in_channels: depthwise, as MobileNetV2). Both
   // channel counts must be divisible by it. Over k nodes the layer runs with k * groups groups.
   std::int64_t groups = 1;
+  // Arithmetic in bfloat16 (model.precision = "bf16"): input, weight and bias rounded to
+  // bfloat16 (round to nearest even), products summed in float32 by the backend (oneDNN, cuDNN),
+  // the output rounded to bfloat16 and widened back to float32. Autograd differentiates the casts,
+  // so the weight gradient arrives in float32 (computed from bfloat16 operands).
+  bool bfloat16 = false;
   Conv2dOptions& with_stride(std::int64_t s) {
     stride = s;
     return *this;
@@ -50,11 +55,14 @@ class Conv2d : public Layer {
  public:
   // Weight init: add_conv_params.
   Conv2d(Registry& registry, const std::string& name, const Conv2dOptions& options);
-  // x: [b, k*in, H, W] float32 -> [b, k*out, H', W'] float32
+  // x: [b, k*in, H, W] float32 -> [b, k*out, H', W'] float32 (bfloat16 arithmetic when
+  // options.bfloat16)
   at::Tensor forward(const Context& ctx, const at::Tensor& x) const override;
   const Conv2dOptions& options() const { return options_; }
 
  private:
+  // The convolution of x (already in the layer's arithmetic), in that arithmetic.
+  at::Tensor forward_in(const Context& ctx, const at::Tensor& x) const;
   Conv2dOptions options_;
   ParamRef weight_;
   ParamRef bias_;

@@ -43,7 +43,9 @@ std::unique_ptr<Layer> LayerFactory::conv(const std::string& name,
   if (quant_.low_precision()) {
     layer = std::make_unique<QConv2d>(registry_, name, options, quant_);
   } else {
-    layer = std::make_unique<Conv2d>(registry_, name, options);
+    Conv2dOptions arithmetic = options;
+    arithmetic.bfloat16 = quant_.precision == quant::Precision::kBf16;
+    layer = std::make_unique<Conv2d>(registry_, name, arithmetic);
   }
   TracedLayer what;
   what.op = TracedOp::kConv;

@@ -2,6 +2,7 @@
 // Builds a model's layers at the precision its options ask for, so that one model definition
 // gives both the full-precision network and the paper's 8-bit one (reference spec 7.5):
 //   fp32: Conv2d, Linear, the chosen norm (+ ReLU where the norm is not EvoNorm), plain add;
+//   bf16: the same, with bfloat16 convolutions (Conv2dOptions::bfloat16);
 //   int8: QConv2d, QLinear, Range EvoNorm for "evonorm" (Range BatchNorm + ReLU for
 //         "batchnorm"), quantized residual add. Every layer is quantized, first and last included.
 #include <memory>

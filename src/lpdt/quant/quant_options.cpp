@@ -37,8 +37,10 @@ void QuantOptions::validate() const {
 
 Precision parse_precision(const std::string& name) {
   if (name == "fp32") return Precision::kFp32;
+  if (name == "bf16") return Precision::kBf16;
   if (name == "int8") return Precision::kInt8;
-  throw ConfigError("model.precision = '" + name + "' is not a precision: expected fp32 or int8");
+  throw ConfigError("model.precision = '" + name +
+                    "' is not a precision: expected fp32, bf16 or int8");
 }
 
 QuantBackend parse_backend(const std::string& name) {
@@ -62,7 +64,17 @@ Rounding parse_rounding(const std::string& name) {
                     "' is not a rounding: expected nearest or stochastic");
 }
 
-std::string to_string(Precision value) { return value == Precision::kFp32 ? "fp32" : "int8"; }
+std::string to_string(Precision value) {
+  switch (value) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kInt8:
+      return "int8";
+  }
+  return "?";
+}
 std::string to_string(QuantBackend value) {
   return value == QuantBackend::kSimulated ? "simulated" : "integer";
 }

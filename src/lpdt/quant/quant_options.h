@@ -6,8 +6,11 @@
 
 namespace lpdt::quant {
 
-// Arithmetic of a model: full precision, or the paper's 8-bit training (bits configurable).
-enum class Precision { kFp32, kInt8 };
+// Arithmetic of a model: full precision; full precision with bfloat16 convolutions (inputs and
+// weights rounded to bfloat16, products summed in float32, outputs rounded to bfloat16 and
+// widened; parameters, gradients, optimizer, norms and everything else float32); or the paper's
+// 8-bit training (bits configurable).
+enum class Precision { kFp32, kBf16, kInt8 };
 
 // Two backends computing the same function (design.md): quantize-dequantize in float, or real
 // int8 x int8 -> int32 arithmetic (CPU, oneDNN).
