@@ -36,6 +36,10 @@ expect 1 "no-such-dir" -- "$lpdt" train --set data.dir="$work/no-such-dir" --out
 expect 2 "run.device = 'cuda'" -- "$lpdt" train --set run.device=cuda
 expect 2 "run.cuda_graph" -- "$lpdt" train --set run.cuda_graph=sometimes
 expect 2 "device" -- "$lpdt" bench --device tpu
+# The engine bench takes every model precision; a wrong one names the accepted values.
+expect 0 "resnet" -- "$lpdt" bench --nodes 2 --model-precision bf16 --depth 8 --channels 1 --size 8 \
+  --batch 4 --steps 1 --warmup 0
+expect 2 "expected fp32, bf16 or int8" -- "$lpdt" bench --model-precision fp16
 expect 0 "spectral gap" -- "$lpdt" topo --topology torus --nodes 16 --dot "$work/t.dot" --json "$work/t.json"
 expect 0 "digraph" -- cat "$work/t.dot"
 expect 0 "mixing" -- cat "$work/t.json"
@@ -69,6 +73,40 @@ printf 'seeds = [1, 2]\n[grid]\n"algo.name" = ["choco", "dpsgd"]\n' >"$work/swee
 expect 0 "4 trained, 0 resumed" -- "$lpdt" sweep "$work/sweep.toml" --dry-run
 expect 0 "\[24/24\] data.skew-0.8_algo.name-choco_model.precision-int8_seed-1235" -- \
   "$lpdt" sweep "$(dirname "$0")/../../configs/sweeps/table3_fmnist.toml" --dry-run
+# Shards: two processes run one sweep side by side, each its own points; together, every cell.
+expect 0 "2 trained, 0 resumed, 0 already done or diverged, 2 left to the other shards" -- \
+  "$lpdt" sweep "$work/sweep.toml" --dry-run --shard 2/2
+expect 2 "expected I/N" -- "$lpdt" sweep "$work/sweep.toml" --shard 3/2
+cat >"$work/shards.toml" <<EOF
+out_dir = "$work/shards"
+seeds = [1, 2]
+metrics = ["average_model_accuracy"]
+[set]
+"run.epochs" = 1
+"run.log_every" = 0
+"run.threads" = 1
+"data.dataset" = "synthetic"
+"data.synthetic_samples_per_class" = 16
+"data.synthetic_size" = 8
+"model.arch" = "mlp"
+"model.norm" = "none"
+"graph.nodes" = 4
+[grid]
+"algo.name" = ["deep-squeeze", "choco"]
+"data.skew" = [0.0, 0.5]
+[table]
+rows = ["data.skew"]
+columns = ["algo.name"]
+EOF
+"$lpdt" sweep "$work/shards.toml" --shard 1/2 >"$work/shard1.log" 2>&1 &
+shard1=$!
+"$lpdt" sweep "$work/shards.toml" --shard 2/2 >"$work/shard2.log" 2>&1
+wait "$shard1"
+expect 0 "4 trained, 0 resumed, 0 already done or diverged, 4 left" -- cat "$work/shard1.log"
+expect 0 "4 trained, 0 resumed, 0 already done or diverged, 4 left" -- cat "$work/shard2.log"
+expect 0 "0 trained, 0 resumed, 8 already done" -- "$lpdt" sweep "$work/shards.toml"
+expect 0 "| 0.5 | [0-9.]* ± [0-9.]* (2) | [0-9.]* ± [0-9.]* (2) |" -- \
+  cat "$work/shards/table-average_model_accuracy.md"
 # Every preset sweep file resolves (each grid point is a valid experiment).
 for preset in "$(dirname "$0")"/../../configs/sweeps/*.toml; do
   expect 0 "sweep (dry run)" -- "$lpdt" sweep "$preset" --dry-run

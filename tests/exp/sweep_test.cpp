@@ -1,6 +1,6 @@
 // Sweeps (exp/sweep.h): the sweep file's checks, the grid's expansion, mean and spread against
 // their formulas, and a real tiny sweep that skips finished runs, resumes an interrupted one and
-// extends its runs when run.epochs grows.
+// extends its runs when run.epochs grows, and shards that split it between processes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "lpdt/core/error.h"
 #include "lpdt/exp/experiment_config.h"
@@ -248,6 +249,106 @@ TEST(Sweep, ADivergedRunIsRecordedAndTheSweepGoesOn) {
   const SweepOutcome again = run_sweep(spec, keep);
   EXPECT_EQ(again.trained + again.resumed, 0);
   EXPECT_EQ(again.skipped, 2);
+  fs::remove_all(dir);
+}
+
+// Shards split a sweep between processes: together they run every point exactly once, each only
+// its own, and the tables then hold every run whichever shard trained it.
+TEST(Sweep, ShardsRunEveryPointOnceBetweenThem) {
+  const fs::path dir = fresh_dir("shards");
+  std::vector<std::string> lines;
+  const auto keep = [&](const std::string& line) { lines.push_back(line); };
+  const SweepSpec spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 1)));
+  const std::vector<SweepPoint> points = expand_sweep(spec);
+  ASSERT_EQ(points.size(), 8u);
+
+  // Three shards of 8 points: 3, 3 and 2, disjoint.
+  std::vector<int> owners(points.size(), 0);
+  for (int index = 1; index <= 3; ++index) {
+    const SweepShard shard = parse_sweep_shard(std::to_string(index) + "/3");
+    const SweepOutcome listed = run_sweep(spec, keep, /*dry_run=*/true, false, shard);
+    EXPECT_EQ(listed.trained, index < 3 ? 3 : 2);
+    EXPECT_EQ(listed.trained + listed.other_shards, 8);
+    for (std::size_t p = 0; p < points.size(); ++p) owners[p] += shard.owns(p) ? 1 : 0;
+  }
+  for (std::size_t p = 0; p < points.size(); ++p) EXPECT_EQ(owners[p], 1) << p;
+
+  const SweepOutcome first = run_sweep(spec, keep, false, false, parse_sweep_shard("1/2"));
+  EXPECT_EQ(first.trained, 4);
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    EXPECT_EQ(find_sweep_run(spec, points[p]).kind,
+              p % 2 == 0 ? SweepRunState::Kind::kDone : SweepRunState::Kind::kNew)
+        << p;
+  }
+  const SweepOutcome second = run_sweep(spec, keep, false, false, parse_sweep_shard("2/2"));
+  EXPECT_EQ(second.trained, 4);
+  EXPECT_EQ(second.skipped, 0);  // it never looked at the first shard's runs
+  const std::vector<SweepTable> tables = aggregate_sweep(spec);
+  ASSERT_EQ(tables.size(), 1u);
+  for (const auto& row : tables[0].cells) {
+    for (const auto& cell : row) EXPECT_EQ(cell.values.size(), 2u);
+  }
+  const SweepOutcome whole = run_sweep(spec, keep);
+  EXPECT_EQ(whole.trained + whole.resumed, 0);
+  EXPECT_EQ(whole.skipped, 8);
+
+  for (const std::string bad : {"0/2", "3/2", "1/0", "2", "a/2", "1/", "/2", "-1/2", "1/2/3"}) {
+    try {
+      parse_sweep_shard(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.what(), AllOf(HasSubstr("--shard '" + bad + "'"), HasSubstr("I/N")));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// Per-epoch tables: every evaluated epoch of every finished run, the same cells as the final
+// tables; the last epoch's values are the final ones and each value is its run's epochs.csv.
+TEST(Sweep, PerEpochTablesHoldEveryEvaluatedEpoch) {
+  const fs::path dir = fresh_dir("epochs");
+  const auto quiet = [](const std::string&) {};
+  std::string text = tiny_sweep(dir / "out", 2);
+  const std::string metrics = "metrics = [\"average_model_accuracy\"]";
+  ASSERT_NE(text.find(metrics), std::string::npos);
+  text.replace(text.find(metrics), metrics.size(),
+               "metrics = [\"average_model_accuracy\", \"mean_node_accuracy\"]");
+  const SweepSpec spec = load_sweep(write(dir / "s.toml", text));
+  run_sweep(spec, quiet);
+  const std::vector<SweepTable> finals = aggregate_sweep(spec);
+  const std::vector<SweepTable> epochs = aggregate_sweep_by_epoch(spec);
+  ASSERT_EQ(epochs.size(), 2u);
+  for (std::size_t m = 0; m < epochs.size(); ++m) {
+    const SweepTable& table = epochs[m];
+    EXPECT_EQ(table.metric, finals[m].metric);
+    EXPECT_EQ(table.row_keys, (std::vector<std::string>{"data.skew", "epoch"}));
+    ASSERT_EQ(table.row_labels.size(), 4u);  // 2 skews x 2 epochs
+    for (std::size_t r = 0; r < 4; ++r) {
+      EXPECT_EQ(table.row_labels[r][1], std::to_string(r % 2 + 1));
+      ASSERT_EQ(table.cells[r].size(), 2u);
+      for (std::size_t c = 0; c < 2; ++c) {
+        ASSERT_EQ(table.cells[r][c].values.size(), 2u);  // both seeds
+        if (r % 2 == 1) {  // the last epoch: the final table's cell (epochs.csv keeps 6 digits)
+          EXPECT_NEAR(table.cells[r][c].mean, finals[m].cells[r / 2][c].mean, 1e-3);
+        }
+      }
+    }
+  }
+  // A value read back from one run's epochs.csv (mean_node_accuracy is its mean_accuracy column).
+  const SweepPoint point = expand_sweep(spec)[0];  // skew 0, deep-squeeze, seed 1
+  std::ifstream in(find_sweep_run(spec, point).dir / "epochs.csv");
+  std::string header, first;
+  std::getline(in, header);
+  std::getline(in, first);
+  ASSERT_EQ(header.rfind("epoch,lr,train_loss,mean_accuracy,", 0), 0u) << header;
+  std::vector<std::string> fields;
+  std::stringstream split(first);
+  for (std::string field; std::getline(split, field, ',');) fields.push_back(field);
+  const std::vector<double>& seeds = epochs[1].cells[0][0].values;
+  EXPECT_THAT(seeds, ::testing::Contains(::testing::DoubleNear(std::stod(fields[3]), 1e-9)));
+  EXPECT_TRUE(fs::exists(spec.out_dir / "epochs-mean_node_accuracy.md"));
+  const std::string markdown = sweep_table_markdown(spec, epochs[0]);
+  EXPECT_THAT(markdown, HasSubstr("| data.skew | epoch | deep-squeeze | choco |"));
   fs::remove_all(dir);
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "lpdt/cli/commands.h"
+#include "lpdt/core/error.h"
 #include "lpdt/exp/sweep.h"
 
 namespace lpdt::cli {
@@ -12,6 +13,7 @@ void add_sweep_command(CLI::App& app) {
     std::string sweep_file;
     bool dry_run = false;
     bool tables_only = false;
+    std::string shard = "1/1";
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -26,18 +28,37 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_flag("--dry-run", args->dry_run, "List what would run, run nothing");
   cmd->add_flag("--tables-only", args->tables_only,
                 "Only (re)write the tables from the runs finished so far");
+  cmd->add_option("--shard", args->shard,
+                  "I/N: run only every N-th point, starting at the I-th, so that N processes "
+                  "(e.g. one per core with run.threads = 1, or machines sharing out_dir) run the "
+                  "sweep side by side; each writes the tables of what is finished when it ends")
+      ->default_str("1/1")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            try {
+              exp::parse_sweep_shard(text);
+            } catch (const UserError& e) {
+              return std::string(e.what());
+            }
+            return std::string();
+          },
+          "I/N"));
   cmd->callback([args]() {
     const exp::SweepSpec spec = exp::load_sweep(args->sweep_file);
+    const exp::SweepShard shard = exp::parse_sweep_shard(args->shard);
     const auto say = [](const std::string& line) { std::cout << line << std::endl; };
     if (args->tables_only) {
       for (const auto& path : exp::write_sweep_tables(spec)) say("table: " + path.string());
       return;
     }
-    const exp::SweepOutcome outcome = exp::run_sweep(spec, say, args->dry_run, isatty(fileno(stderr)) != 0);
+    const exp::SweepOutcome outcome = exp::run_sweep(spec, say, args->dry_run, isatty(fileno(stderr)) != 0, shard);
     say("sweep " + std::string(args->dry_run ? "(dry run) " : "") + spec.out_dir.string() + ": " +
         std::to_string(outcome.trained) + " trained, " + std::to_string(outcome.resumed) +
         " resumed, " + std::to_string(outcome.skipped) + " already done or diverged" +
-        (outcome.diverged > 0 ? ", " + std::to_string(outcome.diverged) + " diverged now" : ""));
+        (outcome.diverged > 0 ? ", " + std::to_string(outcome.diverged) + " diverged now" : "") +
+        (outcome.other_shards > 0
+             ? ", " + std::to_string(outcome.other_shards) + " left to the other shards"
+             : ""));
   });
 }
 

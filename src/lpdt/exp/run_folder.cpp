@@ -1,5 +1,8 @@
 #include "lpdt/exp/run_folder.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -34,7 +37,11 @@ std::filesystem::path create_run_folder(const std::string& out_dir, const std::s
 }
 
 void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
+  // A temporary name of this writer's own: processes (sweep shards writing the same tables) and
+  // threads never share one, so each rename publishes a whole file and the last one stands.
+  static std::atomic<unsigned long> writes{0};
+  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
+                                    std::to_string(writes.fetch_add(1));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw UserError("cannot write '" + tmp.string() + "'");
@@ -44,9 +51,12 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec)
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
     throw UserError("cannot rename '" + tmp.string() + "' to '" + path.string() +
                     "': " + ec.message());
+  }
 }
 
 }  // namespace lpdt::exp

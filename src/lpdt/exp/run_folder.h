@@ -15,8 +15,9 @@ namespace lpdt::exp {
 // never writes into a folder that holds an earlier run. UserError if it cannot be created.
 std::filesystem::path create_run_folder(const std::string& out_dir, const std::string& name);
 
-// Writes `text` to `path` atomically (temporary file + rename), so a crash never leaves a
-// half-written file in place of a good one.
+// Writes `text` to `path` atomically (a temporary file of this process and call, then rename), so
+// a crash never leaves a half-written file in place of a good one, and concurrent writers of the
+// same path (sweep shards) each publish a whole file: the last rename stands.
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace lpdt::exp

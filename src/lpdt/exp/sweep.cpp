@@ -16,6 +16,7 @@
 #include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/progress_meter.h"
+#include "lpdt/exp/report/run_results.h"
 #include "lpdt/exp/run_folder.h"
 
 namespace lpdt::exp {
@@ -134,6 +135,47 @@ std::string csv_field(const std::string& text) {
   std::string field = "\"";
   for (const char c : text) field += c == '"' ? std::string("\"\"") : std::string(1, c);
   return field + "\"";
+}
+
+// The grid values of the cell at (row, column), in grid order.
+std::vector<std::string> cell_grid_values(const SweepSpec& spec, const std::vector<std::string>& row,
+                                          const std::vector<std::string>& column) {
+  std::vector<std::string> values(spec.grid.size());
+  for (std::size_t r = 0; r < spec.rows.size(); ++r) values[axis_index(spec, spec.rows[r])] = row[r];
+  for (std::size_t c = 0; c < spec.columns.size(); ++c) {
+    values[axis_index(spec, spec.columns[c])] = column[c];
+  }
+  return values;
+}
+
+// A cell's mean and sample standard deviation s = sqrt(sum (v - mean)^2 / (n - 1)).
+SweepCell make_cell(std::vector<double> values, int diverged) {
+  SweepCell cell;
+  cell.values = std::move(values);
+  cell.diverged = diverged;
+  if (cell.values.empty()) return cell;
+  double sum = 0;
+  for (const double v : cell.values) sum += v;
+  cell.mean = sum / static_cast<double>(cell.values.size());
+  double squares = 0;
+  for (const double v : cell.values) squares += (v - cell.mean) * (v - cell.mean);
+  cell.spread = cell.values.size() > 1
+                    ? std::sqrt(squares / static_cast<double>(cell.values.size() - 1))
+                    : 0.0;
+  return cell;
+}
+
+// The epochs.csv column (exp/trainer.cpp) of a summary "final" metric; empty when epochs.csv does
+// not record it.
+std::string epochs_csv_column(const std::string& metric) {
+  if (metric == "mean_node_accuracy") return "mean_accuracy";
+  if (metric == "min_node_accuracy") return "min_accuracy";
+  if (metric == "max_node_accuracy") return "max_accuracy";
+  if (metric == "average_model_accuracy" || metric == "consensus_distance" ||
+      metric == "mean_gb_sent_per_node") {
+    return metric;
+  }
+  return "";
 }
 
 std::string format_number(double value) {
@@ -381,13 +423,39 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
   return state;  // an unfinished run without a usable checkpoint: train anew
 }
 
+SweepShard parse_sweep_shard(const std::string& text) {
+  const auto fail = [&]() -> SweepShard {
+    throw UserError("--shard '" + text +
+                    "': expected I/N with 1 <= I <= N, e.g. --shard 1/2 and --shard 2/2 in two "
+                    "processes to run a sweep's points between them");
+  };
+  const std::size_t slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) return fail();
+  const std::string index_text = text.substr(0, slash), count_text = text.substr(slash + 1);
+  const auto all_digits = [](const std::string& part) {
+    return part.size() <= 6 && std::all_of(part.begin(), part.end(), [](char c) {
+             return std::isdigit(static_cast<unsigned char>(c)) != 0;
+           });
+  };
+  if (!all_digits(index_text) || !all_digits(count_text)) return fail();
+  SweepShard shard{std::stoi(index_text), std::stoi(count_text)};
+  if (shard.count < 1 || shard.index < 1 || shard.index > shard.count) return fail();
+  return shard;
+}
+
 SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run,
-                       bool progress_bar) {
+                       bool progress_bar, const SweepShard& shard) {
   SweepOutcome outcome;
   const std::vector<SweepPoint> points = expand_sweep(spec);
   std::vector<SweepRunState> states;
   std::size_t left = 0;  // runs to train or resume
-  for (const SweepPoint& point : points) {
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    const SweepPoint& point = points[p];
+    // Another shard's runs may be mid-write: this shard does not look at them.
+    if (!shard.owns(p)) {
+      states.emplace_back();
+      continue;
+    }
     states.push_back(find_sweep_run(spec, point));
     if (states.back().kind != SweepRunState::Kind::kDone &&
         states.back().kind != SweepRunState::Kind::kDiverged) {
@@ -396,8 +464,18 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
   }
   const auto start = std::chrono::steady_clock::now();
   std::size_t finished_here = 0;
+  if (shard.count > 1) {
+    progress("shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + ": " +
+             std::to_string((points.size() + static_cast<std::size_t>(shard.count - shard.index)) /
+                            static_cast<std::size_t>(shard.count)) +
+             " of the " + std::to_string(points.size()) + " runs");
+  }
   for (std::size_t p = 0; p < points.size(); ++p) {
     const SweepPoint& point = points[p];
+    if (!shard.owns(p)) {
+      ++outcome.other_shards;
+      continue;
+    }
     std::ostringstream where_text;
     where_text << "[" << p + 1 << "/" << points.size() << "] " << point.name;
     const std::string where = where_text.str();
@@ -472,39 +550,75 @@ std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec) {
   const auto row_combos = combinations(spec, spec.rows);
   const auto column_combos = combinations(spec, spec.columns);
   for (const std::string& metric : spec.metrics) {
-    SweepTable table{metric, row_combos, column_combos, {}};
+    SweepTable table{metric, row_combos, column_combos, {}, spec.rows};
     for (const auto& row : row_combos) {
       std::vector<SweepCell> cells;
       for (const auto& column : column_combos) {
-        // The grid values of this cell, in grid order.
-        std::vector<std::string> values(spec.grid.size());
-        for (std::size_t r = 0; r < spec.rows.size(); ++r) values[axis_index(spec, spec.rows[r])] = row[r];
-        for (std::size_t c = 0; c < spec.columns.size(); ++c) {
-          values[axis_index(spec, spec.columns[c])] = column[c];
-        }
-        SweepCell cell;
-        cell.diverged = diverged[values];
+        const std::vector<std::string> values = cell_grid_values(spec, row, column);
+        std::vector<double> numbers;
         for (const auto& final : finals[values]) {
           if (!final.contains(metric) || !final.at(metric).is_number()) {
             throw UserError("a run of " + spec.file.string() + " has no number \"final\"." + metric +
                             " in its summary.json (metrics: keys of summary.json \"final\", e.g. "
                             "average_model_accuracy, mean_node_accuracy, mean_gb_sent_per_node)");
           }
-          cell.values.push_back(final.at(metric).get<double>());
+          numbers.push_back(final.at(metric).get<double>());
         }
-        if (!cell.values.empty()) {
-          double sum = 0;
-          for (const double v : cell.values) sum += v;
-          cell.mean = sum / static_cast<double>(cell.values.size());
-          double squares = 0;
-          for (const double v : cell.values) squares += (v - cell.mean) * (v - cell.mean);
-          cell.spread = cell.values.size() > 1
-                            ? std::sqrt(squares / static_cast<double>(cell.values.size() - 1))
-                            : 0.0;
-        }
-        cells.push_back(std::move(cell));
+        cells.push_back(make_cell(std::move(numbers), diverged[values]));
       }
       table.cells.push_back(std::move(cells));
+    }
+    tables.push_back(std::move(table));
+  }
+  return tables;
+}
+
+std::vector<SweepTable> aggregate_sweep_by_epoch(const SweepSpec& spec) {
+  // The finished runs' epochs.csv, by grid values, and every epoch any of them evaluated.
+  std::map<std::vector<std::string>, std::vector<report::CsvFile>> histories;
+  std::set<int> epochs;
+  for (const SweepPoint& point : expand_sweep(spec)) {
+    const SweepRunState state = find_sweep_run(spec, point);
+    if (state.kind != SweepRunState::Kind::kDone || !fs::exists(state.dir / "epochs.csv")) continue;
+    report::CsvFile csv = report::read_csv(state.dir / "epochs.csv", {"epoch"});
+    for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+      epochs.insert(static_cast<int>(report::csv_number(csv, r, "epoch")));
+    }
+    histories[point.values].push_back(std::move(csv));
+  }
+  std::vector<SweepTable> tables;
+  const auto row_combos = combinations(spec, spec.rows);
+  const auto column_combos = combinations(spec, spec.columns);
+  std::vector<std::string> row_keys = spec.rows;
+  row_keys.push_back("epoch");
+  for (const std::string& metric : spec.metrics) {
+    const std::string column_name = epochs_csv_column(metric);
+    if (column_name.empty()) continue;
+    SweepTable table{metric, {}, column_combos, {}, row_keys};
+    for (const auto& row : row_combos) {
+      for (const int epoch : epochs) {
+        std::vector<SweepCell> cells;
+        bool any = false;
+        for (const auto& column : column_combos) {
+          std::vector<double> numbers;
+          for (const report::CsvFile& csv : histories[cell_grid_values(spec, row, column)]) {
+            const bool has_column =
+                std::find(csv.header.begin(), csv.header.end(), column_name) != csv.header.end();
+            for (std::size_t r = 0; has_column && r < csv.rows.size(); ++r) {
+              if (static_cast<int>(report::csv_number(csv, r, "epoch")) == epoch) {
+                numbers.push_back(report::csv_number(csv, r, column_name));
+              }
+            }
+          }
+          any = any || !numbers.empty();
+          cells.push_back(make_cell(std::move(numbers), 0));
+        }
+        if (!any) continue;  // no run of this row evaluated this epoch
+        std::vector<std::string> label_values = row;
+        label_values.push_back(std::to_string(epoch));
+        table.row_labels.push_back(std::move(label_values));
+        table.cells.push_back(std::move(cells));
+      }
     }
     tables.push_back(std::move(table));
   }
@@ -515,14 +629,14 @@ std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table)
   std::ostringstream out;
   out << "**" << table.metric << "** (mean ± sample standard deviation over seeds (n); " << spec.file.filename().string()
       << ")\n\n|";
-  for (const auto& key : spec.rows) out << " " << key << " |";
+  for (const auto& key : table.row_keys) out << " " << key << " |";
   for (const auto& column : table.column_labels) {
     std::string name;
     for (const auto& v : column) name += (name.empty() ? "" : " / ") + label(v);
     out << " " << name << " |";
   }
   out << "\n|";
-  for (std::size_t i = 0; i < spec.rows.size() + table.column_labels.size(); ++i) out << "---|";
+  for (std::size_t i = 0; i < table.row_keys.size() + table.column_labels.size(); ++i) out << "---|";
   out << "\n";
   for (std::size_t r = 0; r < table.row_labels.size(); ++r) {
     out << "|";
@@ -550,7 +664,7 @@ std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table)
 
 std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table) {
   std::ostringstream out;
-  for (const auto& key : spec.rows) out << csv_field(key) << ",";
+  for (const auto& key : table.row_keys) out << csv_field(key) << ",";
   for (const auto& key : spec.columns) out << csv_field(key) << ",";
   out << "metric,mean,spread,n,diverged\n";
   out.precision(10);
@@ -574,14 +688,18 @@ std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table) {
 std::vector<fs::path> write_sweep_tables(const SweepSpec& spec) {
   fs::create_directories(spec.out_dir);
   std::vector<fs::path> written;
-  for (const SweepTable& table : aggregate_sweep(spec)) {
-    const fs::path md = spec.out_dir / ("table-" + table.metric + ".md");
-    const fs::path csv = spec.out_dir / ("table-" + table.metric + ".csv");
-    write_text_file(md, sweep_table_markdown(spec, table));
-    write_text_file(csv, sweep_table_csv(spec, table));
-    written.push_back(md);
-    written.push_back(csv);
-  }
+  const auto write_all = [&](const std::string& prefix, const std::vector<SweepTable>& tables) {
+    for (const SweepTable& table : tables) {
+      const fs::path md = spec.out_dir / (prefix + table.metric + ".md");
+      const fs::path csv = spec.out_dir / (prefix + table.metric + ".csv");
+      write_text_file(md, sweep_table_markdown(spec, table));
+      write_text_file(csv, sweep_table_csv(spec, table));
+      written.push_back(md);
+      written.push_back(csv);
+    }
+  };
+  write_all("table-", aggregate_sweep(spec));
+  write_all("epochs-", aggregate_sweep_by_epoch(spec));
   return written;
 }
 

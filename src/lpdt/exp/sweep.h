@@ -76,15 +76,34 @@ struct SweepRunState {
 };
 SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point);
 
+// A share of a sweep's runs, so that several processes (one per core, or machines sharing the
+// out_dir) run one sweep side by side: shard `index` of `count` takes the points whose position p
+// in expand_sweep's order has p % count == index - 1, so every point belongs to exactly one shard.
+// Shards never write the same file: each run has its own folder (created atomically, run_folder.h)
+// and its files are published by rename.
+struct SweepShard {
+  int index = 1;  // 1-based: "2/3" is the second of three
+  int count = 1;
+  bool owns(std::size_t point_position) const {
+    return static_cast<int>(point_position % static_cast<std::size_t>(count)) == index - 1;
+  }
+};
+// Parses "I/N" with 1 <= I <= N; UserError naming the value and the expected form.
+SweepShard parse_sweep_shard(const std::string& text);
+
 struct SweepOutcome {
   int trained = 0, resumed = 0, skipped = 0;
-  int diverged = 0;  // runs of this invocation that diverged (the sweep goes on)
+  int diverged = 0;      // runs of this invocation that diverged (the sweep goes on)
+  int other_shards = 0;  // points left to the other shards
 };
-// Runs every point that is not done or diverged (resuming unfinished ones from their
-// checkpoints; a run that diverges is reported and the sweep goes on), then writes the tables. dry_run: only lists what would run. progress_bar: each run draws its bar
-// (TrainOptions::progress_bar); the sweep's lines carry its own time left either way.
+// Runs every point of `shard` that is not done or diverged (resuming unfinished ones from their
+// checkpoints; a run that diverges is reported and the sweep goes on), then writes the tables
+// from every run finished so far, whichever shard ran it (the last shard to finish writes
+// complete ones; `lpdt sweep --tables-only` rewrites them). dry_run: only lists what would run.
+// progress_bar: each run draws its bar (TrainOptions::progress_bar); the sweep's lines carry its
+// own time left either way.
 SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run = false,
-                       bool progress_bar = false);
+                       bool progress_bar = false, const SweepShard& shard = {});
 
 // One metric's table: a cell per (row, column) combination of grid values.
 struct SweepCell {
@@ -96,16 +115,25 @@ struct SweepTable {
   std::string metric;
   std::vector<std::vector<std::string>> row_labels, column_labels;  // values of rows / columns
   std::vector<std::vector<SweepCell>> cells;                        // [row][column]
+  // The names of a row label's parts: spec.rows, then "epoch" in a per-epoch table.
+  std::vector<std::string> row_keys;
 };
 
 // Reads the finished runs' summary.json. UserError naming the file when a metric is missing.
 std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec);
+// The same metrics after every evaluated epoch, from the finished runs' epochs.csv: each row of
+// aggregate_sweep's tables once per epoch (row_keys ends with "epoch"), for the metrics epochs.csv
+// records (average_model_accuracy, mean_/min_/max_node_accuracy, consensus_distance,
+// mean_gb_sent_per_node); other metrics have no per-epoch table. UserError naming the file, line
+// and column of a malformed epochs.csv.
+std::vector<SweepTable> aggregate_sweep_by_epoch(const SweepSpec& spec);
 // Markdown ("mean ± spread (n)" per cell, "-" without a finished run, "diverged" when every run
 // of the cell diverged, "..., d diverged" when some did) and CSV (one line per cell: the row and
 // column values, mean, spread, n, diverged).
 std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table);
 std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table);
-// Writes table-<metric>.md / .csv for every metric into spec.out_dir; returns the paths.
+// Writes table-<metric>.md / .csv for every metric, and epochs-<metric>.md / .csv for those with
+// per-epoch values, into spec.out_dir; returns the paths.
 std::vector<std::filesystem::path> write_sweep_tables(const SweepSpec& spec);
 
 }  // namespace lpdt::exp
