@@ -37,10 +37,8 @@ std::vector<ThroughputResult> run_throughput_bench(
   if (options.device != "cpu" && options.device != "cuda") {
     throw ConfigError("bench: --device must be cpu or cuda, got '" + options.device + "'");
   }
-  if (options.precision != "fp32" && options.precision != "int8") {
-    throw ConfigError("bench: --model-precision must be fp32 or int8, got '" + options.precision +
-                      "'");
-  }
+  // fp32, bf16 or int8: parse_precision's error names the accepted values.
+  const quant::Precision precision = quant::parse_precision(options.precision);
   const bool on_gpu = options.device == "cuda";
   if (on_gpu && !torch::cuda::is_available()) {
     throw ConfigError(
@@ -56,7 +54,7 @@ std::vector<ThroughputResult> run_throughput_bench(
   model_options.in_channels = options.channels;
   model_options.height = model_options.width = options.size;
   model_options.norm = options.norm;
-  model_options.quant.precision = quant::parse_precision(options.precision);
+  model_options.quant.precision = precision;
   const auto model = models::make_model(model_options);
   char line[256];
   std::snprintf(line, sizeof line,

@@ -20,7 +20,7 @@ struct ThroughputBenchOptions {
   std::int64_t size = 32;
   std::int64_t nodes_per_pass = 0;  // the engine's pass size (0 = automatic, as run.nodes_per_pass)
   std::string device = "cpu";       // cpu | cuda
-  std::string precision = "fp32";   // fp32 | int8 (simulated backend: runs on any device)
+  std::string precision = "fp32";   // fp32 | bf16 | int8 (simulated backend: runs on any device)
   std::string norm = "evonorm";     // the model's normalisation (ModelOptions::norm)
   std::string json_path;
 };
