@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "lpdt/core/error.h"
@@ -62,6 +64,32 @@ TEST(Train, SyntheticRunWritesRunFolderAndLearns) {
   int rows = 0;
   for (std::string line; std::getline(metrics, line);) ++rows;
   EXPECT_EQ(rows, 1 + 3 * 4);
+  // layers.csv: one row per (evaluated epoch, parameter tensor); each epoch's distances sum to
+  // the epoch's consensus distance.
+  std::ifstream layers(result.run_dir / "layers.csv");
+  std::string header;
+  std::getline(layers, header);
+  EXPECT_EQ(header, "epoch,layer,numel,distance,relative_distance,mean_node_norm,average_norm");
+  std::map<int, double> distance_sum;
+  std::map<int, int> layer_rows;
+  for (std::string line; std::getline(layers, line);) {
+    std::vector<std::string> fields;
+    std::stringstream split(line);
+    for (std::string field; std::getline(split, field, ',');) fields.push_back(field);
+    ASSERT_EQ(fields.size(), 7u) << line;
+    const int epoch = std::stoi(fields[0]);
+    distance_sum[epoch] += std::stod(fields[3]);
+    ++layer_rows[epoch];
+    EXPECT_GT(std::stod(fields[5]), 0.0) << line;  // no layer of the MLP is all zeros
+  }
+  ASSERT_EQ(distance_sum.size(), 3u);
+  for (const auto& [epoch, sum] : distance_sum) {
+    const double whole = result.epochs[epoch - 1].evaluation.consensus_distance;
+    EXPECT_GT(whole, 0.0);
+    EXPECT_NEAR(sum, whole, 1e-6 * whole) << "epoch " << epoch;
+    EXPECT_EQ(layer_rows[epoch], layer_rows[1]);
+  }
+  EXPECT_GE(layer_rows[1], 4);  // an MLP: at least two weights and two biases
   fs::remove_all(out);
 }
 
@@ -260,6 +288,10 @@ TEST_P(ResumeCase, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
   int rows = 0;
   for (std::string line; std::getline(epochs_csv, line);) ++rows;
   EXPECT_EQ(rows, 1 + 3);
+  std::ifstream full_layers(full.run_dir / "layers.csv"), resumed_layers(resumed.run_dir / "layers.csv");
+  const std::string full_text((std::istreambuf_iterator<char>(full_layers)), {});
+  const std::string resumed_text((std::istreambuf_iterator<char>(resumed_layers)), {});
+  EXPECT_EQ(resumed_text, full_text);
   fs::remove_all(out);
 }
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "lpdt/algo/consensus.h"
 #include "lpdt/algo/decentralized_optimizer.h"
 #include "lpdt/algo/link_faults.h"
 #include "lpdt/algo/lr_schedule.h"
@@ -510,7 +511,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   if (!resumed && leader) run_dir = create_run_folder(config.run.out_dir, config.run.name);
   run_dir = cluster.broadcast_text(run_dir.string());
   if (leader) write_text_file(run_dir / "config.toml", to_toml(config));
-  std::ofstream metrics_csv, epochs_csv;
+  std::ofstream metrics_csv, epochs_csv, layers_csv;
   if (!leader) {
     // Ranks other than 0 write nothing.
   } else if (resumed) {
@@ -518,6 +519,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     keep_rows_up_to_epoch(run_dir / "epochs.csv", resumed->epochs_done);
     metrics_csv.open(run_dir / "metrics.csv", std::ios::app);
     epochs_csv.open(run_dir / "epochs.csv", std::ios::app);
+    // Runs from before layers.csv existed resume without it.
+    if (std::filesystem::exists(run_dir / "layers.csv")) {
+      keep_rows_up_to_epoch(run_dir / "layers.csv", resumed->epochs_done);
+      layers_csv.open(run_dir / "layers.csv", std::ios::app);
+    }
   } else {
     data::write_partition_json((run_dir / "partition.json").string(), partition, train_set.labels,
                                train_set.num_classes);
@@ -531,6 +537,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     epochs_csv.open(run_dir / "epochs.csv");
     epochs_csv << "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,"
                   "average_model_accuracy,consensus_distance,mean_gb_sent_per_node,elapsed_s\n";
+    layers_csv.open(run_dir / "layers.csv");
+    layers_csv << "epoch,layer,numel,distance,relative_distance,mean_node_norm,average_norm\n";
   }
 
   const double gap = graph::spectral_gap(*topology);
@@ -864,6 +872,18 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                  << ev.average_model_accuracy << "," << ev.consensus_distance << ","
                  << summary.mean_gb_sent_per_node << "," << summary.elapsed_s << "\n";
       epochs_csv.flush();
+      // Which layers disagree, and whether because their weights grew (docs/results.md).
+      if (layers_csv.is_open()) {
+        const at::Tensor alive_x =
+            all_x.index_select(0, at::tensor(alive, at::kLong).to(all_x.device()));
+        layers_csv.precision(9);
+        for (const algo::LayerConsensus& layer : algo::layer_consensus(alive_x, model->layout())) {
+          layers_csv << summary.epoch << "," << layer.name << "," << layer.numel << ","
+                     << layer.distance << "," << layer.relative_distance << ","
+                     << layer.mean_node_norm << "," << layer.average_norm << "\n";
+        }
+        layers_csv.flush();
+      }
       progress(
           format("epoch %d/%d  loss %.4f  acc avg-model %.2f%%  nodes mean %.2f%% "
                  "[min %.2f, max %.2f]  consensus %.3g  sent %.4f GB/node  %.0f s%s",
