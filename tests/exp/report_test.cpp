@@ -157,6 +157,15 @@ void write_run(const fs::path& dir, const SyntheticRun& r) {
   write(dir / "metrics.csv", metrics.str());
   write(dir / "epochs.csv", epochs.str());
   write(dir / "class_histogram.csv", histogram.str());
+  // Three parameter tensors; at every epoch fc.weight disagrees most, then conv.weight.
+  std::ostringstream layers;
+  layers << "epoch,layer,numel,distance,relative_distance,mean_node_norm,average_norm\n";
+  for (int e = 1; e <= r.epochs; ++e) {
+    layers << e << ",conv.weight,100," << 0.01 * e << "," << 0.02 * e << "," << 5 * e << ",4\n";
+    layers << e << ",norm.gamma,16,0.0001,0.001,4,4\n";
+    layers << e << ",fc.weight,50," << 0.5 * e << "," << 0.3 * e << ",2,1.5\n";
+  }
+  write(dir / "layers.csv", layers.str());
   if (!r.summary) return;
   const json summary = {
       {"config",
@@ -298,7 +307,8 @@ TEST(ReportRun, PageHasEverySectionALinePerNodeAndEscapedText) {
   EXPECT_EQ(path, dir / "report.html");
   const std::string html = read(path);
   expect_well_formed(html);
-  for (const char* id : {"accuracy", "bytes", "consensus", "classes", "topology", "cost"}) {
+  for (const char* id :
+       {"accuracy", "bytes", "consensus", "layers", "classes", "topology", "cost"}) {
     EXPECT_THAT(section(html, id), HasSubstr("<svg")) << id;
     EXPECT_THAT(section(html, id), Not(HasSubstr("class=\"missing\""))) << id;
   }
@@ -324,6 +334,16 @@ TEST(ReportRun, PageHasEverySectionALinePerNodeAndEscapedText) {
   EXPECT_EQ(count(section(html, "classes"), "class=\"bar\""), r.nodes * r.classes);
   EXPECT_EQ(count(section(html, "classes"), "<rect x="), r.classes) << "a legend box per class";
   EXPECT_THAT(section(html, "consensus"), HasSubstr("log axis")) << "1e-2 .. 1e-6";
+  // Per layer: two charts (relative distance, norm), a line per epoch in each, the layers most
+  // apart at the last epoch named in order.
+  const std::string layers = section(html, "layers");
+  EXPECT_EQ(count(layers, "<svg"), 2);
+  EXPECT_EQ(count(layers, "layer-line"), 2 * r.epochs);
+  EXPECT_TRUE(std::regex_search(
+      layers, std::regex("most apart at epoch 3: fc.weight \\([0-9.]+\\), conv.weight "
+                         "\\([0-9.]+\\), norm.gamma")))
+      << layers;
+  EXPECT_THAT(layers, HasSubstr("log axis")) << "relative distances 0.001 .. 0.9";
   EXPECT_EQ(count(section(html, "topology"), "class=\"edge\""), r.nodes);
   EXPECT_EQ(count(section(html, "topology"), "marker-end=\"url(#topology-arrow)\""), r.nodes);
   EXPECT_THAT(section(html, "topology"), HasSubstr("directed-ring, 5 nodes, spectral gap 0.2929"));
@@ -341,6 +361,7 @@ TEST(ReportRun, MissingOptionalFilesLeaveANoteInsteadOfTheirSection) {
   r.summary = false;
   write_run(dir, r);
   fs::remove(dir / "class_histogram.csv");
+  fs::remove(dir / "layers.csv");
   const fs::path out = dir.parent_path() / "page.html";
   EXPECT_EQ(write_report(dir, out), out);
   const std::string html = read(out);
@@ -348,6 +369,7 @@ TEST(ReportRun, MissingOptionalFilesLeaveANoteInsteadOfTheirSection) {
   EXPECT_THAT(html, HasSubstr("summary.json is missing"));
   for (const auto& [id, file] :
        std::map<std::string, std::string>{{"classes", "class_histogram.csv"},
+                                          {"layers", "layers.csv"},
                                           {"topology", "topology.json"},
                                           {"cost", "cost.json"}}) {
     EXPECT_THAT(section(html, id), HasSubstr(file + " is missing")) << id;
@@ -380,6 +402,10 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
                                            "not a number"));
   write(dir / "metrics.csv", "epoch,node,accuracy\n1,0,3\n");
   EXPECT_THAT(report_error(dir), HasSubstr("lacks column 'test_accuracy'"));
+
+  write_run(dir, SyntheticRun{});
+  write(dir / "layers.csv", "epoch,layer,numel,distance\n1,fc.weight,50,0.5\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("layers.csv' line 1: the header lacks column 'relative_distance'"));
 
   write_run(dir, SyntheticRun{});
   write(dir / "summary.json", "{\"config\": ");

@@ -310,6 +310,14 @@ std::vector<EpochSummary> epochs_from_json(const nlohmann::json& j) {
   return out;
 }
 
+// "nodes mean M% [min A, max B]", or a note when the nodes were not evaluated (eval.per_node =
+// false leaves their accuracies empty, not 0%).
+std::string node_accuracy_text(const Evaluation& ev) {
+  if (ev.node_accuracy.empty()) return "nodes not evaluated (eval.per_node = false)";
+  return format("nodes mean %.2f%% [min %.2f, max %.2f]", ev.mean_accuracy, ev.min_accuracy,
+                ev.max_accuracy);
+}
+
 // A resumed run's CSV files keep their header and the rows of the epochs the checkpoint covers;
 // rows a killed run wrote after its last checkpoint are dropped (they will be written again).
 void keep_rows_up_to_epoch(const std::filesystem::path& csv, int epochs_done) {
@@ -885,10 +893,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
         layers_csv.flush();
       }
       progress(
-          format("epoch %d/%d  loss %.4f  acc avg-model %.2f%%  nodes mean %.2f%% "
-                 "[min %.2f, max %.2f]  consensus %.3g  sent %.4f GB/node  %.0f s%s",
+          format("epoch %d/%d  loss %.4f  acc avg-model %.2f%%  %s  consensus %.3g  sent %.4f "
+                 "GB/node  %.0f s%s",
                  summary.epoch, config.run.epochs, summary.train_loss, ev.average_model_accuracy,
-                 ev.mean_accuracy, ev.min_accuracy, ev.max_accuracy, ev.consensus_distance,
+                 node_accuracy_text(ev).c_str(), ev.consensus_distance,
                  summary.mean_gb_sent_per_node, summary.elapsed_s,
                  summary.epoch < config.run.epochs
                      ? ("  ETA " + format_duration(meter->eta_s())).c_str()
@@ -1030,10 +1038,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   write_text_file(run_dir / "summary.json", summary.dump(2) + "\n");
 
   progress(
-      format("done: average-model accuracy %.2f%%, node accuracy mean %.2f%% [%.2f, %.2f], "
-             "%.4f GB sent per node, wall time %.1f s (%.0f train img/s)",
-             final_evaluation.average_model_accuracy, final_evaluation.mean_accuracy,
-             final_evaluation.min_accuracy, final_evaluation.max_accuracy,
+      format("done: average-model accuracy %.2f%%, %s, %.4f GB sent per node, wall time %.1f s "
+             "(%.0f train img/s)",
+             final_evaluation.average_model_accuracy, node_accuracy_text(final_evaluation).c_str(),
              result.mean_gb_sent_per_node, result.wall_time_s, result.train_images_per_s));
   progress("results: " + (run_dir / "summary.json").string());
   return result;

@@ -234,6 +234,77 @@ std::string consensus_section(const RunResults& run) {
   return render_line_chart(chart);
 }
 
+// layers.csv drawn against depth: x is a parameter tensor's position in the model, one line per
+// evaluated epoch (at most kLayerEpochLines of them, evenly spaced, the last always).
+constexpr std::size_t kLayerEpochLines = 6;
+// The layers named under the chart: the ones whose nodes disagree most at the last epoch.
+constexpr std::size_t kLayersNamed = 3;
+
+std::string layers_section(const RunResults& run) {
+  if (run.layer_epochs.empty()) return missing_note("layers.csv", "consensus distance per layer");
+  std::vector<int> epochs;
+  for (const LayerEpoch& row : run.layer_epochs) {
+    if (std::find(epochs.begin(), epochs.end(), row.epoch) == epochs.end()) {
+      epochs.push_back(row.epoch);
+    }
+  }
+  std::vector<int> drawn;
+  for (std::size_t i = 0; i < kLayerEpochLines && i < epochs.size(); ++i) {
+    const std::size_t pick =
+        epochs.size() <= kLayerEpochLines ? i : i * (epochs.size() - 1) / (kLayerEpochLines - 1);
+    drawn.push_back(epochs[pick]);
+  }
+  const auto chart_of = [&](const std::string& title, const std::string& label,
+                            double LayerEpoch::*value) {
+    LineChart chart;
+    chart.title = title;
+    chart.width = 900;
+    chart.x = integer_axis("parameter tensor (model order)");
+    chart.y = axis(label);
+    double lo = std::numeric_limits<double>::infinity(), hi = 0;
+    for (std::size_t e = 0; e < drawn.size(); ++e) {
+      LineSeries s = line_series("epoch " + std::to_string(drawn[e]));
+      int position = 0;
+      for (const LayerEpoch& row : run.layer_epochs) {
+        if (row.epoch != drawn[e]) continue;
+        s.x.push_back(position++);
+        s.y.push_back(row.*value);
+        if (row.*value > 0) {
+          lo = std::min(lo, row.*value);
+          hi = std::max(hi, row.*value);
+        }
+      }
+      s.color = palette_color(e);
+      s.markers = s.x.size() <= 30;
+      s.css_class = "layer-line";
+      chart.series.push_back(std::move(s));
+    }
+    // A log axis needs positive values: zeros (nodes that agree exactly) would leave it.
+    bool any_zero = false;
+    for (const LayerEpoch& row : run.layer_epochs) any_zero = any_zero || !(row.*value > 0);
+    chart.y.log = !any_zero && hi > 0 && hi / lo > kLogAxisSpan;
+    if (chart.y.log) chart.notes.push_back("log axis: the values span more than two decades");
+    return chart;
+  };
+  LineChart relative = chart_of("Relative consensus distance per layer (sqrt(distance) / mean node norm)",
+                                "relative distance", &LayerEpoch::relative_distance);
+  std::vector<const LayerEpoch*> last;
+  for (const LayerEpoch& row : run.layer_epochs) {
+    if (row.epoch == epochs.back()) last.push_back(&row);
+  }
+  std::stable_sort(last.begin(), last.end(), [](const LayerEpoch* a, const LayerEpoch* b) {
+    return a->relative_distance > b->relative_distance;
+  });
+  std::string most = "most apart at epoch " + std::to_string(epochs.back()) + ":";
+  for (std::size_t i = 0; i < kLayersNamed && i < last.size(); ++i) {
+    most += (i ? ", " : " ") + last[i]->layer + " (" + format_number(last[i]->relative_distance) + ")";
+  }
+  relative.notes.push_back(most);
+  const LineChart norms = chart_of("Mean node weight norm per layer (mean_i ||x_i,s||)",
+                                   "norm", &LayerEpoch::mean_node_norm);
+  return figure_row({render_line_chart(relative), render_line_chart(norms)});
+}
+
 std::string classes_section(const RunResults& run) {
   if (!run.has("class_histogram.csv")) {
     return missing_note("class_histogram.csv", "class distribution per node");
@@ -381,6 +452,7 @@ std::string run_report_html(const RunResults& run) {
   body += html_section("accuracy", "Test accuracy per epoch", accuracy_section(run));
   body += html_section("bytes", "Bytes sent", bytes_section(run));
   body += html_section("consensus", "Consensus distance", consensus_section(run));
+  body += html_section("layers", "Consensus distance per layer", layers_section(run));
   body += html_section("classes", "Class distribution per node", classes_section(run));
   body += html_section("topology", "Topology", topology_section(run));
   body += html_section("cost", "Memory and energy per precision", cost_section(run));

@@ -202,6 +202,20 @@ RunResults read_run_files(const fs::path& dir) {
                             column(r, "mean_gb_sent_per_node"), column(r, "elapsed_s")});
     }
   }
+  if (present("layers.csv")) {
+    const CsvFile csv = read_csv(dir / "layers.csv",
+                                 {"epoch", "layer", "numel", "distance", "relative_distance",
+                                  "mean_node_norm", "average_norm"});
+    const auto layer_column = static_cast<std::size_t>(
+        std::find(csv.header.begin(), csv.header.end(), "layer") - csv.header.begin());
+    for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+      run.layer_epochs.push_back(
+          {static_cast<int>(csv_number(csv, r, "epoch")), csv.rows[r][layer_column],
+           csv_number(csv, r, "numel"), csv_number(csv, r, "distance"),
+           csv_number(csv, r, "relative_distance"), csv_number(csv, r, "mean_node_norm"),
+           csv_number(csv, r, "average_norm")});
+    }
+  }
   if (present("class_histogram.csv")) {
     const CsvFile csv = read_csv(dir / "class_histogram.csv", {"node"});
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {

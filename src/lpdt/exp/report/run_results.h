@@ -38,6 +38,13 @@ struct EpochSummary {
          elapsed_s = 0;
 };
 
+// layers.csv: one row per evaluated epoch and parameter tensor (docs/results.md).
+struct LayerEpoch {
+  int epoch = 0;
+  std::string layer;  // the parameter tensor's name, e.g. "layer1.0.conv1.weight"
+  double numel = 0, distance = 0, relative_distance = 0, mean_node_norm = 0, average_norm = 0;
+};
+
 // topology.json (lpdt topo --json): the graph of step 0.
 struct TopologyInfo {
   std::string name;
@@ -72,6 +79,7 @@ struct RunResults {
   std::optional<nlohmann::json> summary;          // summary.json
   std::vector<NodeEpoch> node_epochs;             // metrics.csv
   std::vector<EpochSummary> epochs;               // epochs.csv
+  std::vector<LayerEpoch> layer_epochs;           // layers.csv, in file order
   std::vector<std::vector<double>> class_counts;  // class_histogram.csv: [node][class]
   std::optional<TopologyInfo> topology;
   std::optional<CostInfo> cost;
