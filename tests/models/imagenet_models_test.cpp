@@ -113,33 +113,40 @@ TEST(ResNet18, SmallInputsRunThroughTheMaxPoolAndAdaptivePool) {
   EXPECT_EQ(row_named(rows, "avgpool").height, 1);
 }
 
+// The official 8-bit models start each residual branch's last norm at gamma = 0
+// (ResidualInit::kReference); kOne starts it at 1, as the full-precision models.
 TEST(ImageNetModels8Bit, ZeroTheLastGammaOfEveryResidualBranch) {
-  for (const std::string arch : {"resnet18", "mobilenetv2"}) {
-    ModelOptions options = options_for(arch, "evonorm", 10);
-    options.height = options.width = 32;
-    options.quant.precision = quant::Precision::kInt8;
-    const auto model = make_model(options);
-    EXPECT_NE(model->name().find("-int8"), std::string::npos);
-    const at::Tensor params = model->init_params(3);
-    // Residual branches' last norms: ResNet bn2; MobileNetV2's projection norm of a block with
-    // an add (features.3: 24 -> 24, stride 1), not of one without (features.2: 16 -> 24).
-    const std::string zero =
-        arch == "resnet18" ? "layer1.0.bn2.weight" : "features.3.conv.5.weight";
-    const std::string nonzero =
-        arch == "resnet18" ? "layer1.0.bn1.weight" : "features.2.conv.5.weight";
-    int found = 0;
-    for (const LayerSegment& seg : model->layout().segments) {
-      const at::Tensor values = params.narrow(0, seg.offset, seg.numel);
-      if (seg.name == zero) {
-        EXPECT_TRUE(values.eq(0).all().item<bool>()) << seg.name;
-        ++found;
+  for (const nn::ResidualInit init : {nn::ResidualInit::kReference, nn::ResidualInit::kOne}) {
+    for (const std::string arch : {"resnet18", "mobilenetv2", "resnet"}) {
+      SCOPED_TRACE(arch + (init == nn::ResidualInit::kOne ? " (one)" : " (reference)"));
+      ModelOptions options = options_for(arch, "evonorm", 10);
+      options.height = options.width = 32;
+      options.quant.precision = quant::Precision::kInt8;
+      options.residual_init = init;
+      const auto model = make_model(options);
+      EXPECT_NE(model->name().find("-int8"), std::string::npos);
+      const at::Tensor params = model->init_params(3);
+      // Residual branches' last norms: ResNet bn2; MobileNetV2's projection norm of a block with
+      // an add (features.3: 24 -> 24, stride 1), not of one without (features.2: 16 -> 24).
+      const std::string branch_end =
+          arch == "mobilenetv2" ? "features.3.conv.5.weight" : "layer1.0.bn2.weight";
+      const std::string other =
+          arch == "mobilenetv2" ? "features.2.conv.5.weight" : "layer1.0.bn1.weight";
+      const double branch_gamma = init == nn::ResidualInit::kOne ? 1.0 : 0.0;
+      int found = 0;
+      for (const LayerSegment& seg : model->layout().segments) {
+        const at::Tensor values = params.narrow(0, seg.offset, seg.numel);
+        if (seg.name == branch_end) {
+          EXPECT_TRUE(values.eq(branch_gamma).all().item<bool>()) << seg.name;
+          ++found;
+        }
+        if (seg.name == other) {
+          EXPECT_TRUE(values.eq(1).all().item<bool>()) << seg.name;
+          ++found;
+        }
       }
-      if (seg.name == nonzero) {
-        EXPECT_TRUE(values.eq(1).all().item<bool>()) << seg.name;
-        ++found;
-      }
+      EXPECT_EQ(found, 2) << "segments " << branch_end << ", " << other;
     }
-    EXPECT_EQ(found, 2) << arch << ": segments " << zero << ", " << nonzero;
   }
 }
 

@@ -88,6 +88,9 @@ models::ModelOptions model_options_for(const ExperimentConfig& config, const Inp
   if (config.data.crop_size > 0) options.height = options.width = config.data.crop_size;
   options.num_classes = shape.num_classes;
   options.quant = quant_options(config);
+  options.residual_init = config.model.residual_init == ModelConfig::ResidualInit::kOne
+                              ? nn::ResidualInit::kOne
+                              : nn::ResidualInit::kReference;
   if (options.arch == "distilbert" || options.arch == "transformer") {
     models::TransformerOptions& t = options.transformer;
     if (options.arch == "distilbert") {

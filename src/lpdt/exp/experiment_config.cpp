@@ -98,6 +98,7 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("model.transformer_ffn", c.model.transformer_ffn);
   v("model.dropout", c.model.dropout);
   v("model.precision", c.model.precision);
+  v("model.residual_init", c.model.residual_init);
 
   v("quant.backend", c.quant.backend);
   v("quant.scheme", c.quant.scheme);
@@ -302,6 +303,12 @@ void add_keys(ConfigSchema& s) {
                "training (weights, activations and layer gradients quantized; evonorm becomes "
                "Range EvoNorm, batchnorm Range BatchNorm).")
       .one_of(choices<ModelConfig::Precision>());
+  s.add_string("model.residual_init", name_of(d.model.residual_init),
+               "gamma of the last norm of each residual branch at the start (resnet, resnet18/34, "
+               "mobilenetv2): reference = the official code (0 in 8-bit models, a zero-initialised "
+               "branch; 1 in full precision), one = 1 at every precision (8-bit starts where fp32 "
+               "does; docs/quantization.md).")
+      .one_of(choices<ModelConfig::ResidualInit>());
 
   // [quant]
   s.add_string("quant.backend", name_of(d.quant.backend),

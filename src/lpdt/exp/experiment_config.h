@@ -79,11 +79,14 @@ struct ModelConfig {
                     kDistilbert, kTransformer };
   enum class Norm { kEvonorm, kBatchnorm, kGroupnorm, kRangeEvonorm, kRangeBatchnorm, kNone };
   enum class Precision { kFp32, kBf16, kInt8 };
+  enum class ResidualInit { kReference, kOne };
 
   Arch arch = Arch::kLenet5;   // the quickstart; configs/ has the paper's ResNet-20 runs
   int depth = 20;              // ResNet only
   Norm norm = Norm::kEvonorm;  // at int8, evonorm means Range EvoNorm (paper section 3)
   Precision precision = Precision::kFp32;
+  // gamma of each residual branch's last norm at the start (nn::ResidualInit).
+  ResidualInit residual_init = ResidualInit::kReference;
   int groups = 8;  // EvoNorm / GroupNorm groups
   // Transformer classifiers (arch distilbert / transformer; models/transformer.h).
   std::string pretrained;       // a Hugging Face model.safetensors; "" = random initialisation
@@ -256,6 +259,7 @@ LPDT_CONFIG_ENUM_NAMES(ModelConfig::Arch, "resnet", "vgg11", "lenet5", "mlp", "r
 LPDT_CONFIG_ENUM_NAMES(ModelConfig::Norm, "evonorm", "batchnorm", "groupnorm", "rangeevonorm",
                        "rangebatchnorm", "none")
 LPDT_CONFIG_ENUM_NAMES(ModelConfig::Precision, "fp32", "bf16", "int8")
+LPDT_CONFIG_ENUM_NAMES(ModelConfig::ResidualInit, "reference", "one")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Backend, "simulated", "integer")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Scheme, "gemmlowp", "reference")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Rounding, "nearest", "stochastic")

@@ -11,7 +11,7 @@ BasicBlock::BasicBlock(const nn::LayerFactory& make, const std::string& prefix, 
                      Conv2dOptions{in, out, 3}.with_stride(stride).with_padding(1));
   norm1_ = make.norm(prefix + ".bn1", out, relu);
   conv2_ = make.conv(prefix + ".conv2", Conv2dOptions{out, out, 3}.with_padding(1));
-  norm2_ = make.norm(prefix + ".bn2", out, false, /*zero_gamma=*/make.low_precision());
+  norm2_ = make.norm(prefix + ".bn2", out, false, /*zero_gamma=*/make.zero_residual_gamma());
   if (stride != 1 || in != out) {
     shortcut_conv_ = make.conv(prefix + "." + shortcut_name + ".0",
                                Conv2dOptions{in, out, 1}.with_stride(stride));

@@ -27,7 +27,7 @@ constexpr std::int64_t kCifarMaxHeight = 32;
 
 MobileNetV2::MobileNetV2(const ModelOptions& options) {
   const nn::LayerFactory make(registry_, nn::parse_norm_kind(options.norm), options.groups,
-                              options.quant);
+                              options.quant, options.residual_init);
   name_ = make.low_precision() ? "mobilenetv2-int8" : "mobilenetv2";
   relu6_ = make.norm_needs_relu();
   const bool cifar = options.height <= kCifarMaxHeight;
@@ -61,7 +61,7 @@ MobileNetV2::MobileNetV2(const ModelOptions& options) {
       const bool residual = stride == 1 && in == out;
       block.project_conv = make.conv(next(), Conv2dOptions{hidden, out, 1});
       block.project_norm =
-          make.norm(next(), out, false, /*zero_gamma=*/residual && make.low_precision());
+          make.norm(next(), out, false, /*zero_gamma=*/residual && make.zero_residual_gamma());
       if (residual) block.add.emplace(make.residual_add(prefix + ".add"));
       blocks_.push_back(std::move(block));
       in = out;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lpdt/nn/module.h"
+#include "lpdt/nn/residual_init.h"
 #include "lpdt/quant/quant_options.h"
 
 namespace lpdt::models {
@@ -40,6 +41,8 @@ struct ModelOptions {
   std::int64_t num_classes = 10;
   // Precision (fp32 or the paper's 8-bit training) and how to quantize.
   quant::QuantOptions quant;
+  // gamma of each residual branch's last norm at the start (resnet*, mobilenetv2).
+  nn::ResidualInit residual_init = nn::ResidualInit::kReference;
   // arch = "distilbert" | "transformer" only.
   TransformerOptions transformer;
 };

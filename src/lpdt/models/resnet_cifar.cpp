@@ -18,7 +18,7 @@ ResNetCifar::ResNetCifar(const ModelOptions& options) {
   const std::int64_t n = (options.depth - 2) / 6;
   name_ = "resnet" + std::to_string(options.depth);
   const nn::LayerFactory make(registry_, nn::parse_norm_kind(options.norm), options.groups,
-                              options.quant);
+                              options.quant, options.residual_init);
   if (make.low_precision()) name_ += "-int8";
   const bool relu = make.norm_needs_relu();
   using nn::Conv2dOptions;

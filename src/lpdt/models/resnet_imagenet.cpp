@@ -21,7 +21,7 @@ ResNetImageNet::ResNetImageNet(const ModelOptions& options, std::int64_t depth) 
   }
   name_ = "resnet" + std::to_string(depth);
   const nn::LayerFactory make(registry_, nn::parse_norm_kind(options.norm), options.groups,
-                              options.quant);
+                              options.quant, options.residual_init);
   if (make.low_precision()) name_ += "-int8";
   const bool relu = make.norm_needs_relu();
   using nn::Conv2dOptions;

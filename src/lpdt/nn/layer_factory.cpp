@@ -11,8 +11,9 @@
 namespace lpdt::nn {
 
 LayerFactory::LayerFactory(Registry& registry, NormKind norm, std::int64_t groups,
-                           const quant::QuantOptions& quant)
-    : registry_(registry), norm_(norm), groups_(groups), quant_(quant) {
+                           const quant::QuantOptions& quant, ResidualInit residual_init)
+    : registry_(registry), norm_(norm), groups_(groups), quant_(quant),
+      residual_init_(residual_init) {
   quant_.validate();
   if (!quant.low_precision()) return;
   // 8-bit models normalise by ranges (paper section 3): the variance-based norms map to their

@@ -11,6 +11,7 @@
 #include "lpdt/nn/layer.h"
 #include "lpdt/nn/norm_act.h"
 #include "lpdt/nn/residual_add.h"
+#include "lpdt/nn/residual_init.h"
 #include "lpdt/quant/quant_options.h"
 
 namespace lpdt::nn {
@@ -19,7 +20,8 @@ class LayerFactory {
  public:
   // A ConfigError when the norm has no version at this precision (group norm in 8 bits).
   LayerFactory(Registry& registry, NormKind norm, std::int64_t groups,
-               const quant::QuantOptions& quant);
+               const quant::QuantOptions& quant,
+               ResidualInit residual_init = ResidualInit::kReference);
 
   std::unique_ptr<Layer> conv(const std::string& name, const Conv2dOptions& options) const;
   std::unique_ptr<Layer> linear(const std::string& name, std::int64_t in, std::int64_t out,
@@ -31,6 +33,10 @@ class LayerFactory {
   ResidualAdd residual_add(const std::string& name) const;
 
   bool low_precision() const { return quant_.low_precision(); }
+  // Whether the last norm of a residual branch starts with gamma = 0 (ResidualInit).
+  bool zero_residual_gamma() const {
+    return low_precision() && residual_init_ == ResidualInit::kReference;
+  }
   // The norm actually built (e.g. kRangeEvoNorm for "evonorm" at 8 bits).
   NormKind norm_kind() const { return norm_; }
   // Whether a ReLU follows the norm (EvoNorm variants gate by themselves).
@@ -41,6 +47,7 @@ class LayerFactory {
   NormKind norm_;
   std::int64_t groups_;
   quant::QuantOptions quant_;
+  ResidualInit residual_init_;
 };
 
 }  // namespace lpdt::nn
