@@ -40,9 +40,10 @@ grep -q "report: $run_dir/report.html" <<<"$out" || fail "lpdt report did not pr
 page="$run_dir/report.html"
 [ -s "$page" ] || fail "no $page"
 
-# The page's own SVGs: accuracy, bytes (bars and per epoch), consensus, classes. topology.json and
-# cost.json are optional: one more SVG each when the run folder has them.
+# The page's own SVGs: accuracy, bytes (bars and per epoch), consensus, classes. topology.json,
+# cost.json and layers.csv are optional: more SVGs when the run folder has them.
 expected=5
+[ -f "$run_dir/layers.csv" ] && expected=$((expected + 2))
 [ -f "$run_dir/topology.json" ] && expected=$((expected + 1))
 [ -f "$run_dir/cost.json" ] && expected=$((expected + 2))
 in_file=$(grep -o "<svg " "$page" | wc -l)

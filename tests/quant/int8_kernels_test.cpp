@@ -43,6 +43,40 @@ TEST(Int8Gemm, MatchesTheReferenceLoops) {
   }
 }
 
+// The exact float formulation (CPUs without AVX-512 VNNI) against the loops, bit for bit, on
+// random codes and on the extreme ones: every factor at +-255 and K past several chunks, where one
+// sum over K in float32 would no longer be exact (600 * 65,025 > 2^24).
+TEST(Int8Gemm, ExactFloatPathMatchesTheReferenceLoops) {
+  torch::manual_seed(2);
+  for (const bool extreme : {false, true}) {
+    for (const bool transposed : {false, true}) {
+      const std::int64_t m = 23, n = 17, k = 3 * kExactFloatChunk + 88, lda = k + 5;
+      const std::int64_t ldb = transposed ? k + 3 : n + 2;
+      at::Tensor a = torch::randint(0, 256, {m, lda}, torch::kInt).to(at::kByte);
+      at::Tensor b = torch::randint(-128, 128, {transposed ? n : k, ldb}, torch::kInt).to(at::kChar);
+      std::uint8_t a_zero = 131;
+      std::int8_t b_zero = -7;
+      if (extreme) {  // (255 - 0) * (-128 - 127) = -65,025 in every product
+        a.fill_(255);
+        b.fill_(-128);
+        a_zero = 0;
+        b_zero = 127;
+      }
+      at::Tensor fast = at::full({m, n + 4}, -1, at::kInt), slow = fast.clone();
+      gemm_u8s8s32_exact_float(m, n, k, a.data_ptr<std::uint8_t>(), lda, a_zero,
+                               b.data_ptr<std::int8_t>(), ldb, transposed, b_zero,
+                               fast.data_ptr<std::int32_t>(), n + 4);
+      gemm_u8s8s32_reference(m, n, k, a.data_ptr<std::uint8_t>(), lda, a_zero,
+                             b.data_ptr<std::int8_t>(), ldb, transposed, b_zero,
+                             slow.data_ptr<std::int32_t>(), n + 4);
+      EXPECT_TRUE(at::equal(fast, slow)) << "transposed " << transposed << " extreme " << extreme;
+      if (extreme) EXPECT_EQ(fast[0][0].item<std::int32_t>(), -65025 * k);
+      // Columns past n (the row stride's padding) are left alone.
+      EXPECT_TRUE(fast.narrow(1, n, 4).eq(-1).all().item<bool>());
+    }
+  }
+}
+
 QuantizedTensor random_codes(const at::Tensor& x, std::int64_t k, std::uint64_t seed) {
   QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{seed, 0, 0}, 0};
   return quantize(x, k, tensor_range(x, k), request);
