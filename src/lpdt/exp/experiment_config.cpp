@@ -187,7 +187,8 @@ void add_keys(ConfigSchema& s) {
       .greater_than(0);
   s.add_int("run.nodes_per_pass", d.run.nodes_per_pass,
             "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (up to "
-            "16 on the CPU, all nodes on a GPU). The result does not depend on it.")
+            "16 on the CPU, all nodes on a GPU). The result does not depend on it, up to the "
+            "last bits of float sums on AVX2-only CPUs (docs/mpi.md).")
       .at_least(0);
   s.add_string(
        "run.cuda_graph", name_of(d.run.cuda_graph),
