@@ -105,11 +105,10 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
   const at::Tensor w = torch::randn({k, g.out_channels, g.group_in(), g.kernel, g.kernel});
   const at::Tensor bias = c.bias ? torch::randn({k * g.out_channels}) : at::Tensor();
   const QuantizedTensor qx = random_codes(x, k, 3), qw = random_codes(w, k, 4);
-  const at::Tensor packed = pack_conv_weight(qw.codes, g.groups);
   const at::Tensor x_real = dequantize(qx, k);
   const at::Tensor w_real =
       dequantize(qw, k).view({k * g.out_channels, g.group_in(), g.kernel, g.kernel});
-  const at::Tensor y = int8_conv2d(qx, qw, packed, bias, g, k);
+  const at::Tensor y = int8_conv2d(qx, qw, bias, g, k);
   const at::Tensor expected =
       at::conv2d(x_real, w_real, bias, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1},
                  conv_groups);
@@ -118,7 +117,7 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
 
   const at::Tensor gy = torch::randn_like(expected).contiguous(at::MemoryFormat::ChannelsLast);
   const QuantizedTensor qg = random_codes(gy, k, 5);
-  const at::Tensor dx = int8_conv2d_input_grad(qg, qw, packed, g, k);
+  const at::Tensor dx = int8_conv2d_input_grad(qg, qw, g, k);
   auto [expected_dx, unused_w, unused_b] = at::convolution_backward(
       dequantize(qg, k), x_real, w_real, c10::nullopt, {g.stride, g.stride}, {g.padding, g.padding},
       {1, 1}, false, {0, 0}, conv_groups, {true, false, false});

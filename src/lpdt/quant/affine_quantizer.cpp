@@ -17,17 +17,33 @@ namespace {
 // The reference clamps the step size away from 0 (an all-equal tensor).
 constexpr double kMinScale = 1e-8;
 
-// The min and max of n contiguous floats.
-LPDT_CPU_CLONES void run_min_max(const float* __restrict p, std::int64_t n, float& lo_out,
-                                 float& hi_out) {
+// The min and max of a block of `rows` runs of `cols` contiguous floats, row_stride apart (one
+// node's part of a sample: in a k-node channels-last tensor, a node's C channels of every pixel).
+// One call per block, not per run: runs are as short as C = 16 floats.
+LPDT_CPU_CLONES void block_min_max(const float* __restrict p, std::int64_t rows, std::int64_t cols,
+                                   std::int64_t row_stride, float& lo_out, float& hi_out) {
   float lo = lo_out, hi = hi_out;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* __restrict run = p + r * row_stride;
 #pragma omp simd reduction(min : lo) reduction(max : hi)
-  for (std::int64_t c = 0; c < n; ++c) {
-    lo = std::min(lo, p[c]);
-    hi = std::max(hi, p[c]);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      lo = std::min(lo, run[c]);
+      hi = std::max(hi, run[c]);
+    }
   }
   lo_out = lo;
   hi_out = hi;
+}
+
+// The rows of one (node, sample) block as the loops below take them. Rows that lie back to back
+// (one node in the tensor) are one long run: longer loops for the vectoriser. The element index
+// r * cols + c is the same either way.
+struct Block {
+  std::int64_t rows, cols, row_stride;
+};
+Block block_of(const NodeView& v) {
+  if (v.row_stride == v.cols) return {1, v.rows * v.cols, v.rows * v.cols};
+  return {v.rows, v.cols, v.row_stride};
 }
 
 // Per (node, sample) min and max: [k * samples] pairs.
@@ -42,8 +58,8 @@ void sample_min_max(const at::Tensor& xc, const NodeView& v, std::vector<float>&
       const std::int64_t node = item / v.samples, sample = item % v.samples;
       float lo = std::numeric_limits<float>::infinity();
       float hi = -lo;
-      for (std::int64_t r = 0; r < v.rows; ++r)
-        run_min_max(x + v.offset(node, sample, r), v.cols, lo, hi);
+      const Block b = block_of(v);
+      block_min_max(x + v.offset(node, sample, 0), b.rows, b.cols, b.row_stride, lo, hi);
       mins[item] = lo;
       maxs[item] = hi;
     }
@@ -58,41 +74,69 @@ inline float round_half_even(float y) {
   return (y + kMagic) - kMagic;
 }
 
-// Quantizes one contiguous run of n elements whose node-local indices start at index0 and writes
-// the dequantized values (simulated backend). The reference clamps after adding the noise, then
+// Quantizes a block of `rows` runs of `cols` contiguous elements, row_stride apart, whose
+// node-local indices start at index0 and run on row by row (index0 + r * cols + c), and writes the
+// dequantized values (simulated backend). The reference clamps after adding the noise, then
 // rounds half to even (torch.round). Loops without calls: they vectorise (cpu_dispatch.h).
-LPDT_CPU_CLONES void fake_quantize_run(const float* __restrict x, float* __restrict out,
-                                       std::int64_t n, float scale, float zero_point, float min,
-                                       bool reference_scheme, float qmax, bool stochastic,
-                                       std::uint64_t stream, std::uint64_t index0) {
-  for (std::int64_t c = 0; c < n; ++c) {
-    float y = reference_scheme ? (x[c] - min) / scale : x[c] / scale + zero_point;
-    if (stochastic) y += centered_uniform(stream, index0 + static_cast<std::uint64_t>(c));
-    const float q = round_half_even(std::min(std::max(y, 0.0f), qmax));
-    out[c] = reference_scheme ? q * scale + min : (q - zero_point) * scale;
+LPDT_CPU_CLONES void fake_quantize_block(const float* __restrict x, float* __restrict out,
+                                         std::int64_t rows, std::int64_t cols,
+                                         std::int64_t row_stride, float scale, float zero_point,
+                                         float min, bool reference_scheme, float qmax,
+                                         bool stochastic, std::uint64_t stream,
+                                         std::uint64_t index0) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* __restrict in = x + r * row_stride;
+    float* __restrict o = out + r * row_stride;
+    const std::uint64_t first = index0 + static_cast<std::uint64_t>(r * cols);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      float y = reference_scheme ? (in[c] - min) / scale : in[c] / scale + zero_point;
+      if (stochastic) y += centered_uniform(stream, first + static_cast<std::uint64_t>(c));
+      const float q = round_half_even(std::min(std::max(y, 0.0f), qmax));
+      o[c] = reference_scheme ? q * scale + min : (q - zero_point) * scale;
+    }
   }
 }
 
 // The same decisions, writing 8-bit codes (integer backend; gemmlowp scheme only).
-LPDT_CPU_CLONES void quantize_codes_run(const float* __restrict x, std::uint8_t* __restrict out,
-                                        std::int64_t n, float scale, float zero_point, float qmax,
-                                        bool stochastic, std::uint64_t stream,
-                                        std::uint64_t index0) {
-  for (std::int64_t c = 0; c < n; ++c) {
-    float y = x[c] / scale + zero_point;
-    if (stochastic) y += centered_uniform(stream, index0 + static_cast<std::uint64_t>(c));
-    out[c] = static_cast<std::uint8_t>(round_half_even(std::min(std::max(y, 0.0f), qmax)));
+LPDT_CPU_CLONES void quantize_codes_block(const float* __restrict x, std::uint8_t* __restrict out,
+                                          std::int64_t rows, std::int64_t cols,
+                                          std::int64_t row_stride, float scale, float zero_point,
+                                          float qmax, bool stochastic, std::uint64_t stream,
+                                          std::uint64_t index0) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* __restrict in = x + r * row_stride;
+    std::uint8_t* __restrict o = out + r * row_stride;
+    const std::uint64_t first = index0 + static_cast<std::uint64_t>(r * cols);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      float y = in[c] / scale + zero_point;
+      if (stochastic) y += centered_uniform(stream, first + static_cast<std::uint64_t>(c));
+      o[c] = static_cast<std::uint8_t>(round_half_even(std::min(std::max(y, 0.0f), qmax)));
+    }
   }
 }
 
-void quantize_run(const float* x, float* out, std::int64_t n, const AffineParams& p, float qmax,
-                  bool stochastic, std::uint64_t stream, std::uint64_t index0) {
-  fake_quantize_run(x, out, n, p.scale, p.zero_point, p.min, p.scheme == QuantScheme::kReference,
-                    qmax, stochastic, stream, index0);
+void quantize_block(const float* x, float* out, const NodeView& v, const AffineParams& p,
+                    float qmax, bool stochastic, std::uint64_t stream, std::uint64_t index0) {
+  const Block b = block_of(v);
+  fake_quantize_block(x, out, b.rows, b.cols, b.row_stride, p.scale, p.zero_point, p.min,
+                      p.scheme == QuantScheme::kReference, qmax, stochastic, stream, index0);
 }
-void quantize_run(const float* x, std::uint8_t* out, std::int64_t n, const AffineParams& p,
-                  float qmax, bool stochastic, std::uint64_t stream, std::uint64_t index0) {
-  quantize_codes_run(x, out, n, p.scale, p.zero_point, qmax, stochastic, stream, index0);
+void quantize_block(const float* x, std::uint8_t* out, const NodeView& v, const AffineParams& p,
+                    float qmax, bool stochastic, std::uint64_t stream, std::uint64_t index0) {
+  const Block b = block_of(v);
+  quantize_codes_block(x, out, b.rows, b.cols, b.row_stride, p.scale, p.zero_point, qmax,
+                       stochastic, stream, index0);
+}
+
+// Codes back to real values, (q - z) * s, for one block (as above).
+LPDT_CPU_CLONES void dequantize_block(const std::uint8_t* __restrict codes, float* __restrict out,
+                                      std::int64_t rows, std::int64_t cols,
+                                      std::int64_t row_stride, float scale, float zero_point) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::uint8_t* __restrict in = codes + r * row_stride;
+    float* __restrict o = out + r * row_stride;
+    for (std::int64_t c = 0; c < cols; ++c) o[c] = (static_cast<float>(in[c]) - zero_point) * scale;
+  }
 }
 
 template <typename Out>
@@ -110,12 +154,10 @@ void quantize_all(const at::Tensor& xc, Out* out, const NodeView& v,
   at::parallel_for(0, items, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t item = begin; item < end; ++item) {
       const std::int64_t node = item / v.samples, sample = item % v.samples;
-      for (std::int64_t r = 0; r < v.rows; ++r) {
-        const std::int64_t offset = v.offset(node, sample, r);
-        const auto index0 = static_cast<std::uint64_t>((sample * v.rows + r) * v.cols);
-        quantize_run(x + offset, out + offset, v.cols, params[node], qmax, stochastic,
-                     streams[node], index0);
-      }
+      const std::int64_t offset = v.offset(node, sample, 0);
+      const auto index0 = static_cast<std::uint64_t>(sample * v.rows * v.cols);
+      quantize_block(x + offset, out + offset, v, params[node], qmax, stochastic, streams[node],
+                     index0);
     }
   });
 }
@@ -237,18 +279,17 @@ at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
   at::Tensor out = at::empty_like(q.codes, q.codes.options().dtype(at::kFloat));
   const std::uint8_t* codes = q.codes.data_ptr<std::uint8_t>();
   float* o = out.data_ptr<float>();
-  for (std::int64_t node = 0; node < k; ++node) {
-    const float scale = q.scale.data_ptr<float>()[node];
-    const float zero_point = q.zero_point.data_ptr<float>()[node];
-    for (std::int64_t s = 0; s < v.samples; ++s) {
-      for (std::int64_t r = 0; r < v.rows; ++r) {
-        const std::int64_t offset = v.offset(node, s, r);
-        for (std::int64_t c = 0; c < v.cols; ++c) {
-          o[offset + c] = (static_cast<float>(codes[offset + c]) - zero_point) * scale;
-        }
-      }
+  const float* scales = q.scale.data_ptr<float>();
+  const float* zero_points = q.zero_point.data_ptr<float>();
+  const Block b = block_of(v);
+  at::parallel_for(0, k * v.samples, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t item = begin; item < end; ++item) {
+      const std::int64_t node = item / v.samples, sample = item % v.samples;
+      const std::int64_t offset = v.offset(node, sample, 0);
+      dequantize_block(codes + offset, o + offset, b.rows, b.cols, b.row_stride, scales[node],
+                       zero_points[node]);
     }
-  }
+  });
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "lpdt/core/error.h"
 #include "lpdt/quant/int8_depthwise_conv.h"
+#include "lpdt/quant/int8_direct_conv.h"
 #include "lpdt/quant/int8_gemm.h"
 
 namespace lpdt::quant {
@@ -77,15 +78,18 @@ void col2im_add(const float* cols, const ConvGeometry& g, float* dx, std::int64_
   });
 }
 
-at::Tensor pack_conv_weight(const at::Tensor& codes, std::int64_t groups) {
-  LPDT_CHECK(codes.dim() == 5 && codes.scalar_type() == at::kByte, "pack_conv_weight: bad codes");
-  const std::int64_t k = codes.size(0), cout = codes.size(1);
+at::Tensor shift_weight_codes(const at::Tensor& codes) {
+  LPDT_CHECK(codes.dim() == 5 && codes.scalar_type() == at::kByte, "shift_weight_codes: codes");
+  return (codes.to(at::kInt) - 128).to(at::kChar).contiguous();
+}
+
+at::Tensor pack_conv_weight(const at::Tensor& shifted, std::int64_t groups) {
+  LPDT_CHECK(shifted.dim() == 5 && shifted.scalar_type() == at::kChar, "pack_conv_weight: bad codes");
+  const std::int64_t k = shifted.size(0), cout = shifted.size(1);
   LPDT_CHECK(groups >= 1 && cout % groups == 0, "pack_conv_weight: groups");
-  // [k, Cout, Cin/G, kh, kw] -> [k, G, Cout/G, Cin/G, kh, kw] -> [k, G, kh, kw, Cin/G, Cout/G],
-  // shifted to int8.
-  return (codes.to(at::kInt) - 128)
-      .to(at::kChar)
-      .view({k, groups, cout / groups, codes.size(2), codes.size(3), codes.size(4)})
+  // [k, Cout, Cin/G, kh, kw] -> [k, G, Cout/G, Cin/G, kh, kw] -> [k, G, kh, kw, Cin/G, Cout/G].
+  return shifted
+      .view({k, groups, cout / groups, shifted.size(2), shifted.size(3), shifted.size(4)})
       .permute({0, 1, 4, 5, 3, 2})
       .contiguous()
       .view({k, groups, -1, cout / groups});
@@ -108,13 +112,14 @@ void write_scaled(const std::int32_t* acc, std::int64_t positions, std::int64_t 
   });
 }
 
-}  // namespace
-
-at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w,
-                       const at::Tensor& packed_w, const at::Tensor& bias, const ConvGeometry& g,
-                       std::int64_t k) {
+// Every node's convolution of x's codes with `shifted` weights [k, Cout, Cin/G, kh, kw] int8
+// (codes - 128; the scales and zero points are w's) -> [b, k*Cout, Ho, Wo] float32
+// channels-last. int8_conv2d's body, also run with the rotated kernel by the input gradient.
+at::Tensor convolve_nodes(const QuantizedTensor& x, const QuantizedTensor& w,
+                          const at::Tensor& shifted, const at::Tensor& bias,
+                          const ConvGeometry& g, std::int64_t k) {
   LPDT_CHECK(x.codes.is_contiguous(at::MemoryFormat::ChannelsLast), "int8_conv2d: x layout");
-  LPDT_CHECK(packed_w.dim() == 4 && packed_w.size(1) == g.groups, "int8_conv2d: packed weight");
+  LPDT_CHECK(shifted.dim() == 5 && shifted.size(1) == g.out_channels, "int8_conv2d: weight");
   const std::int64_t n = g.positions(), cin = g.in_channels, cout = g.out_channels;
   at::Tensor y = at::empty(
       {g.batch, k * cout, g.out_height(), g.out_width()},
@@ -122,30 +127,42 @@ at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w,
   const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
   float* out = y.data_ptr<float>();
   const std::uint8_t* codes = x.codes.data_ptr<std::uint8_t>();
-  const std::int8_t* packed = packed_w.data_ptr<std::int8_t>();
+  const std::int64_t node_weights = shifted.numel() / k;
   if (g.depthwise()) {
     const at::Tensor taps_buffer = at::empty({g.kernel * g.kernel * cin}, at::kInt);
     const at::Tensor acc_buffer = at::empty({n * cout}, at::kInt);
     std::int32_t* taps = taps_buffer.data_ptr<std::int32_t>();
     std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
     for (std::int64_t node = 0; node < k; ++node) {
-      depthwise_taps(packed + node * (packed_w.numel() / k), weight_zero(w, node), cin, g.kernel,
-                     taps);
+      depthwise_taps(shifted.data_ptr<std::int8_t>() + node * node_weights, weight_zero(w, node),
+                     cin, g.kernel, taps);
       depthwise_conv_s32(codes + node * cin, k * cin, activation_zero(x, node), taps, g, acc);
       write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
                    b ? b + node * cout : nullptr, out + node * cout, k * cout);
     }
     return y;
   }
+  const at::Tensor acc_buffer = at::empty({n * (cout / g.groups)}, at::kInt);
+  std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
+  if (g.groups == 1 && int8_direct_conv_available()) {
+    for (std::int64_t node = 0; node < k; ++node) {
+      int8_direct_conv_s32(codes + node * cin, k * cin, activation_zero(x, node),
+                           shifted.data_ptr<std::int8_t>() + node * node_weights,
+                           weight_zero(w, node), g, acc);
+      write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
+                   b ? b + node * cout : nullptr, out + node * cout, k * cout);
+    }
+    return y;
+  }
   const ConvGeometry group = g.group_geometry();
+  const at::Tensor packed_w = pack_conv_weight(shifted, g.groups);
   // A 1x1 convolution with stride 1 reads each pixel's codes as they lie: its im2col would be a
   // copy, so the GEMM takes them in place (rows k*Cin apart).
   const bool pointwise = g.kernel == 1 && g.stride == 1 && g.padding == 0;
-  // Scratch buffers, not zero-filled (every element is written before it is read).
+  // Scratch buffer, not zero-filled (every element is written before it is read).
   const at::Tensor cols_buffer = at::empty({pointwise ? 0 : n * group.patch()}, at::kByte);
-  const at::Tensor acc_buffer = at::empty({n * group.out_channels}, at::kInt);
   std::uint8_t* cols = cols_buffer.data_ptr<std::uint8_t>();
-  std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
+  const std::int8_t* packed = packed_w.data_ptr<std::int8_t>();
   const std::int64_t group_weights = group.patch() * group.out_channels;
   for (std::int64_t node = 0; node < k; ++node) {
     const std::uint8_t zx = activation_zero(x, node);
@@ -165,16 +182,24 @@ at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w,
   return y;
 }
 
+}  // namespace
+
+at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w, const at::Tensor& bias,
+                       const ConvGeometry& g, std::int64_t k) {
+  return convolve_nodes(x, w, shift_weight_codes(w.codes), bias, g, k);
+}
+
 at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTensor& w,
-                                  const at::Tensor& packed_w, const ConvGeometry& g,
-                                  std::int64_t k) {
+                                  const ConvGeometry& g, std::int64_t k) {
   LPDT_CHECK(gy.codes.is_contiguous(at::MemoryFormat::ChannelsLast), "int8 input grad: layout");
   const std::int64_t cin = g.in_channels, cout = g.out_channels;
+  const at::Tensor shifted = shift_weight_codes(w.codes);  // [k, Cout, Cin/G, kh, kw]
   if (g.stride == 1 && 2 * g.padding == g.kernel - 1) {
     // A "same" convolution's input gradient is itself a convolution: of the output gradient,
     // padded by kernel - 1 - padding, with the kernel rotated by 180 degrees and each group's
-    // channels swapped. As a forward integer convolution it needs no col2im, and its GEMM has the
-    // large inner dimension kernel^2 * Cout instead of Cout (measured 2-4x faster per layer).
+    // channels swapped. As a forward integer convolution it needs no col2im, and its inner
+    // dimension is kernel^2 * Cout instead of Cout (measured 2-4x faster per layer on the GEMM
+    // path).
     ConvGeometry t = g;
     t.in_channels = cout;
     t.out_channels = cin;
@@ -182,14 +207,13 @@ at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTens
     t.width = g.out_width();
     t.padding = g.kernel - 1 - g.padding;
     const std::int64_t gin = g.group_in(), gout = g.group_out();
-    const at::Tensor rotated = (w.codes.flip({3, 4}).to(at::kInt) - 128)
-                                   .to(at::kChar)
+    const at::Tensor rotated = shifted.flip({3, 4})
                                    .view({k, g.groups, gout, gin, g.kernel, g.kernel})
-                                   .permute({0, 1, 4, 5, 2, 3})  // [k, G, kh, kw, Cout/G, Cin/G]
+                                   .transpose(2, 3)  // [k, G, Cin/G, Cout/G, kh, kw]
                                    .contiguous()
-                                   .view({k, g.groups, -1, gin});
+                                   .view({k, cin, gout, g.kernel, g.kernel});
     // Same codes and zero point, so the real weight scale s_w and zero z_w carry over.
-    return int8_conv2d(gy, w, rotated, at::Tensor(), t, k);
+    return convolve_nodes(gy, w, rotated, at::Tensor(), t, k);
   }
   // at::zeros ignores a memory format in its options: empty (which honours it), then zero.
   at::Tensor dx =
@@ -205,7 +229,7 @@ at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTens
     std::int32_t* taps = taps_buffer.data_ptr<std::int32_t>();
     std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
     for (std::int64_t node = 0; node < k; ++node) {
-      depthwise_taps(packed_w.data_ptr<std::int8_t>() + node * (packed_w.numel() / k),
+      depthwise_taps(shifted.data_ptr<std::int8_t>() + node * (shifted.numel() / k),
                      weight_zero(w, node), cin, g.kernel, taps);
       depthwise_input_grad_s32(codes + node * cout, k * cout, activation_zero(gy, node), taps, g,
                                acc);
@@ -220,7 +244,8 @@ at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTens
   std::vector<float> cols(static_cast<std::size_t>(n * group.patch()));
   // B as [Cout/G, patch] rows: oneDNN's u8s8s32 GEMM is far slower with a transposed B at these
   // shapes (K = Cout/G is small).
-  const at::Tensor packed_t = packed_w.transpose(2, 3).contiguous();  // [k, G, Cout/G, patch]
+  const at::Tensor packed_t =
+      pack_conv_weight(shifted, g.groups).transpose(2, 3).contiguous();  // [k, G, Cout/G, patch]
   const std::int64_t group_weights = group.patch() * group.out_channels;
   for (std::int64_t node = 0; node < k; ++node) {
     const float s = scale_of(gy, node) * scale_of(w, node);

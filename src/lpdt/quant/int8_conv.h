@@ -1,6 +1,7 @@
 #pragma once
 // Integer convolution and linear layers of the integer backend (design.md, "two arithmetic
-// backends"): im2col over uint8 codes and one int8 GEMM with zero points per node.
+// backends"): per node, oneDNN's int8 direct convolution (int8_direct_conv.h) or im2col over
+// uint8 codes and one int8 GEMM, with zero points.
 //
 //   forward:     y = s_x s_w * sum (q_x - z_x)(q_w - z_w)  (+ bias)       [int32 accumulation]
 //   layer grad:  dx = s_g s_w * col2im( sum (q_g - z_g)(q_w - z_w) )
@@ -57,20 +58,21 @@ void im2col_u8(const std::uint8_t* x, std::int64_t pixel_stride, const ConvGeome
 // The adjoint: adds cols [positions, patch] (float) into dx (same addressing as im2col's x).
 void col2im_add(const float* cols, const ConvGeometry& g, float* dx, std::int64_t pixel_stride);
 
-// Weight codes [k, Cout, Cin/groups, kh, kw] uint8 -> [k, groups, kh*kw*Cin/groups,
-// Cout/groups] int8 (codes - 128): each group's rows in im2col's column order.
-at::Tensor pack_conv_weight(const at::Tensor& codes, std::int64_t groups = 1);
+// Weight codes [k, Cout, Cin/groups, kh, kw] uint8 -> the same shape in int8 (codes - 128).
+at::Tensor shift_weight_codes(const at::Tensor& codes);
+// Shifted weights [k, Cout, Cin/groups, kh, kw] int8 -> [k, groups, kh*kw*Cin/groups,
+// Cout/groups] int8: each group's rows in im2col's column order (the GEMM's B).
+at::Tensor pack_conv_weight(const at::Tensor& shifted, std::int64_t groups = 1);
 
 // x: codes [b, k*Cin, H, W] channels-last uint8 (per-node scale/zero point); w: codes
-// [k, Cout, Cin/groups, kh, kw]; packed_w = pack_conv_weight(w.codes, g.groups); bias: [k*Cout]
-// float32 or undefined -> [b, k*Cout, Ho, Wo] float32 channels-last.
-at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w,
-                       const at::Tensor& packed_w, const at::Tensor& bias, const ConvGeometry& g,
-                       std::int64_t k);
+// [k, Cout, Cin/groups, kh, kw]; bias: [k*Cout] float32 or undefined -> [b, k*Cout, Ho, Wo]
+// float32 channels-last. Dense convolutions run oneDNN's int8 direct convolution where it is
+// exact (int8_direct_conv.h), the rest im2col + GEMM; both give the same int32 sums.
+at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w, const at::Tensor& bias,
+                       const ConvGeometry& g, std::int64_t k);
 // gy: codes [b, k*Cout, Ho, Wo] channels-last -> dx [b, k*Cin, H, W] float32 channels-last.
 at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTensor& w,
-                                  const at::Tensor& packed_w, const ConvGeometry& g,
-                                  std::int64_t k);
+                                  const ConvGeometry& g, std::int64_t k);
 
 // x: codes [k, b, in]; w: codes [k, out, in]; bias [k, out] float32 or undefined
 // -> [k, b, out] float32.

@@ -17,7 +17,8 @@
 
 namespace lpdt::quant {
 
-// Tap weights of one node's depthwise layer from packed weights (pack_conv_weight's layout,
+// Tap weights of one node's depthwise layer from shifted weights (shift_weight_codes' [C, 1,
+// kernel, kernel], the same bytes as pack_conv_weight's
 // [C, kernel^2, 1] int8 codes shifted by -128) and the shifted zero point:
 // taps[(ky * kernel + kx) * C + c] = packed[c, ky * kernel + kx] - zero.
 void depthwise_taps(const std::int8_t* packed, std::int8_t zero, std::int64_t channels,

@@ -50,19 +50,17 @@ struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
                             const at::Tensor& w_zero, const ConvGeometry& g, std::int64_t k,
                             const QuantizeRequest& grad_request) {
     const QuantizedTensor qx{x_codes, x_scale, x_zero}, qw{w_codes, w_scale, w_zero};
-    const at::Tensor packed = pack_conv_weight(w_codes, g.groups);
     const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
-    ctx->save_for_backward({x_codes, x_scale, x_zero, w_codes, w_scale, w_zero, packed});
+    ctx->save_for_backward({x_codes, x_scale, x_zero, w_codes, w_scale, w_zero});
     ctx->saved_data["bias"] = qb.defined();
     ctx->saved_data["k"] = k;
     save_geometry(ctx, g);
     save_request(ctx, grad_request);
-    return int8_conv2d(qx, qw, packed, qb, g, k);
+    return int8_conv2d(qx, qw, qb, g, k);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
     const QuantizedTensor qx{s[0], s[1], s[2]}, qw{s[3], s[4], s[5]};
-    const at::Tensor& packed = s[6];
     const ConvGeometry g = load_geometry(ctx);
     const std::int64_t k = ctx->saved_data["k"].toInt();
     const at::Tensor gy = grad[0].contiguous(at::MemoryFormat::ChannelsLast);
@@ -77,7 +75,7 @@ struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum({0, 2, 3}) : at::Tensor();
     // Layer gradient in int8: the output gradient at 8 bits through the weight codes.
     const at::Tensor grad_x =
-        int8_conv2d_input_grad(quantized_gradient(gy, k, load_request(ctx)), qw, packed, g, k);
+        int8_conv2d_input_grad(quantized_gradient(gy, k, load_request(ctx)), qw, g, k);
     return {grad_x,       grad_w.view(qw.codes.sizes()),
             grad_b,       at::Tensor(),
             at::Tensor(), at::Tensor(),

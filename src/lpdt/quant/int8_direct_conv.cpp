@@ -1,0 +1,182 @@
+#include "lpdt/quant/int8_direct_conv.h"
+
+#include <ATen/Parallel.h>
+
+#include <array>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lpdt/core/error.h"
+#include "lpdt/quant/int8_gemm.h"
+
+#if LPDT_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace lpdt::quant {
+
+bool int8_direct_conv_available() { return have_int8_gemm() && int8_gemm_is_exact_in_onednn(); }
+
+void window_sums(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,
+                 const ConvGeometry& g, std::int32_t* sums) {
+  const std::int64_t c = g.in_channels, h = g.height, w = g.width;
+  const std::int64_t ho = g.out_height(), wo = g.out_width();
+  const std::int32_t channel_zero = static_cast<std::int32_t>(c) * x_zero;
+  at::parallel_for(0, g.batch, 1, [&](std::int64_t begin, std::int64_t end) {
+    // One sample's per-pixel sums (sum_c q_x - C z_x), then each window's sum of them.
+    std::vector<std::int32_t> pixel(static_cast<std::size_t>(h * w));
+    for (std::int64_t b = begin; b < end; ++b) {
+      const std::uint8_t* sample = x + b * h * w * pixel_stride;
+      for (std::int64_t q = 0; q < h * w; ++q) {
+        const std::uint8_t* codes = sample + q * pixel_stride;
+        std::int32_t s = 0;
+        for (std::int64_t ch = 0; ch < c; ++ch) s += codes[ch];
+        pixel[q] = s - channel_zero;
+      }
+      for (std::int64_t oy = 0; oy < ho; ++oy) {
+        for (std::int64_t ox = 0; ox < wo; ++ox) {
+          std::int32_t s = 0;
+          for (std::int64_t ky = 0; ky < g.kernel; ++ky) {
+            const std::int64_t y = oy * g.stride - g.padding + ky;
+            if (y < 0 || y >= h) continue;
+            for (std::int64_t kx = 0; kx < g.kernel; ++kx) {
+              const std::int64_t xx = ox * g.stride - g.padding + kx;
+              if (xx >= 0 && xx < w) s += pixel[y * w + xx];
+            }
+          }
+          sums[(b * ho + oy) * wo + ox] = s;
+        }
+      }
+    }
+  });
+}
+
+#if LPDT_HAVE_DNNL
+namespace {
+
+using Tag = dnnl::memory::format_tag;
+using DataType = dnnl::memory::data_type;
+
+// A primitive for one geometry, made once: oneDNN generates its code when it is created.
+struct DirectConv {
+  dnnl::convolution_forward conv;
+  dnnl::reorder weight_reorder;   // plain [Cout, Cin, kh, kw] int8 -> the primitive's layout
+  dnnl::memory::desc src, dst, plain_weight, weight, scratchpad;
+};
+
+using GeometryKey = std::array<std::int64_t, 8>;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+std::shared_ptr<const DirectConv> make_direct_conv(const ConvGeometry& g) {
+  using dims = dnnl::memory::dims;
+  auto made = std::make_shared<DirectConv>();
+  made->src = dnnl::memory::desc(dims{g.batch, g.in_channels, g.height, g.width}, DataType::u8,
+                                 Tag::nhwc);
+  made->dst = dnnl::memory::desc(dims{g.batch, g.out_channels, g.out_height(), g.out_width()},
+                                 DataType::s32, Tag::nhwc);
+  made->plain_weight = dnnl::memory::desc(
+      dims{g.out_channels, g.in_channels, g.kernel, g.kernel}, DataType::s8, Tag::oihw);
+  const dnnl::memory::desc any_weight(dims{g.out_channels, g.in_channels, g.kernel, g.kernel},
+                                      DataType::s8, Tag::any);
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, made->src,
+      any_weight, made->dst, dims{g.stride, g.stride}, dims{g.padding, g.padding},
+      dims{g.padding, g.padding});
+  dnnl::primitive_attr attr;
+  // The source zero point is given at each call (DNNL_RUNTIME_S32_VAL), one for the tensor.
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  // Scratch memory from the caller, so that threads running nodes side by side never share it.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+  made->weight = pd.weights_desc();
+  made->scratchpad = pd.scratchpad_desc();
+  made->conv = dnnl::convolution_forward(pd);
+  made->weight_reorder = dnnl::reorder(
+      dnnl::reorder::primitive_desc(cpu_engine(), made->plain_weight, cpu_engine(), made->weight));
+  return made;
+}
+
+std::shared_ptr<const DirectConv> direct_conv_for(const ConvGeometry& g) {
+  static std::mutex mutex;
+  static std::map<GeometryKey, std::shared_ptr<const DirectConv>> made;
+  const GeometryKey key{g.batch,  g.in_channels, g.out_channels, g.height,
+                        g.width,  g.kernel,      g.stride,       g.padding};
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto found = made.find(key);
+  if (found == made.end()) found = made.emplace(key, make_direct_conv(g)).first;
+  return found->second;
+}
+
+}  // namespace
+#endif
+
+void int8_direct_conv_s32(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,
+                          const std::int8_t* weight, std::int8_t weight_zero,
+                          const ConvGeometry& g, std::int32_t* acc) {
+  LPDT_CHECK(g.groups == 1 && pixel_stride >= g.in_channels, "int8_direct_conv_s32: geometry");
+  if (!int8_direct_conv_available()) {
+    throw ConfigError(
+        "the int8 direct convolution needs oneDNN and a CPU with AVX-512 VNNI; this machine "
+        "runs the integer backend's im2col + GEMM path instead (int8_conv.h)");
+  }
+#if LPDT_HAVE_DNNL
+  const std::shared_ptr<const DirectConv> direct = direct_conv_for(g);
+  // oneDNN's fast kernels read a dense channels-last tensor: a node's slice of the k-node tensor
+  // (pixels k*C apart) is gathered first, one byte per code, against im2col's kernel^2.
+  const std::int64_t pixels = g.batch * g.height * g.width, c = g.in_channels;
+  std::unique_ptr<std::uint8_t[]> dense;
+  const std::uint8_t* src = x;
+  if (pixel_stride != c) {
+    dense.reset(new std::uint8_t[static_cast<std::size_t>(pixels * c)]);
+    at::parallel_for(0, pixels, 1024, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t q = begin; q < end; ++q) {
+        std::memcpy(dense.get() + q * c, x + q * pixel_stride, static_cast<std::size_t>(c));
+      }
+    });
+    src = dense.get();
+  }
+  std::unique_ptr<std::uint8_t[]> packed_weight(new std::uint8_t[direct->weight.get_size()]);
+  std::unique_ptr<std::uint8_t[]> scratch(new std::uint8_t[direct->scratchpad.get_size() + 1]);
+  std::int32_t zero = x_zero;
+  const dnnl::engine& engine = cpu_engine();
+  dnnl::memory src_memory(direct->src, engine, const_cast<std::uint8_t*>(src));
+  dnnl::memory plain_weight(direct->plain_weight, engine, const_cast<std::int8_t*>(weight));
+  dnnl::memory weight_memory(direct->weight, engine, packed_weight.get());
+  dnnl::memory dst_memory(direct->dst, engine, acc);
+  dnnl::memory zero_memory(dnnl::memory::desc({1}, DataType::s32, Tag::x), engine, &zero);
+  dnnl::memory scratch_memory(direct->scratchpad, engine, scratch.get());
+  dnnl::stream stream(engine);
+  direct->weight_reorder.execute(stream, plain_weight, weight_memory);
+  direct->conv.execute(stream, {{DNNL_ARG_SRC, src_memory},
+                                {DNNL_ARG_WEIGHTS, weight_memory},
+                                {DNNL_ARG_DST, dst_memory},
+                                {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_memory},
+                                {DNNL_ARG_SCRATCHPAD, scratch_memory}});
+  stream.wait();
+  if (weight_zero == 0) return;
+  // Correction stage: acc[p, o] -= z_w * S[p] (the header's formula).
+  const std::int64_t positions = g.positions(), cout = g.out_channels;
+  std::vector<std::int32_t> sums(static_cast<std::size_t>(positions));
+  window_sums(src, c, x_zero, g, sums.data());
+  const std::int32_t z = weight_zero;
+  at::parallel_for(0, positions, 256, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t p = begin; p < end; ++p) {
+      const std::int32_t correction = z * sums[p];
+      std::int32_t* row = acc + p * cout;
+      for (std::int64_t o = 0; o < cout; ++o) row[o] -= correction;
+    }
+  });
+#else
+  (void)x, (void)x_zero, (void)weight, (void)weight_zero, (void)acc;
+#endif
+}
+
+}  // namespace lpdt::quant

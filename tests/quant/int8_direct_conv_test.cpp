@@ -1,0 +1,105 @@
+// oneDNN's int8 direct convolution with the weight-zero-point correction (int8_direct_conv.h)
+// against plain loops over the same codes, bit for bit, on random and extreme codes, for a node's
+// channel slice of a wider channels-last tensor (pixel stride > C).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "lpdt/quant/int8_direct_conv.h"
+
+namespace lpdt::quant {
+namespace {
+
+// acc[p, o] = sum over the taps inside the image of (x - x_zero) * (w - w_zero).
+at::Tensor reference_conv(const at::Tensor& x, std::int64_t pixel_stride, std::uint8_t x_zero,
+                          const at::Tensor& w, std::int8_t w_zero, const ConvGeometry& g) {
+  const std::uint8_t* xp = x.data_ptr<std::uint8_t>();
+  const std::int8_t* wp = w.data_ptr<std::int8_t>();
+  const std::int64_t ho = g.out_height(), wo = g.out_width(), c = g.in_channels;
+  at::Tensor acc = at::empty({g.positions(), g.out_channels}, at::kInt);
+  std::int32_t* out = acc.data_ptr<std::int32_t>();
+  for (std::int64_t b = 0; b < g.batch; ++b)
+    for (std::int64_t oy = 0; oy < ho; ++oy)
+      for (std::int64_t ox = 0; ox < wo; ++ox)
+        for (std::int64_t o = 0; o < g.out_channels; ++o) {
+          std::int64_t sum = 0;
+          for (std::int64_t ky = 0; ky < g.kernel; ++ky)
+            for (std::int64_t kx = 0; kx < g.kernel; ++kx) {
+              const std::int64_t y = oy * g.stride - g.padding + ky;
+              const std::int64_t xx = ox * g.stride - g.padding + kx;
+              if (y < 0 || y >= g.height || xx < 0 || xx >= g.width) continue;
+              for (std::int64_t ch = 0; ch < c; ++ch) {
+                const std::int64_t code = xp[((b * g.height + y) * g.width + xx) * pixel_stride + ch];
+                const std::int64_t weight = wp[((o * c + ch) * g.kernel + ky) * g.kernel + kx];
+                sum += (code - x_zero) * (weight - w_zero);
+              }
+            }
+          out[((b * ho + oy) * wo + ox) * g.out_channels + o] = static_cast<std::int32_t>(sum);
+        }
+  return acc;
+}
+
+struct DirectCase {
+  std::int64_t in_channels, out_channels, kernel, stride, padding, pixel_stride;
+};
+
+class Int8DirectConv : public ::testing::TestWithParam<DirectCase> {};
+
+TEST_P(Int8DirectConv, MatchesTheReferenceLoopsBitForBit) {
+  if (!int8_direct_conv_available()) GTEST_SKIP() << "needs oneDNN and AVX-512 VNNI";
+  const DirectCase c = GetParam();
+  ConvGeometry g;
+  g.batch = 3, g.in_channels = c.in_channels, g.out_channels = c.out_channels, g.height = 9,
+  g.width = 7, g.kernel = c.kernel, g.stride = c.stride, g.padding = c.padding;
+  torch::manual_seed(7);
+  for (const bool extreme : {false, true}) {
+    at::Tensor x = torch::randint(0, 256, {g.batch * g.height * g.width * c.pixel_stride},
+                                  torch::kInt)
+                       .to(at::kByte);
+    at::Tensor w =
+        torch::randint(-128, 128, {g.out_channels, g.in_channels, g.kernel, g.kernel}, torch::kInt)
+            .to(at::kChar);
+    std::uint8_t x_zero = 97;
+    std::int8_t w_zero = -31;
+    if (extreme) {  // every product (255 - 0) * (-128 - 127): the largest sums in magnitude
+      x.fill_(255);
+      w.fill_(-128);
+      x_zero = 0;
+      w_zero = 127;
+    }
+    at::Tensor fast = at::empty({g.positions(), g.out_channels}, at::kInt);
+    int8_direct_conv_s32(x.data_ptr<std::uint8_t>(), c.pixel_stride, x_zero,
+                         w.data_ptr<std::int8_t>(), w_zero, g, fast.data_ptr<std::int32_t>());
+    const at::Tensor slow = reference_conv(x, c.pixel_stride, x_zero, w, w_zero, g);
+    EXPECT_TRUE(at::equal(fast, slow))
+        << "extreme " << extreme << ": max difference " << (fast - slow).abs().max().item<int>();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Int8DirectConv,
+    ::testing::Values(DirectCase{5, 6, 3, 1, 1, 5},     // "same", dense
+                      DirectCase{5, 6, 3, 1, 1, 15},    // a node's slice of 3 nodes
+                      DirectCase{16, 16, 3, 1, 1, 32},  // ResNet-20's first stage
+                      DirectCase{6, 11, 3, 2, 1, 12},   // strided (a stage's first conv)
+                      DirectCase{6, 11, 1, 2, 0, 6},    // the 1x1 strided shortcut
+                      DirectCase{1, 16, 3, 1, 1, 2},    // one input channel (Fashion-MNIST)
+                      DirectCase{3, 8, 5, 1, 2, 3},     // 5x5
+                      DirectCase{4, 5, 3, 1, 0, 4}));   // no padding
+
+TEST(Int8DirectConv, WindowSumsCountOnlyPixelsInsideTheImage) {
+  ConvGeometry g;
+  g.batch = 2, g.in_channels = 3, g.out_channels = 1, g.height = 4, g.width = 5, g.kernel = 3,
+  g.stride = 1, g.padding = 1;
+  // Every code is the zero point + 1: a pixel adds C = 3, a window its pixels inside the image.
+  const std::uint8_t zero = 10;
+  const std::vector<std::uint8_t> x(static_cast<std::size_t>(2 * 4 * 5 * 3), zero + 1);
+  std::vector<std::int32_t> sums(static_cast<std::size_t>(g.positions()));
+  window_sums(x.data(), 3, zero, g, sums.data());
+  EXPECT_EQ(sums[0], 3 * 4);              // corner: 2 x 2 pixels inside
+  EXPECT_EQ(sums[1], 3 * 6);              // top edge: 2 x 3
+  EXPECT_EQ(sums[5 + 1], 3 * 9);          // interior
+  EXPECT_EQ(sums[20 + 4 * 5 - 1], 3 * 4);  // the second sample's last corner
+}
+
+}  // namespace
+}  // namespace lpdt::quant
