@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -22,17 +23,38 @@ constexpr double kMinScale = 1e-8;
 // One call per block, not per run: runs are as short as C = 16 floats.
 LPDT_CPU_CLONES void block_min_max(const float* __restrict p, std::int64_t rows, std::int64_t cols,
                                    std::int64_t row_stride, float& lo_out, float& hi_out) {
-  float lo = lo_out, hi = hi_out;
+  // Sixteen lanes as a GCC vector: with `omp simd` min/max reductions, or plain lane arrays at -O3,
+  // GCC emits one scalar vminss per element (measured: 19% of an integer-backend step); this form
+  // is vminps/vmaxps. `v < lo ? v : lo` is the scalar std::min(lo, v) in every lane, so a NaN is
+  // skipped as before.
+  using Lanes = float __attribute__((vector_size(64)));
+  constexpr int kLanes = 16;
+  Lanes lo, hi;
+  for (int j = 0; j < kLanes; ++j) {
+    lo[j] = lo_out;
+    hi[j] = hi_out;
+  }
+  float l = lo_out, h = hi_out;
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* __restrict run = p + r * row_stride;
-#pragma omp simd reduction(min : lo) reduction(max : hi)
-    for (std::int64_t c = 0; c < cols; ++c) {
-      lo = std::min(lo, run[c]);
-      hi = std::max(hi, run[c]);
+    std::int64_t c = 0;
+    for (; c + kLanes <= cols; c += kLanes) {
+      Lanes v;
+      std::memcpy(&v, run + c, sizeof v);
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
+    for (; c < cols; ++c) {
+      l = run[c] < l ? run[c] : l;
+      h = run[c] > h ? run[c] : h;
     }
   }
-  lo_out = lo;
-  hi_out = hi;
+  for (int j = 0; j < kLanes; ++j) {
+    l = lo[j] < l ? lo[j] : l;
+    h = hi[j] > h ? hi[j] : h;
+  }
+  lo_out = l;
+  hi_out = h;
 }
 
 // The rows of one (node, sample) block as the loops below take them. Rows that lie back to back

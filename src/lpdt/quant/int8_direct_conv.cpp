@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
@@ -26,9 +27,16 @@ void window_sums(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t 
   const std::int64_t c = g.in_channels, h = g.height, w = g.width;
   const std::int64_t ho = g.out_height(), wo = g.out_width();
   const std::int32_t channel_zero = static_cast<std::int32_t>(c) * x_zero;
+  // The taps of output column o (row) that fall inside the image: [first, last) of the kernel.
+  const auto first_tap = [&](std::int64_t o) { return std::max<std::int64_t>(0, g.padding - o * g.stride); };
+  const auto last_tap = [&](std::int64_t o, std::int64_t size) {
+    return std::min<std::int64_t>(g.kernel, size + g.padding - o * g.stride);
+  };
   at::parallel_for(0, g.batch, 1, [&](std::int64_t begin, std::int64_t end) {
-    // One sample's per-pixel sums (sum_c q_x - C z_x), then each window's sum of them.
+    // Per sample: pixel sums (sum_c q_x - C z_x), then the window sums separably, across each
+    // row's taps first, then down the rows' taps.
     std::vector<std::int32_t> pixel(static_cast<std::size_t>(h * w));
+    std::vector<std::int32_t> across(static_cast<std::size_t>(h * wo));
     for (std::int64_t b = begin; b < end; ++b) {
       const std::uint8_t* sample = x + b * h * w * pixel_stride;
       for (std::int64_t q = 0; q < h * w; ++q) {
@@ -37,18 +45,23 @@ void window_sums(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t 
         for (std::int64_t ch = 0; ch < c; ++ch) s += codes[ch];
         pixel[q] = s - channel_zero;
       }
-      for (std::int64_t oy = 0; oy < ho; ++oy) {
+      for (std::int64_t y = 0; y < h; ++y) {
         for (std::int64_t ox = 0; ox < wo; ++ox) {
+          const std::int64_t x0 = ox * g.stride - g.padding;
           std::int32_t s = 0;
-          for (std::int64_t ky = 0; ky < g.kernel; ++ky) {
-            const std::int64_t y = oy * g.stride - g.padding + ky;
-            if (y < 0 || y >= h) continue;
-            for (std::int64_t kx = 0; kx < g.kernel; ++kx) {
-              const std::int64_t xx = ox * g.stride - g.padding + kx;
-              if (xx >= 0 && xx < w) s += pixel[y * w + xx];
-            }
-          }
-          sums[(b * ho + oy) * wo + ox] = s;
+          for (std::int64_t kx = first_tap(ox), kx_end = last_tap(ox, w); kx < kx_end; ++kx)
+            s += pixel[y * w + x0 + kx];
+          across[y * wo + ox] = s;
+        }
+      }
+      std::int32_t* out = sums + b * ho * wo;
+      for (std::int64_t oy = 0; oy < ho; ++oy) {
+        std::int32_t* row = out + oy * wo;
+        std::fill(row, row + wo, 0);
+        const std::int64_t y0 = oy * g.stride - g.padding;
+        for (std::int64_t ky = first_tap(oy), ky_end = last_tap(oy, h); ky < ky_end; ++ky) {
+          const std::int32_t* from = across.data() + (y0 + ky) * wo;
+          for (std::int64_t ox = 0; ox < wo; ++ox) row[ox] += from[ox];
         }
       }
     }
