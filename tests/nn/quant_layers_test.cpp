@@ -325,7 +325,11 @@ INSTANTIATE_TEST_SUITE_P(Variants, RangeEvoNormFused,
                                            FusedCase{"paper", false, 8, 2, 5},
                                            FusedCase{"reference", true, 16, 8, 6},
                                            FusedCase{"reference", true, 32, 8, 7},
-                                           FusedCase{"paper", true, 8, 4, 4}),
+                                           FusedCase{"paper", true, 8, 4, 4},
+                                           // Chunks of 98 (28x28 maps): the kernel's 16-lane
+                                           // pass, with many tied codes at 8 bits.
+                                           FusedCase{"reference", true, 16, 8, 28},
+                                           FusedCase{"reference", false, 16, 8, 28}),
                          [](const auto& info) {
                            return info.param.variant + (info.param.int8 ? "_int8_" : "_fp32_") +
                                   std::to_string(info.param.channels) + "ch_" +
