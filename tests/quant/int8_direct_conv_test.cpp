@@ -1,10 +1,10 @@
 // oneDNN's int8 direct convolution with the weight-zero-point correction (int8_direct_conv.h)
 // against plain loops over the same codes, bit for bit, on random and extreme codes, for a node's
 // channel slice of a wider channels-last tensor (pixel stride > C).
+#include "lpdt/quant/int8_direct_conv.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-
-#include "lpdt/quant/int8_direct_conv.h"
 
 namespace lpdt::quant {
 namespace {
@@ -28,7 +28,8 @@ at::Tensor reference_conv(const at::Tensor& x, std::int64_t pixel_stride, std::u
               const std::int64_t xx = ox * g.stride - g.padding + kx;
               if (y < 0 || y >= g.height || xx < 0 || xx >= g.width) continue;
               for (std::int64_t ch = 0; ch < c; ++ch) {
-                const std::int64_t code = xp[((b * g.height + y) * g.width + xx) * pixel_stride + ch];
+                const std::int64_t code =
+                    xp[((b * g.height + y) * g.width + xx) * pixel_stride + ch];
                 const std::int64_t weight = wp[((o * c + ch) * g.kernel + ky) * g.kernel + kx];
                 sum += (code - x_zero) * (weight - w_zero);
               }
@@ -52,9 +53,9 @@ TEST_P(Int8DirectConv, MatchesTheReferenceLoopsBitForBit) {
   g.width = 7, g.kernel = c.kernel, g.stride = c.stride, g.padding = c.padding;
   torch::manual_seed(7);
   for (const bool extreme : {false, true}) {
-    at::Tensor x = torch::randint(0, 256, {g.batch * g.height * g.width * c.pixel_stride},
-                                  torch::kInt)
-                       .to(at::kByte);
+    at::Tensor x =
+        torch::randint(0, 256, {g.batch * g.height * g.width * c.pixel_stride}, torch::kInt)
+            .to(at::kByte);
     at::Tensor w =
         torch::randint(-128, 128, {g.out_channels, g.in_channels, g.kernel, g.kernel}, torch::kInt)
             .to(at::kChar);
@@ -95,9 +96,9 @@ TEST(Int8DirectConv, WindowSumsCountOnlyPixelsInsideTheImage) {
   const std::vector<std::uint8_t> x(static_cast<std::size_t>(2 * 4 * 5 * 3), zero + 1);
   std::vector<std::int32_t> sums(static_cast<std::size_t>(g.positions()));
   window_sums(x.data(), 3, zero, g, sums.data());
-  EXPECT_EQ(sums[0], 3 * 4);              // corner: 2 x 2 pixels inside
-  EXPECT_EQ(sums[1], 3 * 6);              // top edge: 2 x 3
-  EXPECT_EQ(sums[5 + 1], 3 * 9);          // interior
+  EXPECT_EQ(sums[0], 3 * 4);               // corner: 2 x 2 pixels inside
+  EXPECT_EQ(sums[1], 3 * 6);               // top edge: 2 x 3
+  EXPECT_EQ(sums[5 + 1], 3 * 9);           // interior
   EXPECT_EQ(sums[20 + 4 * 5 - 1], 3 * 4);  // the second sample's last corner
 }
 

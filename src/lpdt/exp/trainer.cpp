@@ -38,6 +38,7 @@
 #include "lpdt/metrics/byte_ledger.h"
 #include "lpdt/models/node_batched_step.h"
 #include "lpdt/models/pretrained.h"
+#include "lpdt/quant/int8_gemm.h"
 
 namespace lpdt::exp {
 namespace {
@@ -965,6 +966,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                         {"quant_backend", config.model.precision == ModelConfig::Precision::kInt8
                                               ? std::string(to_string(config.quant.backend))
                                               : "none"},
+                        {"integer_kernels",
+                         config.model.precision == ModelConfig::Precision::kInt8 &&
+                                 config.quant.backend == QuantConfig::Backend::kInteger
+                             ? quant::int8_gemm_kernel()
+                             : "none"},
                         {"runtime", runtime.description()},
                         {"intra_op_threads", runtime.intra_op_threads},
                         {"nodes_per_pass", nodes_per_pass},

@@ -140,11 +140,10 @@ LPDT_CPU_CLONES void output_pass(const float* __restrict x, float* __restrict ou
 // Backward of output_pass (without the range statistic's part): dx, and per-channel partial sums
 // of the gradients of v, gamma, beta and of the group scale (summed per group by the caller).
 LPDT_CPU_CLONES void backward_pass(const float* __restrict dy, const float* __restrict x,
-                                   float* __restrict dx, const Slice& s,
-                                   const float* __restrict v, const float* __restrict s_c,
-                                   const float* __restrict gamma, float* __restrict dv,
-                                   float* __restrict dgamma, float* __restrict dbeta,
-                                   float* __restrict ds_c) {
+                                   float* __restrict dx, const Slice& s, const float* __restrict v,
+                                   const float* __restrict s_c, const float* __restrict gamma,
+                                   float* __restrict dv, float* __restrict dgamma,
+                                   float* __restrict dbeta, float* __restrict ds_c) {
   for (std::int64_t p = 0; p < s.pixels; ++p) {
     const float* dyp = dy + p * s.pixel_stride;
     const float* xp = x + p * s.pixel_stride;
@@ -189,8 +188,7 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
     const at::Tensor x = codes.numel() > 0
                              ? quant::dequantize({codes, code_scale, code_zero}, k)
                              : x_in.detach().contiguous(at::MemoryFormat::ChannelsLast);
-    const std::int64_t b = x.size(0), c = shape.channels, g = shape.groups,
-                       j = shape.chunks;
+    const std::int64_t b = x.size(0), c = shape.channels, g = shape.groups, j = shape.chunks;
     const Slice slice{x.size(2) * x.size(3), k * c, c};
     at::Tensor s = at::empty({b, k, g}, at::kFloat);
     at::Tensor arg_max = at::empty({b, k, g, j}, at::kInt), arg_min = at::empty_like(arg_max);
@@ -216,8 +214,8 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
       const Slice all{slice.pixels, k * c, k * c};  // all nodes' channels at once
       for (std::int64_t n = begin; n < end; ++n) {
         output_pass(xp + n * sample_stride, out.data_ptr<float>() + n * sample_stride, all,
-                    v.data_ptr<float>(), s_c.data_ptr<float>() + n * k * c,
-                    gamma.data_ptr<float>(), beta.data_ptr<float>());
+                    v.data_ptr<float>(), s_c.data_ptr<float>() + n * k * c, gamma.data_ptr<float>(),
+                    beta.data_ptr<float>());
       }
     });
     // 8-bit models keep the input's codes (1 byte per element); fp32 keeps x itself.
@@ -237,8 +235,7 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto saved = ctx->get_saved_variables();
     const std::int64_t k = ctx->saved_data["k"].toInt(), c = ctx->saved_data["channels"].toInt(),
-                       g = ctx->saved_data["groups"].toInt(),
-                       j = ctx->saved_data["chunks"].toInt();
+                       g = ctx->saved_data["groups"].toInt(), j = ctx->saved_data["chunks"].toInt();
     const float factor = static_cast<float>(ctx->saved_data["range_factor"].toDouble());
     const at::Tensor x = saved[0].scalar_type() == at::kByte
                              ? quant::dequantize({saved[0], saved[1], saved[2]}, k)
@@ -260,8 +257,8 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
         backward_pass(dy.data_ptr<float>() + n * sample_stride,
                       x.data_ptr<float>() + n * sample_stride,
                       dx.data_ptr<float>() + n * sample_stride, all, v.data_ptr<float>(),
-                      s_c.data_ptr<float>() + n * kc, gamma.data_ptr<float>(), base,
-                      base + b * kc, base + 2 * b * kc, base + 3 * b * kc);
+                      s_c.data_ptr<float>() + n * kc, gamma.data_ptr<float>(), base, base + b * kc,
+                      base + 2 * b * kc, base + 3 * b * kc);
       }
     });
     const at::Tensor sums = partial.sum(1);  // [4, k*C]
@@ -286,8 +283,7 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
         }
       }
     });
-    return {dx,           sums[0],      sums[1],      sums[2],
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {dx, sums[0], sums[1], sums[2], at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 

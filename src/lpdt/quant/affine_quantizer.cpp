@@ -152,8 +152,8 @@ void quantize_block(const float* x, std::uint8_t* out, const NodeView& v, const 
 
 // Codes back to real values, (q - z) * s, for one block (as above).
 LPDT_CPU_CLONES void dequantize_block(const std::uint8_t* __restrict codes, float* __restrict out,
-                                      std::int64_t rows, std::int64_t cols,
-                                      std::int64_t row_stride, float scale, float zero_point) {
+                                      std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
+                                      float scale, float zero_point) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::uint8_t* __restrict in = codes + r * row_stride;
     float* __restrict o = out + r * row_stride;

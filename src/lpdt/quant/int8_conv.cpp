@@ -84,12 +84,12 @@ at::Tensor shift_weight_codes(const at::Tensor& codes) {
 }
 
 at::Tensor pack_conv_weight(const at::Tensor& shifted, std::int64_t groups) {
-  LPDT_CHECK(shifted.dim() == 5 && shifted.scalar_type() == at::kChar, "pack_conv_weight: bad codes");
+  LPDT_CHECK(shifted.dim() == 5 && shifted.scalar_type() == at::kChar,
+             "pack_conv_weight: bad codes");
   const std::int64_t k = shifted.size(0), cout = shifted.size(1);
   LPDT_CHECK(groups >= 1 && cout % groups == 0, "pack_conv_weight: groups");
   // [k, Cout, Cin/G, kh, kw] -> [k, G, Cout/G, Cin/G, kh, kw] -> [k, G, kh, kw, Cin/G, Cout/G].
-  return shifted
-      .view({k, groups, cout / groups, shifted.size(2), shifted.size(3), shifted.size(4)})
+  return shifted.view({k, groups, cout / groups, shifted.size(2), shifted.size(3), shifted.size(4)})
       .permute({0, 1, 4, 5, 3, 2})
       .contiguous()
       .view({k, groups, -1, cout / groups});
@@ -99,8 +99,8 @@ namespace {
 
 // Requantization stage: int32 -> real, s * acc (+ bias), for `channels` channels of every
 // position: acc [positions, channels] into out + p * out_stride.
-void write_scaled(const std::int32_t* acc, std::int64_t positions, std::int64_t channels,
-                  float s, const float* bias, float* out, std::int64_t out_stride) {
+void write_scaled(const std::int32_t* acc, std::int64_t positions, std::int64_t channels, float s,
+                  const float* bias, float* out, std::int64_t out_stride) {
   at::parallel_for(0, positions, 256, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t p = begin; p < end; ++p) {
       float* dst = out + p * out_stride;
@@ -116,8 +116,8 @@ void write_scaled(const std::int32_t* acc, std::int64_t positions, std::int64_t 
 // (codes - 128; the scales and zero points are w's) -> [b, k*Cout, Ho, Wo] float32
 // channels-last. int8_conv2d's body, also run with the rotated kernel by the input gradient.
 at::Tensor convolve_nodes(const QuantizedTensor& x, const QuantizedTensor& w,
-                          const at::Tensor& shifted, const at::Tensor& bias,
-                          const ConvGeometry& g, std::int64_t k) {
+                          const at::Tensor& shifted, const at::Tensor& bias, const ConvGeometry& g,
+                          std::int64_t k) {
   LPDT_CHECK(x.codes.is_contiguous(at::MemoryFormat::ChannelsLast), "int8_conv2d: x layout");
   LPDT_CHECK(shifted.dim() == 5 && shifted.size(1) == g.out_channels, "int8_conv2d: weight");
   const std::int64_t n = g.positions(), cin = g.in_channels, cout = g.out_channels;
@@ -251,12 +251,11 @@ at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTens
     const float s = scale_of(gy, node) * scale_of(w, node);
     for (std::int64_t grp = 0; grp < g.groups; ++grp) {
       // The group's output-gradient codes are rows of Cout/G values, k*Cout apart: A with lda.
-      gemm_u8s8s32(n, group.patch(), group.out_channels,
-                   codes + node * cout + grp * group.out_channels, k * cout,
-                   activation_zero(gy, node),
-                   packed_t.data_ptr<std::int8_t>() + (node * g.groups + grp) * group_weights,
-                   group.patch(), /*b_transposed=*/false, weight_zero(w, node), acc.data(),
-                   group.patch());
+      gemm_u8s8s32(
+          n, group.patch(), group.out_channels, codes + node * cout + grp * group.out_channels,
+          k * cout, activation_zero(gy, node),
+          packed_t.data_ptr<std::int8_t>() + (node * g.groups + grp) * group_weights, group.patch(),
+          /*b_transposed=*/false, weight_zero(w, node), acc.data(), group.patch());
       at::parallel_for(0, n * group.patch(), 4096, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t i = begin; i < end; ++i) cols[i] = s * static_cast<float>(acc[i]);
       });

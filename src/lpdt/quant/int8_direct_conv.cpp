@@ -28,7 +28,9 @@ void window_sums(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t 
   const std::int64_t ho = g.out_height(), wo = g.out_width();
   const std::int32_t channel_zero = static_cast<std::int32_t>(c) * x_zero;
   // The taps of output column o (row) that fall inside the image: [first, last) of the kernel.
-  const auto first_tap = [&](std::int64_t o) { return std::max<std::int64_t>(0, g.padding - o * g.stride); };
+  const auto first_tap = [&](std::int64_t o) {
+    return std::max<std::int64_t>(0, g.padding - o * g.stride);
+  };
   const auto last_tap = [&](std::int64_t o, std::int64_t size) {
     return std::min<std::int64_t>(g.kernel, size + g.padding - o * g.stride);
   };
@@ -77,7 +79,7 @@ using DataType = dnnl::memory::data_type;
 // A primitive for one geometry, made once: oneDNN generates its code when it is created.
 struct DirectConv {
   dnnl::convolution_forward conv;
-  dnnl::reorder weight_reorder;   // plain [Cout, Cin, kh, kw] int8 -> the primitive's layout
+  dnnl::reorder weight_reorder;  // plain [Cout, Cin, kh, kw] int8 -> the primitive's layout
   dnnl::memory::desc src, dst, plain_weight, weight, scratchpad;
 };
 
@@ -91,12 +93,12 @@ dnnl::engine& cpu_engine() {
 std::shared_ptr<const DirectConv> make_direct_conv(const ConvGeometry& g) {
   using dims = dnnl::memory::dims;
   auto made = std::make_shared<DirectConv>();
-  made->src = dnnl::memory::desc(dims{g.batch, g.in_channels, g.height, g.width}, DataType::u8,
-                                 Tag::nhwc);
+  made->src =
+      dnnl::memory::desc(dims{g.batch, g.in_channels, g.height, g.width}, DataType::u8, Tag::nhwc);
   made->dst = dnnl::memory::desc(dims{g.batch, g.out_channels, g.out_height(), g.out_width()},
                                  DataType::s32, Tag::nhwc);
-  made->plain_weight = dnnl::memory::desc(
-      dims{g.out_channels, g.in_channels, g.kernel, g.kernel}, DataType::s8, Tag::oihw);
+  made->plain_weight = dnnl::memory::desc(dims{g.out_channels, g.in_channels, g.kernel, g.kernel},
+                                          DataType::s8, Tag::oihw);
   const dnnl::memory::desc any_weight(dims{g.out_channels, g.in_channels, g.kernel, g.kernel},
                                       DataType::s8, Tag::any);
   const dnnl::convolution_forward::desc desc(
@@ -120,8 +122,8 @@ std::shared_ptr<const DirectConv> make_direct_conv(const ConvGeometry& g) {
 std::shared_ptr<const DirectConv> direct_conv_for(const ConvGeometry& g) {
   static std::mutex mutex;
   static std::map<GeometryKey, std::shared_ptr<const DirectConv>> made;
-  const GeometryKey key{g.batch,  g.in_channels, g.out_channels, g.height,
-                        g.width,  g.kernel,      g.stride,       g.padding};
+  const GeometryKey key{g.batch, g.in_channels, g.out_channels, g.height,
+                        g.width, g.kernel,      g.stride,       g.padding};
   const std::lock_guard<std::mutex> lock(mutex);
   auto found = made.find(key);
   if (found == made.end()) found = made.emplace(key, make_direct_conv(g)).first;
@@ -132,8 +134,8 @@ std::shared_ptr<const DirectConv> direct_conv_for(const ConvGeometry& g) {
 #endif
 
 void int8_direct_conv_s32(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,
-                          const std::int8_t* weight, std::int8_t weight_zero,
-                          const ConvGeometry& g, std::int32_t* acc) {
+                          const std::int8_t* weight, std::int8_t weight_zero, const ConvGeometry& g,
+                          std::int32_t* acc) {
   LPDT_CHECK(g.groups == 1 && pixel_stride >= g.in_channels, "int8_direct_conv_s32: geometry");
   if (!int8_direct_conv_available()) {
     throw ConfigError(

@@ -32,8 +32,8 @@ bool int8_direct_conv_available();
 // geometry with groups == 1. acc: [positions, Cout] int32, fully written.
 // A ConfigError when int8_direct_conv_available() is false.
 void int8_direct_conv_s32(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,
-                          const std::int8_t* weight, std::int8_t weight_zero,
-                          const ConvGeometry& g, std::int32_t* acc);
+                          const std::int8_t* weight, std::int8_t weight_zero, const ConvGeometry& g,
+                          std::int32_t* acc);
 
 // S[p] of the correction above for every output position p: [positions] int32. x as for
 // int8_direct_conv_s32. Exposed for its test.

@@ -26,10 +26,10 @@ bool int8_gemm_is_exact_in_onednn() {
 
 std::string int8_gemm_kernel() {
   if (!have_int8_gemm()) return "none (no oneDNN)";
-  return int8_gemm_is_exact_in_onednn() ? "oneDNN u8s8s32 (AVX-512 VNNI)"
-                                        : "float32 GEMM over K-chunks of " +
-                                              std::to_string(kExactFloatChunk) +
-                                              " (exact; no AVX-512 VNNI)";
+  return int8_gemm_is_exact_in_onednn()
+             ? "oneDNN int8 direct convolution (dense convolutions) and u8s8s32 GEMM (AVX-512 VNNI)"
+             : "float32 GEMM over K-chunks of " + std::to_string(kExactFloatChunk) +
+                   " (exact; no AVX-512 VNNI)";
 }
 
 void gemm_u8s8s32_exact_float(std::int64_t m, std::int64_t n, std::int64_t k,

@@ -16,7 +16,8 @@ bool have_int8_gemm();
 // sums). Elsewhere (e.g. AVX2 only) it saturates pairs of products in int16, and gemm_u8s8s32
 // takes gemm_u8s8s32_exact_float instead: the same int32 result, at float GEMM speed.
 bool int8_gemm_is_exact_in_onednn();
-// The kernel gemm_u8s8s32 runs on this machine, for the run record.
+// The integer kernels this machine runs (int8_direct_conv.h, gemm_u8s8s32), for the run record
+// (summary.json backend.integer_kernels).
 std::string int8_gemm_kernel();
 
 // K-chunk of the exact float path: kExactFloatChunk * 255 * 255 < 2^24.
