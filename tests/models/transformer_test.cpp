@@ -85,7 +85,9 @@ TEST_P(TransformerBatchedVsSeparate, OutputsGradientsAndRangesMatch) {
           << "node " << i << " buffer " << j;
     }
   }
-  if (GetParam().name == "int8") EXPECT_FALSE(buffers.empty());  // the running ranges
+  if (GetParam().name == "int8") {
+    EXPECT_FALSE(buffers.empty());  // the running ranges
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, TransformerBatchedVsSeparate,

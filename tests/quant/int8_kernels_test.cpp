@@ -70,7 +70,9 @@ TEST(Int8Gemm, ExactFloatPathMatchesTheReferenceLoops) {
                              b.data_ptr<std::int8_t>(), ldb, transposed, b_zero,
                              slow.data_ptr<std::int32_t>(), n + 4);
       EXPECT_TRUE(at::equal(fast, slow)) << "transposed " << transposed << " extreme " << extreme;
-      if (extreme) EXPECT_EQ(fast[0][0].item<std::int32_t>(), -65025 * k);
+      if (extreme) {
+        EXPECT_EQ(fast[0][0].item<std::int32_t>(), -65025 * k);
+      }
       // Columns past n (the row stride's padding) are left alone.
       EXPECT_TRUE(fast.narrow(1, n, 4).eq(-1).all().item<bool>());
     }
