@@ -24,71 +24,43 @@ struct Slice {
   std::int64_t channels;      // C
 };
 
-// The extremes of one chunk as the reference's torch.max / torch.min(dim) pick them: the first
-// element that beats the running value under `!(v <= hi)` (resp. `!(v >= lo)`), from -inf (+inf)
-// and the chunk's first element. Without NaN that is the max (min) and its first occurrence.
-struct ChunkExtremes {
-  float hi, lo;
-  std::int64_t hi_at, lo_at;
-};
+// One group's chunks side by side: lane j of row t is element j * m + t of the group in NCHW
+// order (chunk j, position t), so that one vector holds position t of every chunk.
+constexpr std::int64_t kChunkLanes = 16;  // >= the reference's 16 chunks (range_chunks)
 
-// The sequential rule, element by element: what the reference computes in every case, NaN
-// included (a NaN always takes over, the next larger value takes over from it).
-ChunkExtremes sequential_extremes(const float* run, std::int64_t m) {
-  ChunkExtremes e{-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
-                  0, 0};
-  for (std::int64_t t = 0; t < m; ++t) {
-    const float v = run[t];
-    if (!(v <= e.hi)) e.hi = v, e.hi_at = t;
-    if (!(v >= e.lo)) e.lo = v, e.lo_at = t;
-  }
-  return e;
-}
-
-// The same result in two vectorised passes when the chunk holds no NaN: max and min over 16
-// lanes (GCC vectors: vmaxps / vminps), then the first position of each. A chunk with a NaN (a
-// diverged step) takes the sequential rule.
-LPDT_CPU_CLONES ChunkExtremes chunk_extremes(const float* __restrict run, std::int64_t m) {
-  using Lanes = float __attribute__((vector_size(64)));
-  using Mask = std::int32_t __attribute__((vector_size(64)));
-  constexpr int kLanes = 16;
+// The extremes of every chunk as the reference's torch.max / torch.min(dim) pick them, one chunk
+// per lane: scanning positions in order, a lane takes v when !(v <= hi) (resp. !(v >= lo)),
+// starting from -inf (+inf) at position 0. Without NaN that is each chunk's max (min) and its
+// first occurrence; with a NaN (a diverged step) it is the sequential rule itself, so the
+// positions always name an element of the chunk. chunked: [m, kChunkLanes]; outputs [kChunkLanes].
+LPDT_CPU_CLONES void scan_chunks(const float* __restrict chunked, std::int64_t m,
+                                 float* __restrict hi_out, float* __restrict lo_out,
+                                 std::int32_t* __restrict hi_at_out,
+                                 std::int32_t* __restrict lo_at_out) {
+  using Lanes = float __attribute__((vector_size(kChunkLanes * sizeof(float))));
+  using Positions = std::int32_t __attribute__((vector_size(kChunkLanes * sizeof(std::int32_t))));
   Lanes hi, lo;
-  Mask nan{};
-  for (int j = 0; j < kLanes; ++j) {
+  Positions hi_at{}, lo_at{};
+  for (std::int64_t j = 0; j < kChunkLanes; ++j) {
     hi[j] = -std::numeric_limits<float>::infinity();
     lo[j] = std::numeric_limits<float>::infinity();
   }
-  std::int64_t t = 0;
-  for (; t + kLanes <= m; t += kLanes) {
+  for (std::int64_t t = 0; t < m; ++t) {
     Lanes v;
-    std::memcpy(&v, run + t, sizeof v);
-    hi = v > hi ? v : hi;
-    lo = v < lo ? v : lo;
-    nan |= v != v;
+    std::memcpy(&v, chunked + t * kChunkLanes, sizeof v);
+    const Positions position = Positions{} + static_cast<std::int32_t>(t);
+    const Positions up = ~(v <= hi), down = ~(v >= lo);
+    hi = up ? v : hi;
+    hi_at = up ? position : hi_at;
+    lo = down ? v : lo;
+    lo_at = down ? position : lo_at;
   }
-  float h = -std::numeric_limits<float>::infinity(), l = std::numeric_limits<float>::infinity();
-  bool has_nan = false;
-  for (; t < m; ++t) {
-    h = run[t] > h ? run[t] : h;
-    l = run[t] < l ? run[t] : l;
-    has_nan |= run[t] != run[t];
+  for (std::int64_t j = 0; j < kChunkLanes; ++j) {
+    hi_out[j] = hi[j];
+    lo_out[j] = lo[j];
+    hi_at_out[j] = hi_at[j];
+    lo_at_out[j] = lo_at[j];
   }
-  for (int j = 0; j < kLanes; ++j) {
-    h = hi[j] > h ? hi[j] : h;
-    l = lo[j] < l ? lo[j] : l;
-    has_nan |= nan[j] != 0;
-  }
-  if (has_nan) return sequential_extremes(run, m);
-  ChunkExtremes e{h, l, 0, 0};
-  // First occurrences (an all -inf chunk keeps position 0, as the sequential rule does). The
-  // value is taken back from that element so that +0 and -0 come out as the sequential rule's.
-  while (e.hi_at < m && !(run[e.hi_at] == h)) ++e.hi_at;
-  while (e.lo_at < m && !(run[e.lo_at] == l)) ++e.lo_at;
-  if (e.hi_at == m) e.hi_at = 0;
-  if (e.lo_at == m) e.lo_at = 0;
-  e.hi = run[e.hi_at] == h ? run[e.hi_at] : h;
-  e.lo = run[e.lo_at] == l ? run[e.lo_at] : l;
-  return e;
 }
 
 // Range statistic of every group of one slice (reference spec 7.3): the groups' elements in
@@ -97,26 +69,33 @@ LPDT_CPU_CLONES ChunkExtremes chunk_extremes(const float* __restrict run, std::i
 // scale[g] = 1 / (mean_j (max_j - min_j) * factor + 1e-5) and the offsets of the max/min elements.
 void group_ranges(const float* x, const Slice& s, std::int64_t groups, std::int64_t chunks,
                   float factor, float* scale, std::int32_t* arg_max, std::int32_t* arg_min) {
+  LPDT_CHECK(chunks >= 1 && chunks <= kChunkLanes, "group_ranges: chunks");
   const std::int64_t cg = s.channels / groups, m = cg * s.pixels / chunks;
-  // The slice channel-major, so that every chunk is one contiguous run (the channels-last slice
-  // has a channel's pixels k*C apart: a strided, branchy scalar loop took 16% of an 8-bit step).
-  std::vector<float> planar(static_cast<std::size_t>(s.channels * s.pixels));
-  for (std::int64_t p = 0; p < s.pixels; ++p) {
-    const float* pixel = x + p * s.pixel_stride;
-    for (std::int64_t c = 0; c < s.channels; ++c) planar[c * s.pixels + p] = pixel[c];
-  }
-  // Element t of group g in NCHW order: channel g * cg + t / pixels, pixel t % pixels.
-  const auto offset_of = [&](std::int64_t g, std::int64_t t) {
-    return static_cast<std::int32_t>((t % s.pixels) * s.pixel_stride + g * cg + t / s.pixels);
-  };
+  // The chunks side by side (lanes past `chunks` stay 0 and are not read back). A strided,
+  // branchy scalar walk over the channels-last slice took 16% of an 8-bit step.
+  std::vector<float> chunked(static_cast<std::size_t>(m * kChunkLanes), 0.0f);
+  float hi[kChunkLanes], lo[kChunkLanes];
+  std::int32_t hi_at[kChunkLanes], lo_at[kChunkLanes];
   for (std::int64_t g = 0; g < groups; ++g) {
-    const float* group = planar.data() + g * cg * s.pixels;
+    // Element e = cl * pixels + p of the group: chunk e / m, position e % m, counted as e runs.
+    std::int64_t j = 0, t = 0;
+    for (std::int64_t cl = 0; cl < cg; ++cl) {
+      const float* channel = x + g * cg + cl;
+      for (std::int64_t p = 0; p < s.pixels; ++p) {
+        chunked[t * kChunkLanes + j] = channel[p * s.pixel_stride];
+        if (++t == m) t = 0, ++j;
+      }
+    }
+    scan_chunks(chunked.data(), m, hi, lo, hi_at, lo_at);
     float sum = 0.0f;
-    for (std::int64_t j = 0; j < chunks; ++j) {
-      const ChunkExtremes e = chunk_extremes(group + j * m, m);
-      arg_max[g * chunks + j] = offset_of(g, j * m + e.hi_at);
-      arg_min[g * chunks + j] = offset_of(g, j * m + e.lo_at);
-      sum += e.hi - e.lo;
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      // Element c * m + t of the group: channel g * cg + e / pixels, pixel e % pixels.
+      const std::int64_t max_e = c * m + hi_at[c], min_e = c * m + lo_at[c];
+      arg_max[g * chunks + c] = static_cast<std::int32_t>((max_e % s.pixels) * s.pixel_stride +
+                                                          g * cg + max_e / s.pixels);
+      arg_min[g * chunks + c] = static_cast<std::int32_t>((min_e % s.pixels) * s.pixel_stride +
+                                                          g * cg + min_e / s.pixels);
+      sum += hi[c] - lo[c];
     }
     const float range = sum / static_cast<float>(chunks);
     scale[g] = 1.0f / (range * factor + 1e-5f);
