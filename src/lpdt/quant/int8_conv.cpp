@@ -142,24 +142,18 @@ at::Tensor convolve_nodes(const QuantizedTensor& x, const QuantizedTensor& w,
     }
     return y;
   }
-  if (g.groups == 1 && int8_direct_conv_available()) {
-    // Several nodes: one thread per node (oneDNN and the passes inside then run on that thread),
-    // since one node's convolution at ResNet-20's sizes (0.06-0.15 ms) is too short to split
-    // well across threads. One node: oneDNN splits it.
-    at::parallel_for(0, k, 1, [&](std::int64_t begin, std::int64_t end) {
-      std::vector<std::int32_t> node_acc(static_cast<std::size_t>(n * cout));
-      for (std::int64_t node = begin; node < end; ++node) {
-        int8_direct_conv_s32(codes + node * cin, k * cin, activation_zero(x, node),
-                             shifted.data_ptr<std::int8_t>() + node * node_weights,
-                             weight_zero(w, node), g, node_acc.data());
-        write_scaled(node_acc.data(), n, cout, scale_of(x, node) * scale_of(w, node),
-                     b ? b + node * cout : nullptr, out + node * cout, k * cout);
-      }
-    });
-    return y;
-  }
   const at::Tensor acc_buffer = at::empty({n * (cout / g.groups)}, at::kInt);
   std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
+  if (g.groups == 1 && int8_direct_conv_available()) {
+    for (std::int64_t node = 0; node < k; ++node) {
+      int8_direct_conv_s32(codes + node * cin, k * cin, activation_zero(x, node),
+                           shifted.data_ptr<std::int8_t>() + node * node_weights,
+                           weight_zero(w, node), g, acc);
+      write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
+                   b ? b + node * cout : nullptr, out + node * cout, k * cout);
+    }
+    return y;
+  }
   const ConvGeometry group = g.group_geometry();
   const at::Tensor packed_w = pack_conv_weight(shifted, g.groups);
   // A 1x1 convolution with stride 1 reads each pixel's codes as they lie: its im2col would be a
