@@ -60,19 +60,24 @@ class FakeQuantizeVsReference : public ::testing::TestWithParam<Case> {};
 TEST_P(FakeQuantizeVsReference, EveryElementOfEveryNode) {
   const Case c = GetParam();
   const std::int64_t k = 3;
-  const at::Tensor x = random_activation(2, k * 5, 3, 7, 11);
-  QuantizeRequest request{c.bits, c.scheme, c.rounding, DrawKey{42, 7, 4}, 3};
-  const NodeRange range = tensor_range(x, k);
-  const at::Tensor out = fake_quantize(x, k, range, request);
-  for (std::int64_t i = 0; i < k; ++i) {
-    const at::Tensor xi = node_elements(x, k, i);
-    const float lo = xi.min().item<float>(), hi = xi.max().item<float>();
-    EXPECT_EQ(range.min[i].item<float>(), lo);
-    EXPECT_EQ(range.max[i].item<float>(), hi);
-    const at::Tensor expected =
-        reference_fake_quantize(xi, lo, hi, c.bits, c.scheme, c.rounding == Rounding::kStochastic,
-                                draw_stream(request.key, i, request.site));
-    EXPECT_TRUE(at::equal(node_elements(out, k, i), expected)) << "node " << i;
+  // Channels per node: shorter than the kernels' 16-element chunks, exactly one chunk, and two
+  // chunks plus a remainder (each pixel's channels are one strided run of the block).
+  for (const std::int64_t channels : {5, 16, 37}) {
+    const at::Tensor x = random_activation(2, k * channels, 3, 7, 11);
+    QuantizeRequest request{c.bits, c.scheme, c.rounding, DrawKey{42, 7, 4}, 3};
+    const NodeRange range = tensor_range(x, k);
+    const at::Tensor out = fake_quantize(x, k, range, request);
+    for (std::int64_t i = 0; i < k; ++i) {
+      const at::Tensor xi = node_elements(x, k, i);
+      const float lo = xi.min().item<float>(), hi = xi.max().item<float>();
+      EXPECT_EQ(range.min[i].item<float>(), lo);
+      EXPECT_EQ(range.max[i].item<float>(), hi);
+      const at::Tensor expected = reference_fake_quantize(
+          xi, lo, hi, c.bits, c.scheme, c.rounding == Rounding::kStochastic,
+          draw_stream(request.key, i, request.site));
+      EXPECT_TRUE(at::equal(node_elements(out, k, i), expected))
+          << "node " << i << ", " << channels << " channels";
+    }
   }
 }
 
@@ -156,12 +161,15 @@ TEST(StochasticRounding, DrawsDoNotDependOnHowNodesAreGrouped) {
 
 TEST(Quantize, CodesDequantizeToTheFakeQuantizedValues) {
   const std::int64_t k = 3;
-  const at::Tensor x = random_activation(4, k * 8, 6, 6, 21);
-  QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{3, 1, 0}, 5};
-  const NodeRange range = sample_mean_range(x, k);
-  const QuantizedTensor q = quantize(x, k, range, request);
-  EXPECT_EQ(q.codes.scalar_type(), at::kByte);
-  EXPECT_TRUE(at::equal(dequantize(q, k), fake_quantize(x, k, range, request)));
+  for (const std::int64_t channels : {8, 16, 37}) {  // below, at and past a 16-element chunk
+    const at::Tensor x = random_activation(4, k * channels, 6, 6, 21);
+    QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{3, 1, 0}, 5};
+    const NodeRange range = sample_mean_range(x, k);
+    const QuantizedTensor q = quantize(x, k, range, request);
+    EXPECT_EQ(q.codes.scalar_type(), at::kByte);
+    EXPECT_TRUE(at::equal(dequantize(q, k), fake_quantize(x, k, range, request)))
+        << channels << " channels";
+  }
 }
 
 TEST(Ranges, SampleMeanRangeMatchesTheReferenceDefinition) {

@@ -101,6 +101,7 @@ void add_bench_command(CLI::App& app) {
       p.steps = options->steps;
       p.warmup_steps = options->warmup_steps;
       p.threads = options->threads;
+      p.nodes_per_pass = options->nodes_per_pass;
       p.channels = options->channels;
       p.size = options->size;
       p.modes = *modes;

@@ -17,6 +17,7 @@
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
 #include "lpdt/models/model.h"
+#include "lpdt/models/node_batched_step.h"
 
 namespace lpdt::exp {
 namespace {
@@ -60,7 +61,7 @@ std::vector<PrecisionResult> run_precision_bench(
       runtime.description().c_str(), static_cast<long long>(options.steps),
       static_cast<long long>(options.warmup_steps));
   progress(line);
-  progress("nodes  mode             ms/step    img/s  vs fp32  activations MiB/node-pass  vs fp32");
+  progress("nodes  pass  mode             ms/step    img/s  vs fp32  activations MiB/node  vs fp32");
 
   std::vector<PrecisionResult> results;
   for (const std::int64_t n : options.nodes) {
@@ -71,6 +72,9 @@ std::vector<PrecisionResult> run_precision_bench(
     const auto topology =
         graph::make_topology(graph::TopologyOptions().name("directed-ring").num_nodes(n));
     const at::Tensor mixing = topology->at(0).mixing_matrix(at::kFloat);
+    const std::int64_t pass = options.nodes_per_pass > 0
+                                  ? std::min(options.nodes_per_pass, n)
+                                  : models::automatic_nodes_per_pass(n, /*on_gpu=*/false);
     double fp32_ms = 0, fp32_mib = 0;
     for (const std::string& mode : options.modes) {
       models::ModelOptions model_options;
@@ -88,19 +92,21 @@ std::vector<PrecisionResult> run_precision_bench(
       for (std::int64_t step = 0; step < options.warmup_steps + options.steps; ++step) {
         const auto start = Clock::now();
         at::Tensor grad = at::empty_like(x);
-        // The engine's CPU configuration: one node per forward/backward pass.
-        for (std::int64_t i = 0; i < n; ++i) {
-          at::Tensor xi = x.narrow(0, i, 1).detach().requires_grad_(true);
-          std::vector<at::Tensor> node_buffers;
-          for (const auto& b : buffers) node_buffers.push_back(b.narrow(0, i, 1));
-          nn::Context ctx{&model->layout(), xi, &node_buffers, 1, true};
-          ctx.draws = quant::DrawKey{1, step, i};
+        // The trainer's CPU configuration: `pass` nodes per forward/backward pass.
+        for (std::int64_t first = 0; first < n; first += pass) {
+          const std::int64_t count = std::min(pass, n - first);
+          at::Tensor xs = x.narrow(0, first, count).detach().requires_grad_(true);
+          std::vector<at::Tensor> pass_buffers;
+          for (const auto& b : buffers) pass_buffers.push_back(b.narrow(0, first, count));
+          nn::Context ctx{&model->layout(), xs, &pass_buffers, count, true};
+          ctx.draws = quant::DrawKey{1, step, first};
           const double before = heap_bytes_in_use();
           const at::Tensor loss = models::node_batched_loss(
-              model->forward(ctx, inputs.narrow(0, i, 1)), targets.narrow(0, i, 1));
-          held.push_back(heap_bytes_in_use() - before);
+              model->forward(ctx, inputs.narrow(0, first, count)),
+              targets.narrow(0, first, count));
+          held.push_back((heap_bytes_in_use() - before) / static_cast<double>(count));
           loss.backward();
-          grad.narrow(0, i, 1).copy_(xi.grad());
+          grad.narrow(0, first, count).copy_(xs.grad());
         }
         {
           torch::NoGradGuard no_grad;
@@ -111,6 +117,7 @@ std::vector<PrecisionResult> run_precision_bench(
       }
       PrecisionResult r;
       r.nodes = n;
+      r.nodes_per_pass = pass;
       r.mode = mode;
       r.step_ms = median(times);
       r.images_per_s = static_cast<double>(n * options.batch_size) / (r.step_ms / 1000.0);
@@ -128,8 +135,8 @@ std::vector<PrecisionResult> run_precision_bench(
         }
         return std::string(text);
       };
-      std::snprintf(line, sizeof line, "%5lld  %-15s  %7.1f  %7.0f  %s  %26.2f  %s",
-                    static_cast<long long>(n), mode.c_str(), r.step_ms, r.images_per_s,
+      std::snprintf(line, sizeof line, "%5lld  %4lld  %-15s  %7.1f  %7.0f  %s  %21.2f  %s",
+                    static_cast<long long>(n), static_cast<long long>(pass), mode.c_str(), r.step_ms, r.images_per_s,
                     ratio(r.speedup_vs_fp32).c_str(), r.activation_mib,
                     ratio(r.activation_ratio_vs_fp32).c_str());
       progress(line);
@@ -145,6 +152,7 @@ std::vector<PrecisionResult> run_precision_bench(
     j["batch_per_node"] = options.batch_size;
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},
+                           {"nodes_per_pass", r.nodes_per_pass},
                            {"mode", r.mode},
                            {"step_ms", r.step_ms},
                            {"images_per_s", r.images_per_s},

@@ -1,9 +1,9 @@
 #pragma once
 // `lpdt bench --precision`: one model trained at fp32, int8 simulated and int8 integer, measured
 // in the same run on the same data (issue: ratios from one run, since the machines are shared):
-// the median step time and, per forward/backward pass of one node, the memory held by the
-// autograd graph between forward and backward (the saved activations), measured from the
-// allocator (glibc mallinfo2), not estimated.
+// the median step time and, per node, the memory held by the autograd graph between forward and
+// backward (the saved activations of a pass divided by its nodes), measured from the allocator
+// (glibc mallinfo2), not estimated. Passes take as many nodes as the trainer's.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,6 +19,8 @@ struct PrecisionBenchOptions {
   std::int64_t steps = 5;
   std::int64_t warmup_steps = 1;
   int threads = 0;
+  // Nodes per forward/backward pass; 0 = the trainer's automatic choice (run.nodes_per_pass = 0).
+  std::int64_t nodes_per_pass = 0;
   std::int64_t channels = 1;
   std::int64_t size = 28;
   std::vector<std::string> modes = {"fp32", "bf16", "int8-simulated", "int8-integer"};
@@ -27,11 +29,12 @@ struct PrecisionBenchOptions {
 
 struct PrecisionResult {
   std::int64_t nodes = 0;
+  std::int64_t nodes_per_pass = 0;  // nodes in one forward/backward pass
   std::string mode;
   double step_ms = 0;  // median over timed steps
   double images_per_s = 0;
   double speedup_vs_fp32 = 0;           // fp32 step time / this step time (0 without fp32)
-  double activation_mib = 0;            // held between forward and backward, one node's pass
+  double activation_mib = 0;            // held between forward and backward, per node of a pass
   double activation_ratio_vs_fp32 = 0;  // fp32 activation memory / this one
 };
 
