@@ -59,10 +59,11 @@ class FakeQuantizeVsReference : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FakeQuantizeVsReference, EveryElementOfEveryNode) {
   const Case c = GetParam();
-  const std::int64_t k = 3;
-  // Channels per node: shorter than the kernels' 16-element chunks, exactly one chunk, and two
-  // chunks plus a remainder (each pixel's channels are one strided run of the block).
-  for (const std::int64_t channels : {5, 16, 37}) {
+  // Channels per node with 3 nodes: shorter than the kernels' 16-element chunks, exactly one
+  // chunk, and two chunks plus a remainder (each pixel's channels are one strided run of the
+  // block); a node alone: its block is one long run (the kernels' plain loops).
+  for (const auto& [k, channels] : {std::pair<std::int64_t, std::int64_t>{3, 5}, {3, 16}, {3, 37},
+                                   {1, 37}}) {
     const at::Tensor x = random_activation(2, k * channels, 3, 7, 11);
     QuantizeRequest request{c.bits, c.scheme, c.rounding, DrawKey{42, 7, 4}, 3};
     const NodeRange range = tensor_range(x, k);
@@ -76,7 +77,7 @@ TEST_P(FakeQuantizeVsReference, EveryElementOfEveryNode) {
           xi, lo, hi, c.bits, c.scheme, c.rounding == Rounding::kStochastic,
           draw_stream(request.key, i, request.site));
       EXPECT_TRUE(at::equal(node_elements(out, k, i), expected))
-          << "node " << i << ", " << channels << " channels";
+          << "node " << i << " of " << k << ", " << channels << " channels";
     }
   }
 }
@@ -160,15 +161,16 @@ TEST(StochasticRounding, DrawsDoNotDependOnHowNodesAreGrouped) {
 }
 
 TEST(Quantize, CodesDequantizeToTheFakeQuantizedValues) {
-  const std::int64_t k = 3;
-  for (const std::int64_t channels : {8, 16, 37}) {  // below, at and past a 16-element chunk
+  // Below, at and past a 16-element chunk, and one long run (a node alone).
+  for (const auto& [k, channels] : {std::pair<std::int64_t, std::int64_t>{3, 8}, {3, 16}, {3, 37},
+                                   {1, 37}}) {
     const at::Tensor x = random_activation(4, k * channels, 6, 6, 21);
     QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{3, 1, 0}, 5};
     const NodeRange range = sample_mean_range(x, k);
     const QuantizedTensor q = quantize(x, k, range, request);
     EXPECT_EQ(q.codes.scalar_type(), at::kByte);
     EXPECT_TRUE(at::equal(dequantize(q, k), fake_quantize(x, k, range, request)))
-        << channels << " channels";
+        << k << " nodes, " << channels << " channels";
   }
 }
 
