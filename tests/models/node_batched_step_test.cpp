@@ -230,5 +230,34 @@ TEST(CudaStepGraph, ReplaysComputeWhatEagerStepsCompute) {
   }
 }
 
+TEST(AutomaticNodesPerPass, FitsTheSavedActivationsOfAPassInTheBudget) {
+  const double budget = kCpuPassActivationBudget;
+  EXPECT_EQ(automatic_nodes_per_pass(40, /*on_gpu=*/true, budget * 10), 40);  // a GPU: all nodes
+  EXPECT_EQ(automatic_nodes_per_pass(64, false, budget / 3), 3);
+  EXPECT_EQ(automatic_nodes_per_pass(64, false, budget / 3.5), 3);  // whole nodes, rounded down
+  EXPECT_EQ(automatic_nodes_per_pass(64, false, budget * 2), 1);    // at least one
+  EXPECT_EQ(automatic_nodes_per_pass(64, false, budget / 1000), kCpuNodesPerPass);  // the cap
+  EXPECT_EQ(automatic_nodes_per_pass(5, false, budget / 1000), 5);  // never more than k
+  EXPECT_EQ(automatic_nodes_per_pass(64, false, 0.0), kCpuNodesPerPass);  // unknown: the cap
+}
+
+TEST(AutomaticNodesPerPass, TracedModels) {
+  // The two ends measured in docs/benchmarks.md: ResNet-20 (about 50 MiB saved per node at batch
+  // 32, 1x32x32) one node per pass, LeNet-5 (about 1.4 MiB) the capped grouped pass.
+  ModelOptions resnet;
+  resnet.in_channels = 1;
+  const at::Tensor images = torch::zeros({1, 32, 1, 32, 32});
+  const auto resnet20 = make_model(resnet);
+  const double resnet_bytes = saved_activation_bytes(trace_forward(*resnet20, images));
+  EXPECT_GT(resnet_bytes, 40.0 * 1024 * 1024);
+  EXPECT_LT(resnet_bytes, 60.0 * 1024 * 1024);
+  EXPECT_EQ(automatic_nodes_per_pass(*resnet20, images, 8, /*on_gpu=*/false), 1);
+  ModelOptions lenet = resnet;
+  lenet.arch = "lenet5";
+  lenet.height = lenet.width = 28;
+  const at::Tensor small = torch::zeros({1, 32, 1, 28, 28});
+  EXPECT_EQ(automatic_nodes_per_pass(*make_model(lenet), small, 64, false), kCpuNodesPerPass);
+}
+
 }  // namespace
 }  // namespace lpdt::models

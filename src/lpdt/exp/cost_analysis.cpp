@@ -16,6 +16,7 @@
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
 #include "lpdt/models/model.h"
+#include "lpdt/models/node_batched_step.h"
 
 namespace lpdt::exp {
 namespace {
@@ -53,15 +54,8 @@ std::unique_ptr<graph::TopologySchedule> topology_of(const ExperimentConfig& con
 std::vector<TracedLayer> trace_forward(const models::Model& model,
                                        const models::ModelOptions& options,
                                        std::int64_t batch_size) {
-  torch::NoGradGuard no_grad;
-  LayerTrace trace;
-  std::vector<at::Tensor> buffers = model.init_buffers(1);
-  nn::Context ctx{&model.layout(), model.init_params(0).unsqueeze(0), &buffers, 1, true};
-  ctx.trace = &trace;
-  const at::Tensor x = torch::zeros({1, batch_size, options.in_channels, options.height,
-                                     options.width});
-  model.forward(ctx, x);
-  return trace.layers;
+  return models::trace_forward(
+      model, torch::zeros({1, batch_size, options.in_channels, options.height, options.width}));
 }
 
 std::int64_t trainable_params(const models::Model& model) {

@@ -72,9 +72,6 @@ std::vector<PrecisionResult> run_precision_bench(
     const auto topology =
         graph::make_topology(graph::TopologyOptions().name("directed-ring").num_nodes(n));
     const at::Tensor mixing = topology->at(0).mixing_matrix(at::kFloat);
-    const std::int64_t pass = options.nodes_per_pass > 0
-                                  ? std::min(options.nodes_per_pass, n)
-                                  : models::automatic_nodes_per_pass(n, /*on_gpu=*/false);
     double fp32_ms = 0, fp32_mib = 0;
     for (const std::string& mode : options.modes) {
       models::ModelOptions model_options;
@@ -84,6 +81,11 @@ std::vector<PrecisionResult> run_precision_bench(
       model_options.height = model_options.width = options.size;
       model_options.quant = options_for(mode);
       const auto model = models::make_model(model_options);
+      const std::int64_t pass =
+          options.nodes_per_pass > 0
+              ? std::min(options.nodes_per_pass, n)
+              : models::automatic_nodes_per_pass(*model, inputs.narrow(0, 0, 1), n,
+                                                 /*on_gpu=*/false);
       at::Tensor x = model->init_params(1).unsqueeze(0).repeat({n, 1});
       std::vector<at::Tensor> buffers = model->init_buffers(n);
       algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout());

@@ -70,7 +70,8 @@ std::vector<ScalingResult> run_scaling_bench(
         algo::DecentralizedOptions().algorithm("choco").momentum(0.9).nesterov(true), n,
         model->layout());
     metrics::ByteLedger ledger = optimizer.make_ledger();
-    const std::int64_t pass = models::automatic_nodes_per_pass(n, /*on_gpu=*/false);
+    const std::int64_t pass =
+        models::automatic_nodes_per_pass(*model, inputs.narrow(0, 0, 1), n, /*on_gpu=*/false);
 
     std::vector<double> times;
     long faults_before = 0;

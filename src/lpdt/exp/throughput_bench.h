@@ -27,13 +27,16 @@ struct ThroughputBenchOptions {
 
 struct ThroughputResult {
   std::int64_t nodes = 0;
+  std::int64_t engine_nodes_per_pass = 0;  // the engine's pass size (automatic unless given)
   double batched_step_ms = 0;   // median
   double per_node_step_ms = 0;  // median
   double batched_images_per_s = 0;
   double per_node_images_per_s = 0;
   double speedup = 0;                   // engine / per-node
-  // CPU: the engine with one node per pass. CUDA: the engine's step captured once as a CUDA
+  // CPU: the engine with another pass size (third_nodes_per_pass: the cap of the automatic choice
+  // when that took one node, else one node). CUDA: the engine's step captured once as a CUDA
   // graph and replayed.
+  std::int64_t third_nodes_per_pass = 0;
   double third_step_ms = 0;
   double third_images_per_s = 0;
 };
@@ -41,7 +44,8 @@ struct ThroughputResult {
 // One full training step in each mode: forward, backward, local SGD + one Choco-SGD gossip round
 // on a directed ring. Modes: the engine (nodes_per_pass nodes per forward/backward pass, grouped
 // convolutions, batched optimizer and gossip), n separate models run in turn (the official code's
-// approach), and a third: on the CPU the engine with one node per pass, on a CUDA device the
+// approach), and a third: on the CPU the engine with the other end of the automatic pass size
+// (models::automatic_nodes_per_pass), on a CUDA device the
 // engine's step replayed as a CUDA graph. Prints a table through `progress` and returns the rows.
 std::vector<ThroughputResult> run_throughput_bench(
     const ThroughputBenchOptions& options, const std::function<void(const std::string&)>& progress);

@@ -568,12 +568,19 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       config.run.max_steps_per_epoch > 0
           ? std::min<std::int64_t>(config.run.max_steps_per_epoch, loader.steps_per_epoch())
           : loader.steps_per_epoch();
-  // Passes of several nodes, each convolution one grouped kernel
-  // (models::automatic_nodes_per_pass).
+  // Passes of several nodes, each convolution one grouped kernel. Automatic on the CPU: as many
+  // nodes as keep a pass's saved activations in cache, from one traced node of an image model
+  // (models::automatic_nodes_per_pass); a text model is not traced and takes the cap.
   const bool on_gpu = device.is_cuda();
-  const std::int64_t nodes_per_pass = config.run.nodes_per_pass > 0
-                                          ? config.run.nodes_per_pass
-                                          : models::automatic_nodes_per_pass(k, on_gpu);
+  const std::int64_t nodes_per_pass =
+      config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass
+      : text                        ? models::automatic_nodes_per_pass(k, on_gpu, 0.0)
+                                    : models::automatic_nodes_per_pass(
+                                          *model,
+                                          at::zeros({1, config.data.batch_size,
+                                                     model_options.in_channels,
+                                                     model_options.height, model_options.width}),
+                                          k, on_gpu);
   const nn::ConvAlgorithm conv_algorithm = nn::ConvAlgorithm::kGrouped;
   const bool static_graph = topology->is_static();
   auto mixing_at = [&](std::int64_t r) {

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace lpdt::models {
 
@@ -40,8 +41,42 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
   return result;
 }
 
-std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu) {
-  return on_gpu ? k : std::min(k, kCpuNodesPerPass);
+std::vector<TracedLayer> trace_forward(const Model& model, const at::Tensor& inputs) {
+  torch::NoGradGuard no_grad;
+  LayerTrace trace;
+  std::vector<at::Tensor> buffers = model.init_buffers(1);
+  for (at::Tensor& b : buffers) b = b.to(inputs.device());
+  nn::Context ctx{&model.layout(), model.init_params(0).unsqueeze(0).to(inputs.device()),
+                  &buffers, 1, /*training=*/true};
+  ctx.trace = &trace;
+  model.forward(ctx, inputs);
+  return trace.layers;
+}
+
+double saved_activation_bytes(const std::vector<TracedLayer>& trace) {
+  double bytes = 0;
+  for (const TracedLayer& layer : trace) {
+    bytes += static_cast<double>(layer.batch) * static_cast<double>(layer.saved_per_sample) * 4.0;
+  }
+  return bytes;
+}
+
+std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu,
+                                      double saved_bytes_per_node) {
+  if (on_gpu) return k;
+  const double fit = saved_bytes_per_node > 0
+                         ? std::floor(kCpuPassActivationBudget / saved_bytes_per_node)
+                         : static_cast<double>(kCpuNodesPerPass);
+  const auto pass = static_cast<std::int64_t>(
+      std::clamp(fit, 1.0, static_cast<double>(kCpuNodesPerPass)));
+  return std::min(k, pass);
+}
+
+std::int64_t automatic_nodes_per_pass(const Model& model, const at::Tensor& one_node_inputs,
+                                      std::int64_t k, bool on_gpu) {
+  if (on_gpu) return k;
+  return automatic_nodes_per_pass(
+      k, on_gpu, saved_activation_bytes(trace_forward(model, one_node_inputs)));
 }
 
 }  // namespace lpdt::models

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "lpdt/core/layer_trace.h"
 #include "lpdt/models/model.h"
 
 namespace lpdt::models {
@@ -26,11 +27,28 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  nn::ConvAlgorithm conv_algorithm,
                                  const quant::DrawKey& draws = {});
 
-// The pass size of run.nodes_per_pass = 0 (automatic), with grouped convolutions. A GPU takes all
-// k nodes in one pass. The CPU takes up to kCpuNodesPerPass: one grouped pass measured 1.03-1.05x
-// one node per pass for 8 and 16 ResNet-20 nodes on a 2-core CPU, and the cap bounds the
-// activations a pass holds for backward when there are hundreds of nodes (docs/benchmarks.md).
+// One node's forward pass on `inputs` ([1, b, ...], as the model takes them), traced
+// (nn/tracing_layer.h): the layers it ran with their shapes. Without gradients, on fresh buffers:
+// nothing of a run's state changes.
+std::vector<TracedLayer> trace_forward(const Model& model, const at::Tensor& inputs);
+
+// Bytes one node's pass keeps for its backward pass, counted as float32: the sum over the traced
+// layers of b x saved_per_sample x 4.
+double saved_activation_bytes(const std::vector<TracedLayer>& trace);
+
+// The pass size of run.nodes_per_pass = 0 (automatic). A GPU takes all k nodes in one pass (few,
+// large kernels). The CPU takes as many nodes as keep the activations a pass saves for backward
+// (float32 count, saved_activation_bytes) within kCpuPassActivationBudget, at least 1 and at most
+// kCpuNodesPerPass. Measured on a 2-core AVX-512 CPU with 32 MiB of L3 (docs/benchmarks.md):
+// ResNet-20 (50 MiB per node at 32x32) runs 1.25-1.9x faster one node per pass than 2-8 grouped,
+// LeNet-5 (1.4 MiB per node) 1.19x faster 16 per pass than one. The cap bounds what a pass holds
+// when there are hundreds of nodes.
+inline constexpr double kCpuPassActivationBudget = 32.0 * 1024 * 1024;
 inline constexpr std::int64_t kCpuNodesPerPass = 16;
-std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu);
+std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu,
+                                      double saved_bytes_per_node);
+// The same for `model`, traced on one node's inputs ([1, b, ...]) when on the CPU.
+std::int64_t automatic_nodes_per_pass(const Model& model, const at::Tensor& one_node_inputs,
+                                      std::int64_t k, bool on_gpu);
 
 }  // namespace lpdt::models
