@@ -29,8 +29,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--channels", options->channels, "Input channels")->capture_default_str();
   cmd->add_option("--size", options->size, "Input height and width")->capture_default_str();
   cmd->add_option("--nodes-per-pass", options->nodes_per_pass,
-                  "The engine's nodes per forward/backward pass (0 = automatic: up to 16 on the "
-                  "CPU, all on a GPU)")
+                  "The engine's nodes per forward/backward pass (0 = automatic: on the CPU as "
+                  "many as keep a pass's saved activations within 32 MiB, 1 to 16; all on a GPU)")
       ->capture_default_str();
   cmd->add_option("--device", options->device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--model-precision", options->precision,

@@ -186,8 +186,9 @@ void add_keys(ConfigSchema& s) {
               "rank 0's gathers wait 3 times as long. Never a hang.")
       .greater_than(0);
   s.add_int("run.nodes_per_pass", d.run.nodes_per_pass,
-            "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (up to "
-            "16 on the CPU, all nodes on a GPU). The result does not depend on it, up to the "
+            "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (on "
+            "the CPU as many as keep a pass's saved activations within 32 MiB, 1 to 16: "
+            "ResNet-20 1, LeNet-5 16; all nodes on a GPU). The result does not depend on it, up to the "
             "last bits of float sums on AVX2-only CPUs (docs/mpi.md).")
       .at_least(0);
   s.add_string(
