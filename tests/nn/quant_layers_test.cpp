@@ -275,6 +275,39 @@ TEST(RangeEvoNorm, MatchesTheReferenceFormulaPerNode) {
   }
 }
 
+TEST(RangeEvoNorm, StdVariantIsEvoNormS0WithTheHardSigmoid) {
+  // quant.range_evonorm = "std": eq. 4's group standard deviation (biased, eps 1e-5) as the
+  // statistic, the hard sigmoid of eq. 5 in the numerator; written out per node in NCHW.
+  Registry registry;
+  const std::int64_t k = 2, c = 16, groups = 4, b = 3;
+  quant::QuantOptions fp32;
+  fp32.range_evonorm = "std";
+  RangeEvoNorm norm(registry, "norm", c, groups, fp32);
+  torch::manual_seed(21);
+  const at::Tensor params = torch::rand({k, registry.layout().total_numel}) + 0.5;
+  const at::Tensor x =
+      (torch::randn({b, k * c, 5, 5}) * 3 + 1).contiguous(at::MemoryFormat::ChannelsLast);
+  for (bool fused : {false, true}) {
+    norm.use_fused_kernel(fused);
+    Context ctx{&registry.layout(), params, nullptr, k, true};
+    const at::Tensor y = norm.forward(ctx, x);
+    for (std::int64_t i = 0; i < k; ++i) {
+      const at::Tensor xi = x.narrow(1, i * c, c).contiguous();
+      const at::Tensor v = ctx.param(ParamRef{2})[i].view({1, c, 1, 1});
+      const at::Tensor gamma = ctx.param(ParamRef{0})[i].view({1, c, 1, 1});
+      const at::Tensor beta = ctx.param(ParamRef{1})[i].view({1, c, 1, 1});
+      const at::Tensor n = xi * at::clamp(xi * v / 6 + 0.5, 0, 1);
+      const at::Tensor grouped = xi.reshape({b, groups, -1});
+      const at::Tensor std =
+          (grouped.var(-1, /*unbiased=*/false, /*keepdim=*/true) + 1e-5).sqrt();
+      const at::Tensor expected =
+          (n.reshape({b, groups, -1}) / std).reshape(xi.sizes()) * gamma + beta;
+      EXPECT_TRUE(at::allclose(y.narrow(1, i * c, c), expected, 1e-5, 1e-5))
+          << "node " << i << (fused ? " fused" : " composite");
+    }
+  }
+}
+
 // The fused CPU operation against the composite version: outputs and gradients, fp32 and 8-bit.
 struct FusedCase {
   std::string variant;
@@ -329,7 +362,11 @@ INSTANTIATE_TEST_SUITE_P(Variants, RangeEvoNormFused,
                                            // Chunks of 98 (28x28 maps): the kernel's 16-lane
                                            // pass, with many tied codes at 8 bits.
                                            FusedCase{"reference", true, 16, 8, 28},
-                                           FusedCase{"reference", false, 16, 8, 28}),
+                                           FusedCase{"reference", false, 16, 8, 28},
+                                           FusedCase{"std", false, 16, 8, 6},
+                                           FusedCase{"std", false, 64, 4, 7},
+                                           FusedCase{"std", true, 16, 8, 6},
+                                           FusedCase{"std", true, 32, 4, 28}),
                          [](const auto& info) {
                            return info.param.variant + (info.param.int8 ? "_int8_" : "_fp32_") +
                                   std::to_string(info.param.channels) + "ch_" +
@@ -364,7 +401,8 @@ TEST_P(RangeEvoNormGradients, AgreeWithFiniteDifferences) {
   check_param_gradient(x, [&](const at::Tensor& input) { return norm.forward(ctx, input); });
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, RangeEvoNormGradients, ::testing::Values("reference", "paper"));
+INSTANTIATE_TEST_SUITE_P(Variants, RangeEvoNormGradients,
+                         ::testing::Values("reference", "paper", "std"));
 
 TEST(RangeBatchNorm, GradientsAndRunningStatistics) {
   Registry registry;

@@ -339,7 +339,9 @@ void add_keys(ConfigSchema& s) {
       .at_most(1.0);
   s.add_string("quant.range_evonorm", name_of(d.quant.range_evonorm),
                "Range EvoNorm variant: reference (official code: mean of 16 chunk ranges, "
-               "Banner's constant) or paper (eq. 5: one range per group, 1/sqrt(2 ln(c/g))).")
+               "Banner's constant), paper (eq. 5: one range per group, 1/sqrt(2 ln(c/g))) or std "
+               "(EvoNorm-S0's group standard deviation in place of the range; the same quantizers "
+               "and hard sigmoid).")
       .one_of(choices<QuantConfig::RangeEvonorm>());
   s.add_string("quant.range_state", name_of(d.quant.range_state),
                "Running activation ranges: buffer (per node, not gossiped) or param (the official "

@@ -108,7 +108,7 @@ struct QuantConfig {
   enum class Backend { kSimulated, kInteger };
   enum class Scheme { kGemmlowp, kReference };
   enum class Rounding { kNearest, kStochastic };
-  enum class RangeEvonorm { kReference, kPaper };
+  enum class RangeEvonorm { kReference, kPaper, kStd };
   enum class RangeState { kBuffer, kParam };
 
   Backend backend = Backend::kSimulated;
@@ -263,7 +263,7 @@ LPDT_CONFIG_ENUM_NAMES(ModelConfig::ResidualInit, "reference", "one")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Backend, "simulated", "integer")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Scheme, "gemmlowp", "reference")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Rounding, "nearest", "stochastic")
-LPDT_CONFIG_ENUM_NAMES(QuantConfig::RangeEvonorm, "reference", "paper")
+LPDT_CONFIG_ENUM_NAMES(QuantConfig::RangeEvonorm, "reference", "paper", "std")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::RangeState, "buffer", "param")
 LPDT_CONFIG_ENUM_NAMES(GraphConfig::Topology, "directed-ring", "ring", "torus", "complete",
                        "exponential", "random", "one-peer-exponential")

@@ -30,13 +30,15 @@ RangeEvoNorm::RangeEvoNorm(Registry& registry, const std::string& name, std::int
     : channels_(channels),
       groups_(std::min(groups, channels)),
       quant_(quant),
-      paper_variant_(quant.range_evonorm == "paper") {
+      variant_(quant.range_evonorm == "paper" ? Variant::kPaper
+               : quant.range_evonorm == "std" ? Variant::kStd
+                                              : Variant::kReference) {
   if (channels % groups_ != 0) {
     throw ConfigError("Range EvoNorm '" + name + "': " + std::to_string(channels) +
                       " channels are not divisible into " + std::to_string(groups_) +
                       " groups; choose model.groups dividing every layer's width");
   }
-  if (paper_variant_ && channels / groups_ < 2) {
+  if (variant_ == Variant::kPaper && channels / groups_ < 2) {
     throw ConfigError("Range EvoNorm '" + name + "' (quant.range_evonorm = 'paper'): C(c/g) = " +
                       "1/sqrt(2 ln(c/g)) needs at least 2 channels per group, got " +
                       std::to_string(channels) + " channels in " + std::to_string(groups_) +
@@ -61,7 +63,9 @@ at::Tensor RangeEvoNorm::forward(const Context& ctx, const at::Tensor& x_in) con
   shape.k = k;
   shape.channels = channels_;
   shape.groups = groups_;
-  if (paper_variant_) {
+  if (variant_ == Variant::kStd) {
+    shape.statistic = GroupStatistic::kStd;
+  } else if (variant_ == Variant::kPaper) {
     shape.chunks = 1;
     shape.range_factor = 1.0 / std::sqrt(2.0 * std::log(static_cast<double>(cg)));
   } else {
@@ -100,7 +104,10 @@ at::Tensor RangeEvoNorm::forward_composite(const Context& ctx, const at::Tensor&
   const std::int64_t group_numel = cg * h * w;
   const at::Tensor grouped = x.view({b, k, channels_, h, w}).reshape({b, k, groups_, group_numel});
   at::Tensor scale;  // [b, k, G]
-  if (paper_variant_) {
+  if (variant_ == Variant::kStd) {
+    // EvoNorm-S0's denominator (eq. 4): the biased variance over the group.
+    scale = 1.0 / (grouped.var(-1, /*unbiased=*/false) + kStdEpsilon).sqrt();
+  } else if (variant_ == Variant::kPaper) {
     const at::Tensor range =
         std::get<0>(grouped.max(-1)) - std::get<0>(grouped.min(-1));  // [b, k, G]
     const double c = 1.0 / std::sqrt(2.0 * std::log(static_cast<double>(cg)));

@@ -25,7 +25,10 @@ double range_scale_factor(std::int64_t m);
 //    chunks of the group of (max - min); scale s = 1 / (range * range_scale_factor(M) + 1e-5)
 //    with M the chunk size;
 //  - "paper" (eq. 5 as printed): range over the whole group, C = 1 / sqrt(2 ln(c/g)),
-//    s = 1 / (C * range + 1e-5) (eps added as in the reference); needs c/g >= 2.
+//    s = 1 / (C * range + 1e-5) (eps added as in the reference); needs c/g >= 2;
+//  - "std" (not in the paper): EvoNorm-S0's statistic (eq. 4), s = 1 / sqrt(var + 1e-5) with
+//    the biased variance over the group, keeping the hard sigmoid and every quantizer: isolates
+//    the range statistic's share of the gap between 8-bit and EvoNorm-S0 fp32 training.
 // In 8-bit models (quant.low_precision()) the input is fake-quantized by a QuantMeasure, v, gamma,
 // beta and the scale s by their per-node [min, max] (nearest), and the gradient passed backwards
 // is quantized to grad_bits; at fp32 the same function runs without quantizers (paper Figure 1).
@@ -47,7 +50,8 @@ class RangeEvoNorm : public Layer {
   std::int64_t channels_;
   std::int64_t groups_;
   quant::QuantOptions quant_;
-  bool paper_variant_;
+  enum class Variant { kReference, kPaper, kStd };
+  Variant variant_;
   std::optional<QuantMeasure> input_;
   ParamRef gamma_;
   ParamRef beta_;

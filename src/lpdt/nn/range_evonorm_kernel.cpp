@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -102,6 +103,32 @@ void group_ranges(const float* x, const Slice& s, std::int64_t groups, std::int6
   }
 }
 
+// The "std" statistic of every group of one slice (EvoNorm-S0's, eq. 4): mean[g] and
+// scale[g] = 1 / sqrt(biased variance + eps) over the group's cg channels of every pixel.
+// Accumulated in double, two passes (mean, then squared deviations): a group holds up to
+// 16 x 32 x 32 elements of one sign-varying activation.
+void group_stds(const float* x, const Slice& s, std::int64_t groups, float* mean, float* scale) {
+  const std::int64_t cg = s.channels / groups;
+  const double count = static_cast<double>(cg * s.pixels);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const float* first = x + g * cg;
+    double sum = 0.0;
+    for (std::int64_t p = 0; p < s.pixels; ++p) {
+      for (std::int64_t c = 0; c < cg; ++c) sum += first[p * s.pixel_stride + c];
+    }
+    const double mu = sum / count;
+    double squares = 0.0;
+    for (std::int64_t p = 0; p < s.pixels; ++p) {
+      for (std::int64_t c = 0; c < cg; ++c) {
+        const double d = first[p * s.pixel_stride + c] - mu;
+        squares += d * d;
+      }
+    }
+    mean[g] = static_cast<float>(mu);
+    scale[g] = static_cast<float>(1.0 / std::sqrt(squares / count + kStdEpsilon));
+  }
+}
+
 // out = x * hsig(x * v) * s_c * gamma + beta over one slice; s_c = the channel's group scale.
 LPDT_CPU_CLONES void output_pass(const float* __restrict x, float* __restrict out, const Slice& s,
                                  const float* __restrict v, const float* __restrict s_c,
@@ -169,17 +196,31 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
                              : x_in.detach().contiguous(at::MemoryFormat::ChannelsLast);
     const std::int64_t b = x.size(0), c = shape.channels, g = shape.groups, j = shape.chunks;
     const Slice slice{x.size(2) * x.size(3), k * c, c};
+    const bool std_statistic = shape.statistic == GroupStatistic::kStd;
     at::Tensor s = at::empty({b, k, g}, at::kFloat);
-    at::Tensor arg_max = at::empty({b, k, g, j}, at::kInt), arg_min = at::empty_like(arg_max);
+    // The range statistic's extremes ([b, k, G, chunks]) or the std statistic's group means.
+    at::Tensor arg_max, arg_min, mean;
+    if (std_statistic) {
+      mean = at::empty({b, k, g}, at::kFloat);
+    } else {
+      arg_max = at::empty({b, k, g, j}, at::kInt);
+      arg_min = at::empty_like(arg_max);
+    }
     const float* xp = x.data_ptr<float>();
     const auto sample_stride = slice.pixels * slice.pixel_stride;
     at::parallel_for(0, b * k, 1, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t item = begin; item < end; ++item) {
         const std::int64_t n = item / k, node = item % k;
-        group_ranges(xp + n * sample_stride + node * c, slice, g, j,
-                     static_cast<float>(shape.range_factor), s.data_ptr<float>() + item * g,
-                     arg_max.data_ptr<std::int32_t>() + item * g * j,
-                     arg_min.data_ptr<std::int32_t>() + item * g * j);
+        const float* slice_x = xp + n * sample_stride + node * c;
+        if (std_statistic) {
+          group_stds(slice_x, slice, g, mean.data_ptr<float>() + item * g,
+                     s.data_ptr<float>() + item * g);
+        } else {
+          group_ranges(slice_x, slice, g, j, static_cast<float>(shape.range_factor),
+                       s.data_ptr<float>() + item * g,
+                       arg_max.data_ptr<std::int32_t>() + item * g * j,
+                       arg_min.data_ptr<std::int32_t>() + item * g * j);
+        }
       }
     });
     const at::Tensor qs =
@@ -199,9 +240,11 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
     });
     // 8-bit models keep the input's codes (1 byte per element); fp32 keeps x itself.
     if (codes.numel() > 0) {
-      ctx->save_for_backward({codes, code_scale, code_zero, v, gamma, s, qs, arg_max, arg_min});
+      ctx->save_for_backward(
+          {codes, code_scale, code_zero, v, gamma, s, qs, arg_max, arg_min, mean});
     } else {
-      ctx->save_for_backward({x, at::Tensor(), at::Tensor(), v, gamma, s, qs, arg_max, arg_min});
+      ctx->save_for_backward(
+          {x, at::Tensor(), at::Tensor(), v, gamma, s, qs, arg_max, arg_min, mean});
     }
     ctx->saved_data["k"] = k;
     ctx->saved_data["channels"] = c;
@@ -220,7 +263,7 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
                              ? quant::dequantize({saved[0], saved[1], saved[2]}, k)
                              : saved[0];
     const at::Tensor &v = saved[3], &gamma = saved[4], &s = saved[5], &qs = saved[6],
-                     &arg_max = saved[7], &arg_min = saved[8];
+                     &arg_max = saved[7], &arg_min = saved[8], &mean = saved[9];
     const at::Tensor dy = grad[0].contiguous(at::MemoryFormat::ChannelsLast);
     const std::int64_t b = x.size(0), kc = k * c;
     const Slice all{x.size(2) * x.size(3), kc, kc};
@@ -244,9 +287,37 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
     // The group scale's gradient (straight through Q(s)) back to the range statistic:
     // s = 1 / (R f + eps) -> dR = -ds s^2 f; R = mean_j (max_j - min_j).
     const at::Tensor ds = partial[3].view({b, k, g, c / g}).sum(-1);  // [b, k, G]
+    float* dxp = dx.data_ptr<float>();
+    if (mean.defined()) {
+      // s = (var + eps)^(-1/2), var = mean_e (x_e - mu)^2 over the group's N elements:
+      // dx_e += ds * (-1/2) s^3 * 2 (x_e - mu) / N (the mean's own term sums to 0).
+      const std::int64_t cg = c / g, count = cg * all.pixels;
+      const at::Tensor coef = (-ds * s * s * s / static_cast<double>(count)).contiguous();
+      const float* co = coef.data_ptr<float>();
+      const float* mu = mean.data_ptr<float>();
+      const float* xp = x.data_ptr<float>();
+      at::parallel_for(0, b, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t n = begin; n < end; ++n) {
+          for (std::int64_t node = 0; node < k; ++node) {
+            const std::int64_t item = n * k + node;
+            for (std::int64_t gi = 0; gi < g; ++gi) {
+              const std::int64_t first = n * sample_stride + node * c + gi * cg;
+              const float a = co[item * g + gi], m = mu[item * g + gi];
+              for (std::int64_t p = 0; p < all.pixels; ++p) {
+                for (std::int64_t ci = 0; ci < cg; ++ci) {
+                  const std::int64_t e = first + p * all.pixel_stride + ci;
+                  dxp[e] += a * (xp[e] - m);
+                }
+              }
+            }
+          }
+        }
+      });
+      return {dx, sums[0], sums[1], sums[2], at::Tensor(), at::Tensor(), at::Tensor(),
+              at::Tensor()};
+    }
     const at::Tensor d_chunk = (-ds * s * s * factor / static_cast<double>(j)).contiguous();
     const float* dc = d_chunk.data_ptr<float>();
-    float* dxp = dx.data_ptr<float>();
     at::parallel_for(0, b, 1, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t n = begin; n < end; ++n) {
         for (std::int64_t node = 0; node < k; ++node) {

@@ -9,10 +9,19 @@
 
 namespace lpdt::nn {
 
+// The per (sample, node, group) statistic the scale s is computed from.
+enum class GroupStatistic {
+  kChunkRanges,  // s = 1 / (mean over chunks of (max - min) * range_factor + 1e-5)
+  kStd,          // s = 1 / sqrt(biased variance + kStdEpsilon) (EvoNorm-S0's, eq. 4)
+};
+// EvoNorm-S0's epsilon (nn::EvoNormS0's default).
+constexpr double kStdEpsilon = 1e-5;
+
 struct RangeEvoNormShape {
   std::int64_t k = 1;               // nodes
   std::int64_t channels = 1;        // per node
   std::int64_t groups = 1;          // per node
+  GroupStatistic statistic = GroupStatistic::kChunkRanges;
   std::int64_t chunks = 1;          // range statistic: chunks per group (1: the whole group)
   double range_factor = 1.0;        // s = 1 / (range * range_factor + 1e-5)
   int scale_bits = 0;               // 0: s not quantized (fp32); else the bits of Q(s)

@@ -17,9 +17,9 @@ void QuantOptions::validate() const {
     throw ConfigError("quant.range_momentum = " + std::to_string(range_momentum) +
                       " is out of range: expected (0, 1] (the weight of the newest batch)");
   }
-  if (range_evonorm != "reference" && range_evonorm != "paper") {
+  if (range_evonorm != "reference" && range_evonorm != "paper" && range_evonorm != "std") {
     throw ConfigError("quant.range_evonorm = '" + range_evonorm +
-                      "' is not a Range EvoNorm variant: expected reference or paper");
+                      "' is not a Range EvoNorm variant: expected reference, paper or std");
   }
   if (backend == QuantBackend::kInteger) {
     if (scheme != QuantScheme::kGemmlowp) {

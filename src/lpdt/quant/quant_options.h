@@ -42,7 +42,8 @@ struct QuantOptions {
   // Where the running activation ranges live: per-node buffers (lpdt), or, as the official code
   // (reference spec 11.6), non-trainable parameters: gossiped, compressed and counted in bytes.
   bool ranges_as_params = false;
-  // Range EvoNorm: "reference" (official code, reference spec 7.3) or "paper" (eq. 5 literally).
+  // Range EvoNorm: "reference" (official code, reference spec 7.3), "paper" (eq. 5 literally) or
+  // "std" (EvoNorm-S0's group standard deviation as the statistic; docs/quantization.md).
   std::string range_evonorm = "reference";
 
   bool low_precision() const { return precision == Precision::kInt8; }
