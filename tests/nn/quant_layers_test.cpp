@@ -12,6 +12,7 @@
 #include "lpdt/nn/q_linear.h"
 #include "lpdt/nn/range_batch_norm.h"
 #include "lpdt/nn/range_evonorm.h"
+#include "lpdt/nn/range_evonorm_kernel.h"
 #include "lpdt/quant/affine_quantizer.h"
 #include "lpdt/quant/int8_gemm.h"
 
@@ -380,6 +381,59 @@ TEST(RangeEvoNorm, ChunksFallBackBelowSixteen) {
   EXPECT_EQ(range_chunks(14), 7);
   EXPECT_EQ(range_chunks(17), 1);
   EXPECT_NEAR(range_scale_factor(128), 0.540205 / std::sqrt(2 * std::log(128.0)), 1e-5);
+}
+
+// The range statistic's vectorised pass (runs of pixels per channel, combined per chunk) against
+// the sequential copy-and-scan it replaced: the same scales and the same max/min elements, bit for
+// bit, on the map sizes of ResNet-20 at 28x28 and 32x32, with ties (8-bit codes), infinities and a
+// node's slice of a multi-node tensor (pixel stride k*C). 7x7 maps (runs of 7 pixels) and a NaN
+// take the sequential method inside the vectorised entry point.
+TEST(RangeEvoNorm, VectorisedRangeStatisticEqualsTheSequentialOne) {
+  struct Shape {
+    std::int64_t channels, groups, side, nodes;
+  };
+  torch::manual_seed(21);
+  for (const Shape& shape : {Shape{16, 8, 32, 1}, Shape{32, 8, 16, 2}, Shape{64, 8, 8, 3},
+                             Shape{16, 8, 28, 1}, Shape{32, 8, 14, 2}, Shape{64, 8, 7, 1},
+                             Shape{20, 4, 9, 2}, Shape{48, 16, 5, 1}}) {
+    const std::int64_t pixels = shape.side * shape.side, stride = shape.nodes * shape.channels;
+    const std::int64_t chunks = range_chunks(shape.channels / shape.groups * pixels);
+    for (int trial = 0; trial < 4; ++trial) {
+      // Trial 0: continuous values; 1: few distinct values (ties everywhere); 2: with +-inf;
+      // 3: with a NaN.
+      at::Tensor x = trial == 1 ? torch::randint(0, 5, {pixels, stride}).to(at::kFloat)
+                                : torch::randn({pixels, stride});
+      if (trial == 2) {
+        x.index_put_({torch::randint(0, pixels, {7}), torch::randint(0, stride, {7})},
+                     std::numeric_limits<float>::infinity());
+        x.index_put_({torch::randint(0, pixels, {7}), torch::randint(0, stride, {7})},
+                     -std::numeric_limits<float>::infinity());
+      }
+      if (trial == 3) x.index_put_({pixels / 2, 1}, std::numeric_limits<float>::quiet_NaN());
+      for (std::int64_t node = 0; node < shape.nodes; ++node) {
+        const float* slice = x.data_ptr<float>() + node * shape.channels;
+        const auto args = [&](bool sequential) {
+          return slice_range_statistic(slice, pixels, stride, shape.channels, shape.groups,
+                                       chunks, 0.3f, sequential);
+        };
+        const SliceRangeStatistic fast = args(false), reference = args(true);
+        const std::string where = std::to_string(shape.channels) + " channels, " +
+                                  std::to_string(shape.side) + "x" + std::to_string(shape.side) +
+                                  ", trial " + std::to_string(trial) + ", node " +
+                                  std::to_string(node);
+        EXPECT_EQ(fast.arg_max, reference.arg_max) << where;
+        EXPECT_EQ(fast.arg_min, reference.arg_min) << where;
+        ASSERT_EQ(fast.scale.size(), reference.scale.size());
+        for (std::size_t g = 0; g < fast.scale.size(); ++g) {
+          if (std::isnan(reference.scale[g])) {
+            EXPECT_TRUE(std::isnan(fast.scale[g])) << where;
+          } else {
+            EXPECT_EQ(fast.scale[g], reference.scale[g]) << where << ", group " << g;
+          }
+        }
+      }
+    }
+  }
 }
 
 class RangeEvoNormGradients : public ::testing::TestWithParam<std::string> {};

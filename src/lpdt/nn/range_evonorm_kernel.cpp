@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <limits>
 #include <vector>
 
@@ -68,8 +69,11 @@ LPDT_CPU_CLONES void scan_chunks(const float* __restrict chunked, std::int64_t m
 // NCHW order (channel-major), split into `chunks` chunks of m; for each chunk the first max and
 // first min in that order (torch.max(dim) picks one element for the gradient). Writes
 // scale[g] = 1 / (mean_j (max_j - min_j) * factor + 1e-5) and the offsets of the max/min elements.
-void group_ranges(const float* x, const Slice& s, std::int64_t groups, std::int64_t chunks,
-                  float factor, float* scale, std::int32_t* arg_max, std::int32_t* arg_min) {
+// This version copies each group channel-major and scans its chunks in the reference's order
+// itself; group_ranges below takes it for inputs with a NaN and for chunks that do not split into
+// runs of pixels.
+void group_ranges_sequential(const float* x, const Slice& s, std::int64_t groups,
+                             std::int64_t chunks, float factor, float* scale, std::int32_t* arg_max, std::int32_t* arg_min) {
   LPDT_CHECK(chunks >= 1 && chunks <= kChunkLanes, "group_ranges: chunks");
   const std::int64_t cg = s.channels / groups, m = cg * s.pixels / chunks;
   // The chunks side by side (lanes past `chunks` stay 0 and are not read back). A strided,
@@ -115,6 +119,88 @@ inline __attribute__((always_inline)) void for_each_channel(std::int64_t channel
     for (std::int64_t j = 0; j < kChannelChunk; ++j) body(c + j);
   }
   for (; c < channels; ++c) body(c);
+}
+
+// The shortest run of pixels that group_ranges scans per channel; below it (7x7 maps whose chunks
+// cross channels every 7 pixels) the sequential version's copy costs as little.
+constexpr std::int64_t kMinRun = 4;
+
+// Per-channel extremes of one slice's runs of pixels [r * run, (r + 1) * run), each by
+// scan_chunks' sequential rule (a channel takes v when !(v <= hi), resp. !(v >= lo), from -inf
+// resp. +inf at the run's first pixel), reading each pixel's contiguous channels as one vector.
+// hi, lo: [runs, C]; hi_at, lo_at: the pixels. Returns whether the slice holds a NaN.
+LPDT_CPU_CLONES bool run_extremes(const float* __restrict x, const Slice& s, std::int64_t run,
+                                  float* __restrict hi, float* __restrict lo,
+                                  std::int32_t* __restrict hi_at, std::int32_t* __restrict lo_at,
+                                  std::int32_t* __restrict nan_seen) {
+  const std::int64_t channels = s.channels;
+  for (std::int64_t c = 0; c < channels; ++c) nan_seen[c] = 0;
+  for (std::int64_t r = 0; r * run < s.pixels; ++r) {
+    float* __restrict h = hi + r * channels;
+    float* __restrict l = lo + r * channels;
+    std::int32_t* __restrict h_at = hi_at + r * channels;
+    std::int32_t* __restrict l_at = lo_at + r * channels;
+    for (std::int64_t c = 0; c < channels; ++c) {
+      h[c] = -std::numeric_limits<float>::infinity();
+      l[c] = std::numeric_limits<float>::infinity();
+      h_at[c] = l_at[c] = static_cast<std::int32_t>(r * run);
+    }
+    for (std::int64_t p = r * run; p < (r + 1) * run; ++p) {
+      const float* __restrict xp = x + p * s.pixel_stride;
+      const std::int32_t at = static_cast<std::int32_t>(p);
+      for_each_channel(channels, [&](std::int64_t c) {
+        const float v = xp[c];
+        const bool up = !(v <= h[c]), down = !(v >= l[c]);
+        h[c] = up ? v : h[c];
+        h_at[c] = up ? at : h_at[c];
+        l[c] = down ? v : l[c];
+        l_at[c] = down ? at : l_at[c];
+        nan_seen[c] |= v != v ? 1 : 0;
+      });
+    }
+  }
+  std::int32_t any = 0;
+  for (std::int64_t c = 0; c < channels; ++c) any |= nan_seen[c];
+  return any != 0;
+}
+
+// group_ranges_sequential's results without its copy. With run = gcd(m, pixels), chunk j (the
+// group's elements [j m, (j + 1) m) in NCHW order) is m / run runs of pixels, each within one
+// channel, in order; without NaN its first max is the first run maximum that no earlier run's
+// reaches (ties keep the earlier element), and likewise the min. So one pass over the slice in
+// memory order (run_extremes) and a combination per chunk give the same values and positions;
+// a slice with a NaN, or runs shorter than kMinRun, take the sequential version.
+void group_ranges(const float* x, const Slice& s, std::int64_t groups, std::int64_t chunks,
+                  float factor, float* scale, std::int32_t* arg_max, std::int32_t* arg_min) {
+  LPDT_CHECK(chunks >= 1 && chunks <= kChunkLanes, "group_ranges: chunks");
+  const std::int64_t cg = s.channels / groups, m = cg * s.pixels / chunks;
+  const std::int64_t run = std::gcd(m, s.pixels);
+  const auto sequential = [&] {
+    group_ranges_sequential(x, s, groups, chunks, factor, scale, arg_max, arg_min);
+  };
+  if (run < kMinRun) return sequential();
+  const std::size_t extremes = static_cast<std::size_t>(s.pixels / run * s.channels);
+  std::vector<float> hi(extremes), lo(extremes);
+  std::vector<std::int32_t> hi_at(extremes), lo_at(extremes), nan_seen(s.channels);
+  if (run_extremes(x, s, run, hi.data(), lo.data(), hi_at.data(), lo_at.data(), nan_seen.data()))
+    return sequential();
+  for (std::int64_t g = 0; g < groups; ++g) {
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < chunks; ++j) {
+      std::int64_t max_at = -1, min_at = -1;  // indices into the [runs, C] extremes
+      for (std::int64_t e = j * m; e < (j + 1) * m; e += run) {
+        const std::int64_t at = (e % s.pixels) / run * s.channels + g * cg + e / s.pixels;
+        if (max_at < 0 || !(hi[at] <= hi[max_at])) max_at = at;
+        if (min_at < 0 || !(lo[at] >= lo[min_at])) min_at = at;
+      }
+      const std::int64_t max_c = max_at % s.channels, min_c = min_at % s.channels;
+      arg_max[g * chunks + j] = static_cast<std::int32_t>(hi_at[max_at] * s.pixel_stride + max_c);
+      arg_min[g * chunks + j] = static_cast<std::int32_t>(lo_at[min_at] * s.pixel_stride + min_c);
+      sum += hi[max_at] - lo[min_at];
+    }
+    const float range = sum / static_cast<float>(chunks);
+    scale[g] = 1.0f / (range * factor + 1e-5f);
+  }
 }
 
 // Per-channel sums over one slice's pixels of (x - center[c]) (squared when `square`).
@@ -374,6 +460,24 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
 };
 
 }  // namespace
+
+SliceRangeStatistic slice_range_statistic(const float* x, std::int64_t pixels,
+                                          std::int64_t pixel_stride, std::int64_t channels,
+                                          std::int64_t groups, std::int64_t chunks, float factor,
+                                          bool sequential) {
+  LPDT_CHECK(channels % groups == 0 && (channels / groups * pixels) % chunks == 0 &&
+                 pixel_stride >= channels,
+             "slice_range_statistic: shape");
+  SliceRangeStatistic r;
+  r.scale.resize(static_cast<std::size_t>(groups));
+  r.arg_max.resize(static_cast<std::size_t>(groups * chunks));
+  r.arg_min.resize(r.arg_max.size());
+  const Slice s{pixels, pixel_stride, channels};
+  (sequential ? group_ranges_sequential : group_ranges)(x, s, groups, chunks, factor,
+                                                        r.scale.data(), r.arg_max.data(),
+                                                        r.arg_min.data());
+  return r;
+}
 
 bool range_evonorm_fused_supports(const at::Tensor& x) {
   return x.dim() == 4 && x.scalar_type() == at::kFloat && x.device().is_cpu();

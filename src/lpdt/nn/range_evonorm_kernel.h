@@ -5,6 +5,9 @@
 // several float tensors). Same function as the composite version (tested).
 #include <ATen/ATen.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "lpdt/quant/affine_quantizer.h"
 
 namespace lpdt::nn {
@@ -37,6 +40,19 @@ struct RangeEvoNormShape {
 at::Tensor range_evonorm_fused(const at::Tensor& x, const quant::QuantizedTensor& x_codes,
                                const at::Tensor& qv, const at::Tensor& qgamma,
                                const at::Tensor& qbeta, const RangeEvoNormShape& shape);
+
+// The range statistic of one (sample, node) slice as the fused kernel computes it: scale [G] and
+// the offsets (pixel * pixel_stride + channel) of each chunk's max and min element [G * chunks].
+// `sequential` picks the copy-and-scan method the vectorised one falls back to. x: element
+// (pixel p, channel c) at x[p * pixel_stride + c]. Exposed for the test that the two agree.
+struct SliceRangeStatistic {
+  std::vector<float> scale;
+  std::vector<std::int32_t> arg_max, arg_min;
+};
+SliceRangeStatistic slice_range_statistic(const float* x, std::int64_t pixels,
+                                          std::int64_t pixel_stride, std::int64_t channels,
+                                          std::int64_t groups, std::int64_t chunks, float factor,
+                                          bool sequential);
 
 // Whether the fused operation handles x (float32 CPU, 4-D).
 bool range_evonorm_fused_supports(const at::Tensor& x);
