@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "lpdt/quant/fake_quant_ops.h"
+#include "lpdt/quant/stochastic_draws.h"
 
 namespace lpdt::quant {
 namespace {
@@ -139,6 +140,44 @@ TEST(StochasticRounding, IsUnbiased) {
   EXPECT_LT((mean - x.to(at::kDouble)).abs().max().item<double>(), tolerance);
   QuantizeRequest nearest{4, QuantScheme::kGemmlowp, Rounding::kNearest, {}, 0};
   EXPECT_GT((fake_quantize(x, 1, range, nearest) - x).abs().max().item<double>(), tolerance);
+}
+
+// The counter-based draws behave as independent uniforms: a flat histogram within a stream, no
+// correlation between neighbouring elements, and none between two sites' streams at the same or
+// nearby elements (a weak mix, e.g. a multiply-xor of the index without the finalising rounds,
+// fails the correlation checks).
+TEST(StochasticRounding, DrawsAreUniformAndUncorrelated) {
+  constexpr std::uint64_t n = 1u << 18;
+  constexpr int bins = 64;
+  const std::uint64_t a = draw_stream(DrawKey{3, 7, 0}, 0, 4);
+  const std::uint64_t b = draw_stream(DrawKey{3, 7, 0}, 0, 5);
+  std::vector<double> count(bins, 0.0);
+  double sum = 0.0, squares = 0.0, lag1 = 0.0, cross = 0.0, cross_lag = 0.0;
+  float previous = centered_uniform(a, n - 1);
+  for (std::uint64_t e = 0; e < n; ++e) {
+    const float u = centered_uniform(a, e), v = centered_uniform(b, e);
+    ASSERT_GE(u, -0.5f);
+    ASSERT_LT(u, 0.5f);
+    count[static_cast<int>((u + 0.5f) * bins)] += 1.0;
+    sum += u;
+    squares += u * u;
+    lag1 += u * previous;
+    cross += u * v;
+    cross_lag += u * centered_uniform(b, e + 1);
+    previous = u;
+  }
+  double chi2 = 0.0;
+  const double expected = static_cast<double>(n) / bins;
+  for (double c : count) chi2 += (c - expected) * (c - expected) / expected;
+  // 63 degrees of freedom: the 99.99th percentile is about 115.
+  EXPECT_LT(chi2, 115.0);
+  // Means of n products of independent uniforms: std 1/12 / sqrt(n) ~ 1.6e-4; 6 sigma.
+  const double tolerance = 6.0 / 12.0 / std::sqrt(static_cast<double>(n));
+  EXPECT_NEAR(sum / n, 0.0, 6.0 * std::sqrt(1.0 / 12.0 / n));
+  EXPECT_NEAR(squares / n, 1.0 / 12.0, 1e-3);
+  EXPECT_NEAR(lag1 / n, 0.0, tolerance) << "neighbouring elements";
+  EXPECT_NEAR(cross / n, 0.0, tolerance) << "two sites, same element";
+  EXPECT_NEAR(cross_lag / n, 0.0, tolerance) << "two sites, next element";
 }
 
 TEST(StochasticRounding, DrawsDoNotDependOnHowNodesAreGrouped) {

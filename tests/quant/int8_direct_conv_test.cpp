@@ -87,6 +87,47 @@ INSTANTIATE_TEST_SUITE_P(
                       DirectCase{3, 8, 5, 1, 2, 3},     // 5x5
                       DirectCase{4, 5, 3, 1, 0, 4}));   // no padding
 
+// The correction's window sums against a brute-force sum over each window's pixels and channels,
+// on random codes: channel counts below, at and past the 16-byte pixel sums, strides 1 and 2,
+// kernels 1 to 5, with and without padding, a node's slice of a wider tensor. Runs on any CPU.
+TEST(Int8DirectConv, WindowSumsEqualABruteForceSum) {
+  struct Case {
+    std::int64_t channels, kernel, stride, padding, pixel_stride, height, width;
+  };
+  torch::manual_seed(23);
+  for (const Case& c : {Case{16, 3, 1, 1, 16, 9, 7}, Case{37, 3, 1, 1, 40, 6, 11},
+                        Case{64, 3, 2, 1, 64, 8, 8}, Case{5, 5, 1, 2, 15, 7, 9},
+                        Case{16, 1, 2, 0, 48, 9, 9}, Case{1, 3, 1, 0, 2, 5, 6},
+                        Case{32, 3, 2, 1, 32, 7, 5}}) {
+    ConvGeometry g;
+    g.batch = 2, g.in_channels = c.channels, g.out_channels = 1, g.height = c.height,
+    g.width = c.width, g.kernel = c.kernel, g.stride = c.stride, g.padding = c.padding;
+    const std::uint8_t zero = 113;
+    const at::Tensor x =
+        torch::randint(0, 256, {g.batch * g.height * g.width * c.pixel_stride}, torch::kInt)
+            .to(at::kByte);
+    const std::uint8_t* xp = x.data_ptr<std::uint8_t>();
+    std::vector<std::int32_t> sums(static_cast<std::size_t>(g.positions()));
+    window_sums(xp, c.pixel_stride, zero, g, sums.data());
+    for (std::int64_t b = 0; b < g.batch; ++b)
+      for (std::int64_t oy = 0; oy < g.out_height(); ++oy)
+        for (std::int64_t ox = 0; ox < g.out_width(); ++ox) {
+          std::int64_t expected = 0;
+          for (std::int64_t ky = 0; ky < g.kernel; ++ky)
+            for (std::int64_t kx = 0; kx < g.kernel; ++kx) {
+              const std::int64_t y = oy * g.stride - g.padding + ky;
+              const std::int64_t xx = ox * g.stride - g.padding + kx;
+              if (y < 0 || y >= g.height || xx < 0 || xx >= g.width) continue;
+              for (std::int64_t ch = 0; ch < c.channels; ++ch)
+                expected += xp[((b * g.height + y) * g.width + xx) * c.pixel_stride + ch] - zero;
+            }
+          const std::int64_t p = (b * g.out_height() + oy) * g.out_width() + ox;
+          ASSERT_EQ(sums[p], expected) << c.channels << " channels, kernel " << c.kernel
+                                       << ", stride " << c.stride << ", output " << p;
+        }
+  }
+}
+
 TEST(Int8DirectConv, WindowSumsCountOnlyPixelsInsideTheImage) {
   ConvGeometry g;
   g.batch = 2, g.in_channels = 3, g.out_channels = 1, g.height = 4, g.width = 5, g.kernel = 3,

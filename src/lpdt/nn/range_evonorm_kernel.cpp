@@ -261,12 +261,12 @@ LPDT_CPU_CLONES void output_pass(const float* __restrict x, float* __restrict ou
                                  const float* __restrict v, const float* __restrict s_c,
                                  const float* __restrict gamma, const float* __restrict beta) {
   for (std::int64_t p = 0; p < s.pixels; ++p) {
-    const float* xp = x + p * s.pixel_stride;
-    float* op = out + p * s.pixel_stride;
-    for (std::int64_t c = 0; c < s.channels; ++c) {
+    const float* __restrict xp = x + p * s.pixel_stride;
+    float* __restrict op = out + p * s.pixel_stride;
+    for_each_channel(s.channels, [&](std::int64_t c) {
       const float h = std::min(std::max(xp[c] * v[c] / 6.0f + 0.5f, 0.0f), 1.0f);
       op[c] = xp[c] * h * s_c[c] * gamma[c] + beta[c];
-    }
+    });
   }
 }
 
@@ -278,10 +278,10 @@ LPDT_CPU_CLONES void backward_pass(const float* __restrict dy, const float* __re
                                    float* __restrict dv, float* __restrict dgamma,
                                    float* __restrict dbeta, float* __restrict ds_c) {
   for (std::int64_t p = 0; p < s.pixels; ++p) {
-    const float* dyp = dy + p * s.pixel_stride;
-    const float* xp = x + p * s.pixel_stride;
-    float* dxp = dx + p * s.pixel_stride;
-    for (std::int64_t c = 0; c < s.channels; ++c) {
+    const float* __restrict dyp = dy + p * s.pixel_stride;
+    const float* __restrict xp = x + p * s.pixel_stride;
+    float* __restrict dxp = dx + p * s.pixel_stride;
+    for_each_channel(s.channels, [&](std::int64_t c) {
       const float z = xp[c] * v[c] / 6.0f + 0.5f;
       const float h = std::min(std::max(z, 0.0f), 1.0f);
       const float inside = (z >= 0.0f && z <= 1.0f) ? 1.0f : 0.0f;  // clamp's gradient mask
@@ -294,7 +294,7 @@ LPDT_CPU_CLONES void backward_pass(const float* __restrict dy, const float* __re
       const float dz = dn * xp[c] * inside / 6.0f;  // through hsig(z), z = x v
       dxp[c] = dn * h + dz * v[c];
       dv[c] += dz * xp[c];
-    }
+    });
   }
 }
 
