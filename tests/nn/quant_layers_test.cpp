@@ -215,6 +215,48 @@ TEST(IntegerBackend, QLinearMatchesSimulated) {
       x, k);
 }
 
+// The project's own parallel loops (quantizers, the fused Range EvoNorm, the integer convolution's
+// passes) split their work by (node, sample) and never share an output element between threads:
+// the same results, bit for bit, on one and on two threads. With real threads (the project is
+// compiled with OpenMP, so at::parallel_for runs in parallel) a race or a thread-dependent sum
+// would show here; the weight gradient is LibTorch's float convolution, compared to rounding.
+TEST(Threads, ProjectKernelsGiveTheSameResultsOnOneAndTwoThreads) {
+  if (!quant::have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";
+  const std::int64_t k = 2;
+  torch::manual_seed(31);
+  const at::Tensor x0 = torch::randn({6, k * 16, 12, 12}).contiguous(at::MemoryFormat::ChannelsLast);
+  quant::QuantOptions q = int8();
+  q.backend = quant::QuantBackend::kInteger;
+  struct Run {
+    at::Tensor out, grad_x, grad_params;
+  };
+  const auto run = [&](int threads, const std::string& variant) {
+    at::set_num_threads(threads);
+    quant::QuantOptions options = q;
+    options.range_evonorm = variant;
+    Registry registry;
+    QConv2d conv(registry, "conv", Conv2dOptions{16, 16, 3}.with_padding(1), options);
+    RangeEvoNorm norm(registry, "norm", 16, 8, options);
+    torch::manual_seed(32);
+    at::Tensor params = (torch::rand({k, registry.layout().total_numel}) + 0.5).requires_grad_(true);
+    at::Tensor x = x0.clone().requires_grad_(true);
+    std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+    Context ctx{&registry.layout(), params, &buffers, k, true};
+    ctx.draws = quant::DrawKey{5, 2, 0};
+    const at::Tensor y = norm.forward(ctx, conv.forward(ctx, x));
+    (y * torch::linspace(-1.0, 1.0, y.numel()).view(y.sizes())).sum().backward();
+    at::set_num_threads(1);
+    return Run{y.detach(), x.grad(), params.grad()};
+  };
+  for (const std::string variant : {"reference", "std"}) {
+    const Run one = run(1, variant), two = run(2, variant);
+    EXPECT_TRUE(at::equal(one.out, two.out)) << variant << ": forward";
+    EXPECT_TRUE(at::equal(one.grad_x, two.grad_x)) << variant << ": layer gradient";
+    EXPECT_TRUE(at::allclose(one.grad_params, two.grad_params, 1e-4, 1e-6))
+        << variant << ": parameter gradients";
+  }
+}
+
 TEST(QuantMeasure, RangesAsParametersLiveInTheParameterRows) {
   // quant.range_state = "param" (the official code): the running range is two non-trainable
   // columns of each node's parameter row, updated in place by a training forward.
