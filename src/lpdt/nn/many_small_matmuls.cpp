@@ -19,6 +19,9 @@ at::Tensor blocked_bmm(const at::Tensor& a, const at::Tensor& b) {
   const std::int64_t threads = std::max<std::int64_t>(1, at::get_num_threads());
   const std::int64_t grain = std::max<std::int64_t>(1, (count + threads - 1) / threads);
   at::parallel_for(0, count, grain, [&](std::int64_t begin, std::int64_t end) {
+    // Grad mode is thread-local and on in OpenMP's worker threads: the products are outside
+    // autograd (the caller's Function records them), so each thread turns it off itself.
+    const at::NoGradGuard no_grad;
     at::Tensor block = out.narrow(0, begin, end - begin);
     at::bmm_out(block, ac.narrow(0, begin, end - begin), bc.narrow(0, begin, end - begin));
   });
