@@ -213,6 +213,36 @@ TEST(Quantize, CodesDequantizeToTheFakeQuantizedValues) {
   }
 }
 
+TEST(Quantize, SampleBySampleEqualsTheWholeTensor) {
+  // The per-sample entry points the fused Range EvoNorm reads through: sample n of every node,
+  // into a buffer with the tensor's strides, must hold what the whole-tensor calls write there.
+  for (const auto& [k, channels] : {std::pair<std::int64_t, std::int64_t>{3, 16}, {2, 37},
+                                   {1, 37}}) {
+    const std::int64_t b = 4;
+    const at::Tensor x = random_activation(b, k * channels, 5, 6, 22);
+    const NodeView v = node_view(x, k);
+    for (Rounding rounding : {Rounding::kStochastic, Rounding::kNearest}) {
+      QuantizeRequest request{8, QuantScheme::kGemmlowp, rounding, DrawKey{7, 2, 0}, 9};
+      const NodeRange range = tensor_range(x, k);
+      const at::Tensor whole = fake_quantize(x, k, range, request);
+      const QuantizedTensor q = quantize(x, k, range, request);
+      const at::Tensor dequantized = dequantize(q, k);
+      const SampleQuantizer quantizer(v, range, request);
+      at::Tensor by_sample = at::full_like(x, std::nanf("")),
+                 dequantized_by_sample = at::full_like(x, std::nanf(""));
+      for (std::int64_t n = 0; n < b; ++n) {
+        const std::int64_t first = n * v.sample_stride;
+        quantizer.fake_quantize_sample(x.data_ptr<float>() + first,
+                                       by_sample.data_ptr<float>() + first, n);
+        dequantize_sample(q, v, n, dequantized_by_sample.data_ptr<float>() + first);
+      }
+      EXPECT_TRUE(at::equal(by_sample, whole)) << k << " nodes, " << channels << " channels";
+      EXPECT_TRUE(at::equal(dequantized_by_sample, dequantized))
+          << k << " nodes, " << channels << " channels";
+    }
+  }
+}
+
 TEST(Ranges, SampleMeanRangeMatchesTheReferenceDefinition) {
   const std::int64_t k = 2;
   const at::Tensor x = random_activation(5, k * 4, 3, 3, 4);

@@ -80,13 +80,13 @@ at::Tensor RangeEvoNorm::forward(const Context& ctx, const at::Tensor& x_in) con
     codes = quant::quantize(x_in.detach(), k, range, request);
     shape.scale_bits = quant_.bits;
     shape.scale_scheme = quant_.scheme;
+    shape.quantize_output_grad = true;
+    shape.output_grad_request = gradient_request(ctx, quant_, grad_site_);
   }
   const auto param = [&](ParamRef ref) {
     return (q ? quantized_param(ctx, ref, quant_) : ctx.param(ref)).reshape({kc});
   };
-  at::Tensor out = range_evonorm_fused(x_in, codes, param(v_), param(gamma_), param(beta_), shape);
-  if (q) out = quant::quantize_gradient(out, k, gradient_request(ctx, quant_, grad_site_));
-  return out;
+  return range_evonorm_fused(x_in, codes, param(v_), param(gamma_), param(beta_), shape);
 }
 
 at::Tensor RangeEvoNorm::forward_composite(const Context& ctx, const at::Tensor& x_in) const {

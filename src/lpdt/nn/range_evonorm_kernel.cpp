@@ -5,12 +5,14 @@
 
 #include <cmath>
 #include <cstring>
-#include <numeric>
 #include <limits>
+#include <numeric>
+#include <optional>
 #include <vector>
 
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
+#include "lpdt/quant/request_io.h"
 
 namespace lpdt::nn {
 namespace {
@@ -311,18 +313,71 @@ at::Tensor quantize_scales(const at::Tensor& s, std::int64_t k, int bits,
       .contiguous();
 }
 
+// Where a kernel reads one sample of x: the float tensor itself (fp32 models), or its codes
+// dequantized into a per-thread buffer (8-bit models). The buffer holds one sample of every node
+// (64 KiB for a node's 16 x 32 x 32 activations), so it stays in cache between the dequantization
+// and the pass reading it: the whole float tensor is never written (measured in
+// docs/benchmarks.md, low precision item 19).
+class SampleInput {
+ public:
+  SampleInput(const at::Tensor& x, const quant::QuantizedTensor& codes, std::int64_t k)
+      : x_(x), codes_(codes) {
+    if (codes_.codes.defined()) {
+      view_ = quant::node_view(codes_.codes, k);
+      buffer_.resize(static_cast<std::size_t>(view_.sample_stride));
+    }
+  }
+  // The sample's first element (node 0, pixel 0), channels-last with k*C floats per pixel.
+  const float* sample(std::int64_t n) {
+    if (!codes_.codes.defined()) return x_.data_ptr<float>() + n * x_.stride(0);
+    quant::dequantize_sample(codes_, view_, n, buffer_.data());
+    return buffer_.data();
+  }
+
+ private:
+  const at::Tensor& x_;
+  const quant::QuantizedTensor& codes_;
+  quant::NodeView view_;
+  std::vector<float> buffer_;
+};
+
+// Where the backward pass reads one sample of its output gradient: dy itself, or, when the layer
+// quantizes its output gradient (8-bit models: the reference's quantize_grad after the norm),
+// that sample fake-quantized into a per-thread buffer, with the values fake_quantize would give.
+class SampleGradient {
+ public:
+  SampleGradient(const at::Tensor& dy, const quant::SampleQuantizer* quantizer)
+      : dy_(dy), quantizer_(quantizer) {
+    if (quantizer_ != nullptr) buffer_.resize(static_cast<std::size_t>(dy_.stride(0)));
+  }
+  const float* sample(std::int64_t n) {
+    const float* raw = dy_.data_ptr<float>() + n * dy_.stride(0);
+    if (quantizer_ == nullptr) return raw;
+    quantizer_->fake_quantize_sample(raw, buffer_.data(), n);
+    return buffer_.data();
+  }
+
+ private:
+  const at::Tensor& dy_;
+  const quant::SampleQuantizer* quantizer_;
+  std::vector<float> buffer_;
+};
+
 struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& qv,
                             const at::Tensor& qgamma, const at::Tensor& qbeta,
                             const at::Tensor& codes, const at::Tensor& code_scale,
                             const at::Tensor& code_zero, const RangeEvoNormShape& shape) {
     const std::int64_t k = shape.k;
-    // 8-bit models compute from the codes (what the simulated quantizer's values are exactly).
-    const at::Tensor x = codes.numel() > 0
-                             ? quant::dequantize({codes, code_scale, code_zero}, k)
+    // 8-bit models compute from the codes (what the simulated quantizer's values are exactly),
+    // one sample at a time; fp32 models from x.
+    const quant::QuantizedTensor q{codes.numel() > 0 ? codes : at::Tensor(), code_scale,
+                                   code_zero};
+    const at::Tensor x = q.codes.defined()
+                             ? at::Tensor()
                              : x_in.detach().contiguous(at::MemoryFormat::ChannelsLast);
-    const std::int64_t b = x.size(0), c = shape.channels, g = shape.groups, j = shape.chunks;
-    const Slice slice{x.size(2) * x.size(3), k * c, c};
+    const std::int64_t b = x_in.size(0), c = shape.channels, g = shape.groups, j = shape.chunks;
+    const Slice slice{x_in.size(2) * x_in.size(3), k * c, c};
     const bool std_statistic = shape.statistic == GroupStatistic::kStd;
     at::Tensor s = at::empty({b, k, g}, at::kFloat);
     // The range statistic's extremes ([b, k, G, chunks]) or the std statistic's group means.
@@ -333,20 +388,21 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
       arg_max = at::empty({b, k, g, j}, at::kInt);
       arg_min = at::empty_like(arg_max);
     }
-    const float* xp = x.data_ptr<float>();
-    const auto sample_stride = slice.pixels * slice.pixel_stride;
-    at::parallel_for(0, b * k, 1, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t item = begin; item < end; ++item) {
-        const std::int64_t n = item / k, node = item % k;
-        const float* slice_x = xp + n * sample_stride + node * c;
-        if (std_statistic) {
-          group_stds(slice_x, slice, g, mean.data_ptr<float>() + item * g,
-                     s.data_ptr<float>() + item * g);
-        } else {
-          group_ranges(slice_x, slice, g, j, static_cast<float>(shape.range_factor),
-                       s.data_ptr<float>() + item * g,
-                       arg_max.data_ptr<std::int32_t>() + item * g * j,
-                       arg_min.data_ptr<std::int32_t>() + item * g * j);
+    at::parallel_for(0, b, 1, [&](std::int64_t begin, std::int64_t end) {
+      SampleInput input(x, q, k);
+      for (std::int64_t n = begin; n < end; ++n) {
+        const float* sample_x = input.sample(n);
+        for (std::int64_t node = 0; node < k; ++node) {
+          const std::int64_t item = n * k + node;
+          if (std_statistic) {
+            group_stds(sample_x + node * c, slice, g, mean.data_ptr<float>() + item * g,
+                       s.data_ptr<float>() + item * g);
+          } else {
+            group_ranges(sample_x + node * c, slice, g, j, static_cast<float>(shape.range_factor),
+                         s.data_ptr<float>() + item * g,
+                         arg_max.data_ptr<std::int32_t>() + item * g * j,
+                         arg_min.data_ptr<std::int32_t>() + item * g * j);
+          }
         }
       }
     });
@@ -355,18 +411,22 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
     // Each channel's group scale: [b, k*C].
     const at::Tensor s_c =
         qs.view({b, k * g, 1}).expand({b, k * g, c / g}).reshape({b, k * c}).contiguous();
-    at::Tensor out = at::empty_like(x);
+    at::Tensor out = at::empty(
+        x_in.sizes(),
+        at::TensorOptions().dtype(at::kFloat).memory_format(at::MemoryFormat::ChannelsLast));
     const at::Tensor v = qv.contiguous(), gamma = qgamma.contiguous(), beta = qbeta.contiguous();
+    const auto sample_stride = slice.pixels * slice.pixel_stride;
     at::parallel_for(0, b, 1, [&](std::int64_t begin, std::int64_t end) {
+      SampleInput input(x, q, k);
       const Slice all{slice.pixels, k * c, k * c};  // all nodes' channels at once
       for (std::int64_t n = begin; n < end; ++n) {
-        output_pass(xp + n * sample_stride, out.data_ptr<float>() + n * sample_stride, all,
+        output_pass(input.sample(n), out.data_ptr<float>() + n * sample_stride, all,
                     v.data_ptr<float>(), s_c.data_ptr<float>() + n * k * c, gamma.data_ptr<float>(),
                     beta.data_ptr<float>());
       }
     });
     // 8-bit models keep the input's codes (1 byte per element); fp32 keeps x itself.
-    if (codes.numel() > 0) {
+    if (q.codes.defined()) {
       ctx->save_for_backward(
           {codes, code_scale, code_zero, v, gamma, s, qs, arg_max, arg_min, mean});
     } else {
@@ -378,6 +438,8 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
     ctx->saved_data["groups"] = g;
     ctx->saved_data["chunks"] = j;
     ctx->saved_data["range_factor"] = shape.range_factor;
+    ctx->saved_data["quantize_output_grad"] = shape.quantize_output_grad;
+    if (shape.quantize_output_grad) quant::save_request(ctx, shape.output_grad_request);
     return out;
   }
 
@@ -386,25 +448,33 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
     const std::int64_t k = ctx->saved_data["k"].toInt(), c = ctx->saved_data["channels"].toInt(),
                        g = ctx->saved_data["groups"].toInt(), j = ctx->saved_data["chunks"].toInt();
     const float factor = static_cast<float>(ctx->saved_data["range_factor"].toDouble());
-    const at::Tensor x = saved[0].scalar_type() == at::kByte
-                             ? quant::dequantize({saved[0], saved[1], saved[2]}, k)
-                             : saved[0];
+    const bool codes = saved[0].scalar_type() == at::kByte;
+    const quant::QuantizedTensor q{codes ? saved[0] : at::Tensor(), saved[1], saved[2]};
+    const at::Tensor x = codes ? at::Tensor() : saved[0];
     const at::Tensor &v = saved[3], &gamma = saved[4], &s = saved[5], &qs = saved[6],
                      &arg_max = saved[7], &arg_min = saved[8], &mean = saved[9];
     const at::Tensor dy = grad[0].contiguous(at::MemoryFormat::ChannelsLast);
-    const std::int64_t b = x.size(0), kc = k * c;
-    const Slice all{x.size(2) * x.size(3), kc, kc};
+    // 8-bit models: the output gradient at grad_bits (per node [min, max], stochastic), as the
+    // reference's quantize_grad after the norm, quantized sample by sample as it is read.
+    std::optional<quant::SampleQuantizer> dy_quantizer;
+    if (ctx->saved_data["quantize_output_grad"].toBool()) {
+      dy_quantizer.emplace(quant::node_view(dy, k), quant::tensor_range(dy, k),
+                           quant::load_request(ctx));
+    }
+    const std::int64_t b = dy.size(0), kc = k * c;
+    const Slice all{dy.size(2) * dy.size(3), kc, kc};
     const auto sample_stride = all.pixels * all.pixel_stride;
     const at::Tensor s_c =
         qs.view({b, k * g, 1}).expand({b, k * g, c / g}).reshape({b, kc}).contiguous();
-    at::Tensor dx = at::empty_like(x);
+    at::Tensor dx = at::empty_like(dy);
     // Per-sample partial sums, added in sample order afterwards: deterministic for any threads.
     at::Tensor partial = at::zeros({4, b, kc}, at::kFloat);  // dv, dgamma, dbeta, ds_c
     at::parallel_for(0, b, 1, [&](std::int64_t begin, std::int64_t end) {
+      SampleInput input(x, q, k);
+      SampleGradient output_grad(dy, dy_quantizer ? &*dy_quantizer : nullptr);
       for (std::int64_t n = begin; n < end; ++n) {
         float* base = partial.data_ptr<float>() + n * kc;
-        backward_pass(dy.data_ptr<float>() + n * sample_stride,
-                      x.data_ptr<float>() + n * sample_stride,
+        backward_pass(output_grad.sample(n), input.sample(n),
                       dx.data_ptr<float>() + n * sample_stride, all, v.data_ptr<float>(),
                       s_c.data_ptr<float>() + n * kc, gamma.data_ptr<float>(), base, base + b * kc,
                       base + 2 * b * kc, base + 3 * b * kc);
@@ -426,13 +496,16 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
       };
       const at::Tensor a_c = per_channel(coef), m_c = per_channel(mean);
       const Slice one_node{all.pixels, kc, c};
-      at::parallel_for(0, b * k, 1, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t item = begin; item < end; ++item) {
-          const std::int64_t n = item / k, node = item % k;
-          const std::int64_t first = n * sample_stride + node * c;
-          add_deviation_gradient(x.data_ptr<float>() + first, dxp + first, one_node,
-                                 a_c.data_ptr<float>() + n * kc + node * c,
-                                 m_c.data_ptr<float>() + n * kc + node * c);
+      at::parallel_for(0, b, 1, [&](std::int64_t begin, std::int64_t end) {
+        SampleInput input(x, q, k);
+        for (std::int64_t n = begin; n < end; ++n) {
+          const float* sample_x = input.sample(n);
+          for (std::int64_t node = 0; node < k; ++node) {
+            const std::int64_t channel = n * kc + node * c;
+            add_deviation_gradient(sample_x + node * c, dxp + n * sample_stride + node * c,
+                                   one_node, a_c.data_ptr<float>() + channel,
+                                   m_c.data_ptr<float>() + channel);
+          }
         }
       });
       return {dx, sums[0], sums[1], sums[2], at::Tensor(), at::Tensor(), at::Tensor(),

@@ -29,6 +29,12 @@ struct RangeEvoNormShape {
   double range_factor = 1.0;        // s = 1 / (range * range_factor + 1e-5)
   int scale_bits = 0;               // 0: s not quantized (fp32); else the bits of Q(s)
   quant::QuantScheme scale_scheme = quant::QuantScheme::kGemmlowp;
+  // 8-bit models: the output gradient is fake-quantized (per node [min, max], stochastic) before
+  // the backward pass uses it, the reference's quantize_grad after the norm, with this request.
+  // Done inside the backward pass, sample by sample: the same values as quant::quantize_gradient
+  // on the output, without writing the quantized gradient whole.
+  bool quantize_output_grad = false;
+  quant::QuantizeRequest output_grad_request;
 };
 
 // x: [b, k*C, H, W] float32, the layer input as the function sees it (fake-quantized values in

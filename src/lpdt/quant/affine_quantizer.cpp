@@ -257,17 +257,26 @@ LPDT_CPU_CLONES void dequantize_block(const std::uint8_t* __restrict codes, floa
   }
 }
 
+// Each node's stream of stochastic-rounding draws (zeros when rounding to nearest).
+std::vector<std::uint64_t> node_streams(const QuantizeRequest& request, std::int64_t nodes) {
+  std::vector<std::uint64_t> streams(static_cast<std::size_t>(nodes), 0);
+  if (request.rounding == Rounding::kStochastic) {
+    for (std::int64_t i = 0; i < nodes; ++i) streams[i] = draw_stream(request.key, i, request.site);
+  }
+  return streams;
+}
+
+float max_code(const QuantizeRequest& request) {
+  return static_cast<float>((std::int64_t{1} << request.bits) - 1);
+}
+
 template <typename Out>
 void quantize_all(const at::Tensor& xc, Out* out, const NodeView& v,
                   const std::vector<AffineParams>& params, const QuantizeRequest& request) {
   const float* x = xc.data_ptr<float>();
-  const float qmax = static_cast<float>((std::int64_t{1} << request.bits) - 1);
+  const float qmax = max_code(request);
   const bool stochastic = request.rounding == Rounding::kStochastic;
-  std::vector<std::uint64_t> streams(v.nodes, 0);
-  if (stochastic) {
-    for (std::int64_t i = 0; i < v.nodes; ++i)
-      streams[i] = draw_stream(request.key, i, request.site);
-  }
+  const std::vector<std::uint64_t> streams = node_streams(request, v.nodes);
   const std::int64_t items = v.nodes * v.samples;
   at::parallel_for(0, items, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t item = begin; item < end; ++item) {
@@ -389,6 +398,36 @@ QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& r
     q.zero_point.data_ptr<float>()[i] = params[i].zero_point;
   }
   return q;
+}
+
+SampleQuantizer::SampleQuantizer(const NodeView& v, const NodeRange& range,
+                                 const QuantizeRequest& request)
+    : view_(v),
+      params_(node_params(range, v.nodes, request.bits, request.scheme)),
+      streams_(node_streams(request, v.nodes)),
+      qmax_(max_code(request)),
+      stochastic_(request.rounding == Rounding::kStochastic) {
+  LPDT_CHECK(request.bits >= 2 && request.bits <= 16, "SampleQuantizer: bits must be in [2, 16]");
+}
+
+void SampleQuantizer::fake_quantize_sample(const float* x, float* out, std::int64_t sample) const {
+  const auto index0 = static_cast<std::uint64_t>(sample * view_.rows * view_.cols);
+  for (std::int64_t node = 0; node < view_.nodes; ++node) {
+    const std::int64_t offset = view_.offset(node, 0, 0);
+    quantize_block(x + offset, out + offset, view_, params_[node], qmax_, stochastic_,
+                   streams_[node], index0);
+  }
+}
+
+void dequantize_sample(const QuantizedTensor& q, const NodeView& v, std::int64_t sample,
+                       float* out) {
+  const std::uint8_t* codes = q.codes.data_ptr<std::uint8_t>() + v.offset(0, sample, 0);
+  const Block b = block_of(v);
+  for (std::int64_t node = 0; node < v.nodes; ++node) {
+    const std::int64_t offset = v.offset(node, 0, 0);
+    dequantize_block(codes + offset, out + offset, b.rows, b.cols, b.row_stride,
+                     q.scale.data_ptr<float>()[node], q.zero_point.data_ptr<float>()[node]);
+  }
 }
 
 at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {

@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "lpdt/quant/node_view.h"
 #include "lpdt/quant/quant_options.h"
@@ -72,5 +73,31 @@ QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& r
                          const QuantizeRequest& request);
 // codes -> float32 (same layout): scale * (codes - zero_point) per node.
 at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k);
+
+// A tensor's fake quantization applied one sample at a time, into a caller's buffer: for kernels
+// that consume a quantized tensor sample by sample and so need not write it whole (the fused
+// Range EvoNorm quantizes its output gradient this way). The values of fake_quantize, element for
+// element (same ranges, draws and rounding).
+class SampleQuantizer {
+ public:
+  // v: the tensor's NodeView (canonical layout, all k nodes); range: [k] per node.
+  SampleQuantizer(const NodeView& v, const NodeRange& range, const QuantizeRequest& request);
+  // x and out point at the sample's first element (node 0, row 0); both have v's strides, and
+  // every node's part of the sample is written.
+  void fake_quantize_sample(const float* x, float* out, std::int64_t sample) const;
+
+ private:
+  NodeView view_;
+  std::vector<AffineParams> params_;
+  std::vector<std::uint64_t> streams_;  // per node; stochastic rounding only
+  float qmax_;
+  bool stochastic_;
+};
+
+// Sample `sample` of every node of q as floats, scale * (codes - zero_point): out points at the
+// sample's first element and has the codes' strides (v = node_view(q.codes, k)). The values of
+// dequantize, element for element.
+void dequantize_sample(const QuantizedTensor& q, const NodeView& v, std::int64_t sample,
+                       float* out);
 
 }  // namespace lpdt::quant
