@@ -276,5 +276,44 @@ TEST(FakeQuantOps, StraightThroughAndGradientQuantization) {
   EXPECT_FALSE(at::equal(y.grad(), probe));
 }
 
+TEST(FakeQuantOps, QuantizedSumIsTheThreeOperations) {
+  // The reference's Qsum: both summands fake-quantized (own ranges, own draws), added, and the
+  // sum's gradient quantized. The fused CPU operation (4-D) and the fallback (node-leading) must
+  // give the composition's values and gradients bit for bit.
+  const std::int64_t k = 2;
+  for (const std::vector<std::int64_t>& shape :
+       {std::vector<std::int64_t>{3, k * 16, 5, 6}, std::vector<std::int64_t>{k, 3, 20}}) {
+    const bool image = shape.size() == 4;
+    const auto make = [&](std::uint64_t seed) {
+      torch::manual_seed(seed);
+      at::Tensor t = torch::randn(shape) * (1.0 + seed);
+      return image ? t.contiguous(at::MemoryFormat::ChannelsLast) : t;
+    };
+    const at::Tensor a0 = make(1), b0 = make(2), probe = make(3);
+    QuantizeRequest ra{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{5, 3, 0}, 11};
+    QuantizeRequest rb = ra, rg = ra;
+    rb.site = 12;
+    rg.site = 13;
+    const NodeRange range_a = sample_mean_range(a0, k), range_b = sample_mean_range(b0, k);
+    std::vector<at::Tensor> sums, grads_a, grads_b;
+    for (bool fused : {false, true}) {
+      const at::Tensor a = a0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+      const at::Tensor sum =
+          fused ? fake_quantized_sum(a, range_a, ra, b, range_b, rb, k, rg)
+                : quantize_gradient(
+                      fake_quantize_ste(a, k, range_a, ra) + fake_quantize_ste(b, k, range_b, rb),
+                      k, rg);
+      (sum * probe).sum().backward();
+      sums.push_back(sum.detach());
+      grads_a.push_back(a.grad());
+      grads_b.push_back(b.grad());
+    }
+    EXPECT_TRUE(at::equal(sums[1], sums[0])) << shape.size() << "-D forward";
+    EXPECT_TRUE(at::equal(grads_a[1], grads_a[0])) << shape.size() << "-D gradient of a";
+    EXPECT_TRUE(at::equal(grads_b[1], grads_b[0])) << shape.size() << "-D gradient of b";
+    EXPECT_FALSE(at::equal(grads_a[1], probe));  // the gradient is quantized
+  }
+}
+
 }  // namespace
 }  // namespace lpdt::quant

@@ -25,8 +25,12 @@ at::Tensor ResidualAdd::forward(const Context& ctx, const at::Tensor& residual,
     trace_inline_op(ctx, TracedOp::kSkipConnection, name_, x);
   }
   if (!quant_.low_precision()) return residual + x;
-  const at::Tensor sum = quantize_residual_->forward(ctx, residual) + quantize_x_->forward(ctx, x);
-  return quant::quantize_gradient(sum, ctx.k, gradient_request(ctx, quant_, grad_site_));
+  quant::QuantizeRequest residual_request, x_request;
+  const quant::NodeRange residual_range =
+      quantize_residual_->measure(ctx, residual, residual_request);
+  const quant::NodeRange x_range = quantize_x_->measure(ctx, x, x_request);
+  return quant::fake_quantized_sum(residual, residual_range, residual_request, x, x_range,
+                                   x_request, ctx.k, gradient_request(ctx, quant_, grad_site_));
 }
 
 }  // namespace lpdt::nn

@@ -17,4 +17,15 @@ at::Tensor fake_quantize_ste(const at::Tensor& x, std::int64_t k, const NodeRang
 // layer gradients passed backwards 8-bit). request.rounding is ignored (always stochastic).
 at::Tensor quantize_gradient(const at::Tensor& x, std::int64_t k, const QuantizeRequest& request);
 
+// The reference's Qsum as one operation: fake_quantize_ste(a) + fake_quantize_ste(b), each with its
+// own range and request, and quantize_gradient on the sum (the incoming gradient fake-quantized
+// once and passed to both summands). The values of those three operations, element for element;
+// on the CPU, for 4-D activations, one pass per sample that writes only the sum (the two
+// quantized summands stay in a per-thread buffer), elsewhere the three operations themselves.
+// a, b: [batch, k*C, H, W] (or node-leading) float32 of one shape, k nodes -> float32.
+at::Tensor fake_quantized_sum(const at::Tensor& a, const NodeRange& a_range,
+                              const QuantizeRequest& a_request, const at::Tensor& b,
+                              const NodeRange& b_range, const QuantizeRequest& b_request,
+                              std::int64_t k, const QuantizeRequest& grad_request);
+
 }  // namespace lpdt::quant
