@@ -315,9 +315,9 @@ at::Tensor quantize_scales(const at::Tensor& s, std::int64_t k, int bits,
 
 // Where a kernel reads one sample of x: the float tensor itself (fp32 models), or its codes
 // dequantized into a per-thread buffer (8-bit models). The buffer holds one sample of every node
-// (64 KiB for a node's 16 x 32 x 32 activations), so it stays in cache between the dequantization
-// and the pass reading it: the whole float tensor is never written (measured in
-// docs/benchmarks.md, low precision item 19).
+// (64 KiB for a node's 16 x 32 x 32 activations) and stays in cache between the dequantization
+// and the pass reading it, so no float copy of the activations is allocated. (It is not faster
+// than dequantizing the whole tensor: docs/benchmarks.md, low precision item 19.)
 class SampleInput {
  public:
   SampleInput(const at::Tensor& x, const quant::QuantizedTensor& codes, std::int64_t k)
