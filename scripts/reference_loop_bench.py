@@ -162,14 +162,12 @@ class QLinear(nn.Linear):
         return out1 + out2 - out1.detach()
 
 
-class RangeEvoNorm(nn.Module):
-    """Section 7.3: hard-sigmoid EvoNorm normalised by the mean range of 16 chunks per group."""
+class RangeEvoNorm(EvoNormS0):
+    """Section 7.3: hard-sigmoid EvoNorm normalised by the mean range of 16 chunks per group.
+    The same parameters as EvoNorm-S0 (gamma, beta, v), and the input's quantizer."""
 
     def __init__(self, channels):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(1, channels, 1, 1))
-        self.bias = nn.Parameter(torch.zeros(1, channels, 1, 1))
-        self.v = nn.Parameter(torch.ones(1, channels, 1, 1))
+        super().__init__(channels)
         self.quantize_input = QuantMeasure()
 
     def forward(self, x):  # x: [B, C, H, W], C*H*W divisible by 128
