@@ -141,7 +141,7 @@ struct Scratch {
   std::vector<double> acc0, acc1, acc2;       // per-channel sums over the sample's pixels
   std::vector<float> coef0, coef1, coef2;     // per-channel coefficients of the second pass
   std::vector<float> block0, block1, block2;  // per-channel sums over one block of pixels
-  std::vector<float> row0, row1;           // one channel's pixels (NCHW order)
+  std::vector<float> row0, row1;              // one channel's pixels (NCHW order)
 };
 
 // The shift each channel's statistics are accumulated around: the group's first value. The
