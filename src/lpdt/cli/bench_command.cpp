@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "lpdt/cli/commands.h"
+#include "lpdt/core/error.h"
 #include "lpdt/exp/precision_bench.h"
 #include "lpdt/exp/scaling_bench.h"
 #include "lpdt/exp/throughput_bench.h"
@@ -41,11 +42,17 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--json", options->json_path, "Also write the results as JSON");
   auto precision = std::make_shared<bool>(false);
   auto modes = std::make_shared<std::vector<std::string>>(exp::PrecisionBenchOptions().modes);
-  cmd->add_flag("--precision", *precision,
-                "Compare precisions instead (fp32, bf16, int8 simulated, int8 integer): step time and "
-                "the activation memory a pass holds for backward, in the same run");
+  cmd->add_flag(
+      "--precision", *precision,
+      "Compare precisions instead (fp32, bf16, int8 simulated, int8 integer): step time and "
+      "the activation memory a pass holds for backward, in the same run");
   cmd->add_option("--modes", *modes, "Precisions compared by --precision")
       ->delimiter(',')
+      ->capture_default_str();
+  auto profile_rows = std::make_shared<std::size_t>(0);
+  cmd->add_option("--profile", *profile_rows,
+                  "With --precision: after the timed steps, run as many again under LibTorch's "
+                  "profiler and print this many operators by self time per step (0 = off)")
       ->capture_default_str();
   auto scaling = std::make_shared<bool>(false);
   cmd->add_flag(
@@ -64,8 +71,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--values", wire_options->values, "Message value formats compared by --wire")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->callback([options, precision, modes, scaling, wire, wire_options]() {
+  cmd->callback([options, precision, modes, profile_rows, scaling, wire, wire_options]() {
     const auto print = [](const std::string& line) { std::cout << line << std::endl; };
+    if (*profile_rows > 0 && !*precision) {
+      throw ConfigError("bench --profile: profiles the steps of --precision; add --precision");
+    }
     if (*wire) {
       exp::WireBenchOptions w = *wire_options;
       w.arch = options->arch;
@@ -105,6 +115,7 @@ void add_bench_command(CLI::App& app) {
       p.channels = options->channels;
       p.size = options->size;
       p.modes = *modes;
+      p.profile_rows = *profile_rows;
       p.json_path = options->json_path;
       exp::run_precision_bench(p, print);
       return;

@@ -11,6 +11,7 @@
 #include "lpdt/algo/decentralized_optimizer.h"
 #include "lpdt/build_info.h"
 #include "lpdt/core/error.h"
+#include "lpdt/core/fma_peak.h"
 #include "lpdt/core/runtime.h"
 #include "lpdt/exp/bench_stats.h"
 #include "lpdt/graph/factory.h"
@@ -61,7 +62,14 @@ std::vector<PrecisionResult> run_precision_bench(
       runtime.description().c_str(), static_cast<long long>(options.steps),
       static_cast<long long>(options.warmup_steps));
   progress(line);
-  progress("nodes  pass  mode             ms/step    img/s  vs fp32  activations MiB/node  vs fp32");
+  if (options.profile_rows > 0) {
+    std::snprintf(line, sizeof line,
+                  "float32 fused multiply-add peak of these %d threads, measured: %.0f GFLOP/s",
+                  runtime.intra_op_threads, measured_fma_peak_gflops(runtime.intra_op_threads));
+    progress(line);
+  }
+  progress(
+      "nodes  pass  mode             ms/step    img/s  vs fp32  activations MiB/node  vs fp32");
 
   std::vector<PrecisionResult> results;
   for (const std::int64_t n : options.nodes) {
@@ -81,18 +89,16 @@ std::vector<PrecisionResult> run_precision_bench(
       model_options.height = model_options.width = options.size;
       model_options.quant = options_for(mode);
       const auto model = models::make_model(model_options);
-      const std::int64_t pass =
-          options.nodes_per_pass > 0
-              ? std::min(options.nodes_per_pass, n)
-              : models::automatic_nodes_per_pass(*model, inputs.narrow(0, 0, 1), n,
-                                                 /*on_gpu=*/false);
+      const std::int64_t pass = options.nodes_per_pass > 0 ? std::min(options.nodes_per_pass, n)
+                                                           : models::automatic_nodes_per_pass(
+                                                                 *model, inputs.narrow(0, 0, 1), n,
+                                                                 /*on_gpu=*/false);
       at::Tensor x = model->init_params(1).unsqueeze(0).repeat({n, 1});
       std::vector<at::Tensor> buffers = model->init_buffers(n);
       algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout());
       metrics::ByteLedger ledger = optimizer.make_ledger();
       std::vector<double> times, held;
-      for (std::int64_t step = 0; step < options.warmup_steps + options.steps; ++step) {
-        const auto start = Clock::now();
+      const auto run_step = [&](std::int64_t step) {
         at::Tensor grad = at::empty_like(x);
         // The trainer's CPU configuration: `pass` nodes per forward/backward pass.
         for (std::int64_t first = 0; first < n; first += pass) {
@@ -104,16 +110,18 @@ std::vector<PrecisionResult> run_precision_bench(
           ctx.draws = quant::DrawKey{1, step, first};
           const double before = heap_bytes_in_use();
           const at::Tensor loss = models::node_batched_loss(
-              model->forward(ctx, inputs.narrow(0, first, count)),
-              targets.narrow(0, first, count));
+              model->forward(ctx, inputs.narrow(0, first, count)), targets.narrow(0, first, count));
           held.push_back((heap_bytes_in_use() - before) / static_cast<double>(count));
           loss.backward();
           grad.narrow(0, first, count).copy_(xs.grad());
         }
-        {
-          torch::NoGradGuard no_grad;
-          optimizer.step(x, grad, mixing, 0.01, step, ledger);
-        }
+        torch::NoGradGuard no_grad;
+        optimizer.step(x, grad, mixing, 0.01, step, ledger);
+      };
+      const std::int64_t timed_end = options.warmup_steps + options.steps;
+      for (std::int64_t step = 0; step < timed_end; ++step) {
+        const auto start = Clock::now();
+        run_step(step);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         if (step >= options.warmup_steps) times.push_back(ms);
       }
@@ -138,10 +146,22 @@ std::vector<PrecisionResult> run_precision_bench(
         return std::string(text);
       };
       std::snprintf(line, sizeof line, "%5lld  %4lld  %-15s  %7.1f  %7.0f  %s  %21.2f  %s",
-                    static_cast<long long>(n), static_cast<long long>(pass), mode.c_str(), r.step_ms, r.images_per_s,
-                    ratio(r.speedup_vs_fp32).c_str(), r.activation_mib,
+                    static_cast<long long>(n), static_cast<long long>(pass), mode.c_str(),
+                    r.step_ms, r.images_per_s, ratio(r.speedup_vs_fp32).c_str(), r.activation_mib,
                     ratio(r.activation_ratio_vs_fp32).c_str());
       progress(line);
+      if (options.profile_rows > 0) {
+        r.profile = profile_operators(
+            [&] {
+              for (std::int64_t step = timed_end; step < timed_end + options.steps; ++step) {
+                run_step(step);
+              }
+            },
+            options.steps);
+        for (const std::string& row : format_operator_profile(r.profile, options.profile_rows)) {
+          progress(row);
+        }
+      }
       results.push_back(r);
     }
   }
@@ -161,6 +181,16 @@ std::vector<PrecisionResult> run_precision_bench(
                            {"speedup_vs_fp32", r.speedup_vs_fp32},
                            {"activation_mib", r.activation_mib},
                            {"activation_ratio_vs_fp32", r.activation_ratio_vs_fp32}});
+      if (r.profile.operators.empty()) continue;
+      nlohmann::json& profile = j["rows"].back()["profile"];
+      profile["wall_ms_per_step"] = r.profile.wall_ms_per_step;
+      profile["outside_ms_per_step"] = r.profile.outside_ms_per_step;
+      for (const auto& op : r.profile.operators) {
+        profile["operators"].push_back({{"name", op.name},
+                                        {"self_ms_per_step", op.self_ms_per_step},
+                                        {"total_ms_per_step", op.total_ms_per_step},
+                                        {"calls_per_step", op.calls_per_step}});
+      }
     }
     std::ofstream out(options.json_path);
     if (!out) throw UserError("bench: cannot write '" + options.json_path + "'");

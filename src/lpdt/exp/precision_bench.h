@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "lpdt/exp/operator_profile.h"
+
 namespace lpdt::exp {
 
 struct PrecisionBenchOptions {
@@ -25,6 +27,9 @@ struct PrecisionBenchOptions {
   std::int64_t size = 28;
   std::vector<std::string> modes = {"fp32", "bf16", "int8-simulated", "int8-integer"};
   std::string json_path;
+  // > 0: after the timed steps, run as many again under LibTorch's profiler and print this many
+  // operators by self time per step (operator_profile.h).
+  std::size_t profile_rows = 0;
 };
 
 struct PrecisionResult {
@@ -36,6 +41,7 @@ struct PrecisionResult {
   double speedup_vs_fp32 = 0;           // fp32 step time / this step time (0 without fp32)
   double activation_mib = 0;            // held between forward and backward, per node of a pass
   double activation_ratio_vs_fp32 = 0;  // fp32 activation memory / this one
+  OperatorProfile profile;              // empty unless profile_rows > 0
 };
 
 std::vector<PrecisionResult> run_precision_bench(

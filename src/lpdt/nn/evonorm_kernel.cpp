@@ -1,6 +1,7 @@
 #include "lpdt/nn/evonorm_kernel.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <bit>
@@ -403,6 +404,7 @@ float evonorm_fast_exp(float z) { return fast_exp(z); }
 EvoNormForward evonorm_s0_forward_cpu(const at::Tensor& x_in, const at::Tensor& v_in,
                                       const at::Tensor& gamma_in, const at::Tensor& beta_in,
                                       std::int64_t channels_per_group, double eps) {
+  RECORD_FUNCTION("lpdt::evonorm_s0_forward", std::vector<c10::IValue>());
   const Shape s = check_input(x_in, channels_per_group);
   check_per_channel(v_in, s.kc, "v");
   check_per_channel(gamma_in, s.kc, "gamma");
@@ -443,6 +445,7 @@ EvoNormGradients evonorm_s0_backward_cpu(const at::Tensor& dy_in, const at::Tens
                                          const at::Tensor& v_in, const at::Tensor& gamma_in,
                                          const at::Tensor& mean_in, const at::Tensor& rstd_in,
                                          std::int64_t channels_per_group) {
+  RECORD_FUNCTION("lpdt::evonorm_s0_backward", std::vector<c10::IValue>());
   const Shape s = check_input(x_in, channels_per_group);
   check_per_channel(v_in, s.kc, "v");
   check_per_channel(gamma_in, s.kc, "gamma");

@@ -1,6 +1,7 @@
 #include "lpdt/nn/range_evonorm_kernel.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -75,7 +76,8 @@ LPDT_CPU_CLONES void scan_chunks(const float* __restrict chunked, std::int64_t m
 // itself; group_ranges below takes it for inputs with a NaN and for chunks that do not split into
 // runs of pixels.
 void group_ranges_sequential(const float* x, const Slice& s, std::int64_t groups,
-                             std::int64_t chunks, float factor, float* scale, std::int32_t* arg_max, std::int32_t* arg_min) {
+                             std::int64_t chunks, float factor, float* scale, std::int32_t* arg_max,
+                             std::int32_t* arg_min) {
   LPDT_CHECK(chunks >= 1 && chunks <= kChunkLanes, "group_ranges: chunks");
   const std::int64_t cg = s.channels / groups, m = cg * s.pixels / chunks;
   // The chunks side by side (lanes past `chunks` stay 0 and are not read back). A strided,
@@ -371,11 +373,9 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
     const std::int64_t k = shape.k;
     // 8-bit models compute from the codes (what the simulated quantizer's values are exactly),
     // one sample at a time; fp32 models from x.
-    const quant::QuantizedTensor q{codes.numel() > 0 ? codes : at::Tensor(), code_scale,
-                                   code_zero};
-    const at::Tensor x = q.codes.defined()
-                             ? at::Tensor()
-                             : x_in.detach().contiguous(at::MemoryFormat::ChannelsLast);
+    const quant::QuantizedTensor q{codes.numel() > 0 ? codes : at::Tensor(), code_scale, code_zero};
+    const at::Tensor x =
+        q.codes.defined() ? at::Tensor() : x_in.detach().contiguous(at::MemoryFormat::ChannelsLast);
     const std::int64_t b = x_in.size(0), c = shape.channels, g = shape.groups, j = shape.chunks;
     const Slice slice{x_in.size(2) * x_in.size(3), k * c, c};
     const bool std_statistic = shape.statistic == GroupStatistic::kStd;
@@ -444,6 +444,7 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    RECORD_FUNCTION("lpdt::range_evonorm_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
     const std::int64_t k = ctx->saved_data["k"].toInt(), c = ctx->saved_data["channels"].toInt(),
                        g = ctx->saved_data["groups"].toInt(), j = ctx->saved_data["chunks"].toInt();
@@ -508,8 +509,8 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
           }
         }
       });
-      return {dx, sums[0], sums[1], sums[2], at::Tensor(), at::Tensor(), at::Tensor(),
-              at::Tensor()};
+      return {dx,           sums[0],      sums[1],      sums[2],
+              at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
     const at::Tensor d_chunk = (-ds * s * s * factor / static_cast<double>(j)).contiguous();
     const float* dc = d_chunk.data_ptr<float>();
@@ -546,9 +547,8 @@ SliceRangeStatistic slice_range_statistic(const float* x, std::int64_t pixels,
   r.arg_max.resize(static_cast<std::size_t>(groups * chunks));
   r.arg_min.resize(r.arg_max.size());
   const Slice s{pixels, pixel_stride, channels};
-  (sequential ? group_ranges_sequential : group_ranges)(x, s, groups, chunks, factor,
-                                                        r.scale.data(), r.arg_max.data(),
-                                                        r.arg_min.data());
+  (sequential ? group_ranges_sequential : group_ranges)(
+      x, s, groups, chunks, factor, r.scale.data(), r.arg_max.data(), r.arg_min.data());
   return r;
 }
 
@@ -559,6 +559,7 @@ bool range_evonorm_fused_supports(const at::Tensor& x) {
 at::Tensor range_evonorm_fused(const at::Tensor& x, const quant::QuantizedTensor& x_codes,
                                const at::Tensor& qv, const at::Tensor& qgamma,
                                const at::Tensor& qbeta, const RangeEvoNormShape& shape) {
+  RECORD_FUNCTION("lpdt::range_evonorm_forward", std::vector<c10::IValue>());
   LPDT_CHECK(range_evonorm_fused_supports(x), "range_evonorm_fused: x must be 4-D float32 CPU");
   const at::Tensor empty = at::empty({0}, x.options());
   const bool codes = x_codes.codes.defined();

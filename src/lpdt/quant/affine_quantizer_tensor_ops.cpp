@@ -1,5 +1,7 @@
 #include "lpdt/quant/affine_quantizer_tensor_ops.h"
 
+#include <ATen/record_function.h>
+
 #include "lpdt/core/error.h"
 #include "lpdt/core/rng.h"
 
@@ -113,6 +115,7 @@ at::Tensor centered_uniform_draws(const NodeView& v, const DrawKey& key, SiteId 
 }
 
 NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::tensor_range", std::vector<c10::IValue>());
   const at::Tensor xc = canonical_layout(x);
   const at::Tensor e = node_elements(xc, node_view(xc, k)).reshape({k, -1});
   auto [lo, hi] = at::aminmax(e, 1);
@@ -131,6 +134,7 @@ NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
 
 at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request) {
+  RECORD_FUNCTION("lpdt::fake_quantize", std::vector<c10::IValue>());
   check_input(x, request);
   const at::Tensor xc = canonical_layout(x);
   const NodeView v = node_view(xc, k);
@@ -146,6 +150,7 @@ at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& r
 
 QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request) {
+  RECORD_FUNCTION("lpdt::quantize", std::vector<c10::IValue>());
   check_input(x, request);
   LPDT_CHECK(request.bits <= 8, "quantize: codes are 8-bit (bits <= 8)");
   LPDT_CHECK(request.scheme == QuantScheme::kGemmlowp,
@@ -162,6 +167,7 @@ QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& r
 }
 
 at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::dequantize", std::vector<c10::IValue>());
   const NodeView v = node_view(q.codes, k);
   at::Tensor out = at::empty_like(q.codes, q.codes.options().dtype(at::kFloat));
   const at::Tensor scale = q.scale.to(q.codes.device()).reshape({k, 1, 1, 1});

@@ -1,6 +1,7 @@
 #include "lpdt/quant/fake_quant_ops.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include <vector>
@@ -67,8 +68,7 @@ struct FakeQuantizedSum : torch::autograd::Function<FakeQuantizedSum> {
       for (std::int64_t n = begin; n < end; ++n) {
         float* out = sum.data_ptr<float>() + n * v.sample_stride;
         qa.fake_quantize_sample(ac.data_ptr<float>() + n * v.sample_stride, out, n);
-        qb.fake_quantize_sample(bc.data_ptr<float>() + n * v.sample_stride, quantized_b.data(),
-                                n);
+        qb.fake_quantize_sample(bc.data_ptr<float>() + n * v.sample_stride, quantized_b.data(), n);
         add_in_place(out, quantized_b.data(), v.sample_stride);
       }
     });
@@ -78,8 +78,16 @@ struct FakeQuantizedSum : torch::autograd::Function<FakeQuantizedSum> {
     const std::int64_t k = ctx->saved_data["k"].toInt();
     const at::Tensor g = canonical_layout(grad[0]);
     const at::Tensor q = fake_quantize(g, k, tensor_range(g, k), load_request(ctx));
-    return {q,            at::Tensor(), at::Tensor(), at::Tensor(), q,
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {q,
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            q,
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -98,6 +106,7 @@ at::Tensor fake_quantized_sum(const at::Tensor& a, const NodeRange& a_range,
                               const QuantizeRequest& a_request, const at::Tensor& b,
                               const NodeRange& b_range, const QuantizeRequest& b_request,
                               std::int64_t k, const QuantizeRequest& grad_request) {
+  RECORD_FUNCTION("lpdt::fake_quantized_sum", std::vector<c10::IValue>());
   LPDT_CHECK(a.sizes() == b.sizes(), "fake_quantized_sum: summands of different shapes");
   // One sample of every node is contiguous only in the 4-D channels-last layout.
   if (!a.device().is_cpu() || a.dim() != 4) {

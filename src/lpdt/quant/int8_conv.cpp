@@ -1,6 +1,7 @@
 #include "lpdt/quant/int8_conv.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <cstring>
 #include <vector>
@@ -186,11 +187,13 @@ at::Tensor convolve_nodes(const QuantizedTensor& x, const QuantizedTensor& w,
 
 at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w, const at::Tensor& bias,
                        const ConvGeometry& g, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::int8_conv2d", std::vector<c10::IValue>());
   return convolve_nodes(x, w, shift_weight_codes(w.codes), bias, g, k);
 }
 
 at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTensor& w,
                                   const ConvGeometry& g, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::int8_conv2d_input_grad", std::vector<c10::IValue>());
   LPDT_CHECK(gy.codes.is_contiguous(at::MemoryFormat::ChannelsLast), "int8 input grad: layout");
   const std::int64_t cin = g.in_channels, cout = g.out_channels;
   const at::Tensor shifted = shift_weight_codes(w.codes);  // [k, Cout, Cin/G, kh, kw]
