@@ -11,19 +11,19 @@ ConvParams add_conv_params(Registry& registry, const std::string& name,
                            const Conv2dOptions& options) {
   if (options.groups < 1 || options.in_channels % options.groups != 0 ||
       options.out_channels % options.groups != 0) {
-    throw ConfigError("convolution '" + name + "': groups = " + std::to_string(options.groups) +
-                      " must be >= 1 and divide in_channels = " +
-                      std::to_string(options.in_channels) +
-                      " and out_channels = " + std::to_string(options.out_channels));
+    throw ConfigError(
+        "convolution '" + name + "': groups = " + std::to_string(options.groups) +
+        " must be >= 1 and divide in_channels = " + std::to_string(options.in_channels) +
+        " and out_channels = " + std::to_string(options.out_channels));
   }
   ConvParams params;
-  const std::int64_t fan_out = options.kernel * options.kernel * options.out_channels /
-                               options.groups;
+  const std::int64_t fan_out =
+      options.kernel * options.kernel * options.out_channels / options.groups;
   const double std = std::sqrt(2.0 / static_cast<double>(fan_out));
-  params.weight = registry.add_param(join_name(name, "weight"),
-                                     {options.out_channels, options.in_channels / options.groups,
-                                      options.kernel, options.kernel},
-                                     ParamInit::normal(std));
+  params.weight = registry.add_param(
+      join_name(name, "weight"),
+      {options.out_channels, options.in_channels / options.groups, options.kernel, options.kernel},
+      ParamInit::normal(std));
   if (options.bias) {
     params.bias =
         registry.add_param(join_name(name, "bias"), {options.out_channels}, ParamInit::zeros());
@@ -67,18 +67,16 @@ at::Tensor Conv2d::forward_in(const Context& ctx, const at::Tensor& x) const {
       outputs.push_back(at::conv2d(xi, weights[i].contiguous(x.suggest_memory_format()),
                                    options_.bias ? biases[i] : at::Tensor(),
                                    {options_.stride, options_.stride},
-                                   {options_.padding, options_.padding}, {1, 1},
-                                   options_.groups));
+                                   {options_.padding, options_.padding}, {1, 1}, options_.groups));
     }
     return at::cat(outputs, 1).contiguous(x.suggest_memory_format());
   }
   // [k, out, in/G, kh, kw] -> [k*out, in/G, kh, kw]: groups k*G, node-major, so group
   // i*G + g convolves node i's channel group g only.
-  const at::Tensor weight = operand(ctx.param(weight_), bf16)
-                                .reshape({k * options_.out_channels,
-                                          options_.in_channels / options_.groups, options_.kernel,
-                                          options_.kernel})
-                                .contiguous(x.suggest_memory_format());
+  const at::Tensor weight =
+      operand(ctx.param(weight_), bf16)
+          .reshape({k * options_.out_channels, options_.in_channels / options_.groups,
+                    options_.kernel, options_.kernel});
   at::Tensor bias;
   if (options_.bias) bias = operand(ctx.param(bias_), bf16).reshape({k * options_.out_channels});
   return at::conv2d(x, weight, bias, {options_.stride, options_.stride},

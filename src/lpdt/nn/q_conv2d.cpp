@@ -1,5 +1,7 @@
 #include "lpdt/nn/q_conv2d.h"
 
+#include <ATen/record_function.h>
+
 #include "lpdt/nn/quantized_params.h"
 #include "lpdt/quant/gradient_bifurcation.h"
 #include "lpdt/quant/integer_layers.h"
@@ -16,6 +18,7 @@ QConv2d::QConv2d(Registry& registry, const std::string& name, const Conv2dOption
 }
 
 at::Tensor QConv2d::forward(const Context& ctx, const at::Tensor& x) const {
+  RECORD_FUNCTION("lpdt::QConv2d", std::vector<c10::IValue>());
   const std::int64_t k = ctx.k;
   if (quant_.backend == quant::QuantBackend::kInteger) {
     quant::QuantizeRequest request;
@@ -38,11 +41,11 @@ at::Tensor QConv2d::forward(const Context& ctx, const at::Tensor& x) const {
                                  g, k, gradient_request(ctx, quant_, grad_site_));
   }
   const at::Tensor qx = input_.forward(ctx, x);
-  const at::Tensor qw = quantized_param(ctx, weight_, quant_)
-                            .reshape({k * options_.out_channels,
-                                      options_.in_channels / options_.groups, options_.kernel,
-                                      options_.kernel})
-                            .contiguous(qx.suggest_memory_format());
+  const at::Tensor qw =
+      quantized_param(ctx, weight_, quant_)
+          .reshape({k * options_.out_channels, options_.in_channels / options_.groups,
+                    options_.kernel, options_.kernel})
+          .contiguous(qx.suggest_memory_format());
   at::Tensor qb;
   if (options_.bias) qb = quantized_param(ctx, bias_, quant_).reshape({k * options_.out_channels});
   return quant::bifurcated_conv2d(qx, qw, qb, options_.stride, options_.padding, k,

@@ -1,6 +1,7 @@
 #include "lpdt/quant/affine_quantizer.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <cmath>
@@ -310,6 +311,7 @@ void check_input(const at::Tensor& x, const QuantizeRequest& request) {
 }  // namespace
 
 NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::tensor_range", std::vector<c10::IValue>());
   if (!x.device().is_cpu()) return tensor_ops::tensor_range(x, k);
   const at::Tensor xc = canonical_layout(x);
   const NodeView v = node_view(xc, k);
@@ -329,6 +331,7 @@ NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
 }
 
 NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::sample_mean_range", std::vector<c10::IValue>());
   if (!x.device().is_cpu()) return tensor_ops::sample_mean_range(x, k);
   const at::Tensor xc = canonical_layout(x);
   const NodeView v = node_view(xc, k);
@@ -368,6 +371,7 @@ AffineParams affine_params(float min, float max, int bits, QuantScheme scheme) {
 
 at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request) {
+  RECORD_FUNCTION("lpdt::fake_quantize", std::vector<c10::IValue>());
   if (!x.device().is_cpu()) return tensor_ops::fake_quantize(x, k, range, request);
   check_input(x, request);
   const at::Tensor xc = canonical_layout(x);
@@ -380,6 +384,7 @@ at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& r
 
 QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request) {
+  RECORD_FUNCTION("lpdt::quantize", std::vector<c10::IValue>());
   if (!x.device().is_cpu()) return tensor_ops::quantize(x, k, range, request);
   check_input(x, request);
   LPDT_CHECK(request.bits <= 8, "quantize: codes are 8-bit (bits <= 8)");
@@ -431,6 +436,7 @@ void dequantize_sample(const QuantizedTensor& q, const NodeView& v, std::int64_t
 }
 
 at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::dequantize", std::vector<c10::IValue>());
   if (!q.codes.device().is_cpu()) return tensor_ops::dequantize(q, k);
   const NodeView v = node_view(q.codes, k);
   at::Tensor out = at::empty_like(q.codes, q.codes.options().dtype(at::kFloat));

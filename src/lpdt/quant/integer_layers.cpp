@@ -1,5 +1,6 @@
 #include "lpdt/quant/integer_layers.h"
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include "lpdt/quant/request_io.h"
@@ -59,6 +60,7 @@ struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
     return int8_conv2d(qx, qw, qb, g, k);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    RECORD_FUNCTION("lpdt::integer_conv2d_backward", std::vector<c10::IValue>());
     const auto s = ctx->get_saved_variables();
     const QuantizedTensor qx{s[0], s[1], s[2]}, qw{s[3], s[4], s[5]};
     const ConvGeometry g = load_geometry(ctx);
@@ -122,6 +124,7 @@ at::Tensor or_empty(const at::Tensor& t, const at::Tensor& like) {
 at::Tensor integer_conv2d(const at::Tensor& x, const QuantizedTensor& qx, const at::Tensor& w,
                           const QuantizedTensor& qw, const at::Tensor& qb, const ConvGeometry& g,
                           std::int64_t k, const QuantizeRequest& grad_request) {
+  RECORD_FUNCTION("lpdt::integer_conv2d", std::vector<c10::IValue>());
   return IntegerConv2d::apply(x, w, or_empty(qb, x), qx.codes, qx.scale, qx.zero_point, qw.codes,
                               qw.scale, qw.zero_point, g, k, grad_request);
 }
