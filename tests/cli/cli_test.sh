@@ -75,7 +75,7 @@ printf '[grid]\n"data.skew" = [0.0, 3]\n' >"$work/sweep.toml"
 expect 2 "data.skew-3_seed-1234 is not a valid experiment" -- "$lpdt" sweep "$work/sweep.toml"
 printf 'seeds = [1, 2]\n[grid]\n"algo.name" = ["choco", "dpsgd"]\n' >"$work/sweep.toml"
 expect 0 "4 trained, 0 resumed" -- "$lpdt" sweep "$work/sweep.toml" --dry-run
-expect 0 "\[24/24\] data.skew-0.8_algo.name-choco_model.precision-int8_seed-1235" -- \
+expect 0 "\[24/24\] data.skew-0.8_algo.name-choco_model.precision+algo.message+values-int8+int8_seed-1235" -- \
   "$lpdt" sweep "$(dirname "$0")/../../configs/sweeps/table3_fmnist.toml" --dry-run
 # Shards: two processes run one sweep side by side, each its own points; together, every cell.
 expect 0 "2 trained, 0 resumed, 0 already done or diverged, 2 left to the other shards" -- \

@@ -352,5 +352,46 @@ TEST(Sweep, PerEpochTablesHoldEveryEvaluatedEpoch) {
   fs::remove_all(dir);
 }
 
+// Every shipped sweep preset loads and resolves each of its points as an experiment.
+TEST(SweepPresets, EveryPresetResolves) {
+  std::size_t presets = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(LPDT_SOURCE_DIR) / "configs/sweeps")) {
+    if (entry.path().extension() != ".toml") continue;
+    ++presets;
+    const SweepSpec spec = load_sweep(entry.path());
+    const auto points = expand_sweep(spec);
+    EXPECT_FALSE(points.empty()) << entry.path();
+    for (const SweepPoint& point : points) {
+      EXPECT_NO_THROW(sweep_point_config(spec, point)) << entry.path() << " " << point.name;
+    }
+  }
+  EXPECT_GE(presets, 10u);
+}
+
+// The paper's tables and figures (table*.toml, figure*.toml) compare fp32 with the paper's 8-bit
+// training, whose messages are 8-bit too (its "Data (GB)" is a quarter of fp32's): every 8-bit
+// point sends 8-bit values and every fp32 point fp32 values.
+TEST(SweepPresets, PaperPresetsSendEightBitMessagesFromEightBitModels) {
+  std::size_t eight_bit_points = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(LPDT_SOURCE_DIR) / "configs/sweeps")) {
+    const std::string file = entry.path().filename().string();
+    if (entry.path().extension() != ".toml" ||
+        (file.rfind("table", 0) != 0 && file.rfind("figure", 0) != 0)) {
+      continue;
+    }
+    const SweepSpec spec = load_sweep(entry.path());
+    for (const SweepPoint& point : expand_sweep(spec)) {
+      const ExperimentConfig config = sweep_point_config(spec, point);
+      if (config.graph.nodes == 1) continue;  // Table 2: one node sends nothing
+      const bool int8_model = config.model.precision == ModelConfig::Precision::kInt8;
+      const auto expected = int8_model ? AlgoConfig::MessageValues::kInt8
+                                       : AlgoConfig::MessageValues::kFp32;
+      EXPECT_EQ(config.algo.message_values, expected) << file << " " << point.name;
+      eight_bit_points += int8_model ? 1 : 0;
+    }
+  }
+  EXPECT_GE(eight_bit_points, 50u);
+}
+
 }  // namespace
 }  // namespace lpdt::exp
