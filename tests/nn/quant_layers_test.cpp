@@ -1,6 +1,7 @@
 // The 8-bit layers: gradient bifurcation against the float path on the same quantized inputs,
 // Range EvoNorm / Range BatchNorm against finite differences and against the reference
 // formulas (reference spec 7.3 / 7.4) written out for one node.
+#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -215,6 +216,54 @@ TEST(IntegerBackend, QLinearMatchesSimulated) {
       x, k);
 }
 
+// A first layer's input (the data) needs no gradient: the integer layers then skip the 8-bit
+// layer-gradient pass, and the weight gradient is bit for bit the one computed beside it.
+TEST(IntegerBackend, NoLayerGradientForAnInputThatNeedsNone) {
+  if (!quant::have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";
+  const std::int64_t k = 2;
+  quant::QuantOptions q = int8();
+  q.backend = quant::QuantBackend::kInteger;
+  torch::manual_seed(15);
+  const at::Tensor image =
+      torch::randn({3, k * 4, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor rows = torch::randn({k, 5, 12});
+  Registry conv_registry, linear_registry;
+  const QConv2d conv(conv_registry, "conv", Conv2dOptions{4, 6, 3}.with_padding(1), q);
+  const QLinear linear(linear_registry, "fc", 12, 7, q);
+  const auto gradients = [&](const Layer& layer, const Registry& registry, const at::Tensor& x0,
+                             bool input_grad) {
+    torch::manual_seed(16);
+    at::Tensor params =
+        (torch::randn({k, registry.layout().total_numel}) * 0.5).requires_grad_(true);
+    const at::Tensor x = x0.clone().requires_grad_(input_grad);
+    std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+    Context ctx{&registry.layout(), params, &buffers, k, true};
+    ctx.draws = quant::DrawKey{21, 4, 0};
+    const at::Tensor y = layer.forward(ctx, x);
+    // Count the 8-bit layer-gradient passes (the kernels open named RecordFunction ranges).
+    static thread_local int passes = 0;
+    passes = 0;
+    const at::CallbackHandle handle = at::addThreadLocalCallback(
+        at::RecordFunctionCallback([](const at::RecordFunction& fn)
+                                       -> std::unique_ptr<at::ObserverContext> {
+          const std::string name = fn.name();
+          if (name == "lpdt::int8_conv2d_input_grad" || name == "lpdt::int8_linear_input_grad") {
+            ++passes;
+          }
+          return nullptr;
+        }).needsInputs(false));
+    (y * torch::ones_like(y)).sum().backward();
+    at::removeCallback(handle);
+    EXPECT_EQ(passes, input_grad ? 1 : 0);
+    EXPECT_EQ(x.grad().defined(), input_grad);
+    return params.grad();
+  };
+  EXPECT_TRUE(at::equal(gradients(conv, conv_registry, image, false),
+                        gradients(conv, conv_registry, image, true)));
+  EXPECT_TRUE(at::equal(gradients(linear, linear_registry, rows, false),
+                        gradients(linear, linear_registry, rows, true)));
+}
+
 // The project's own parallel loops (quantizers, the fused Range EvoNorm, the integer convolution's
 // passes) split their work by (node, sample) and never share an output element between threads:
 // the same results, bit for bit, on one and on two threads. With real threads (the project is
@@ -224,7 +273,8 @@ TEST(Threads, ProjectKernelsGiveTheSameResultsOnOneAndTwoThreads) {
   if (!quant::have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";
   const std::int64_t k = 2;
   torch::manual_seed(31);
-  const at::Tensor x0 = torch::randn({6, k * 16, 12, 12}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor x0 =
+      torch::randn({6, k * 16, 12, 12}).contiguous(at::MemoryFormat::ChannelsLast);
   quant::QuantOptions q = int8();
   q.backend = quant::QuantBackend::kInteger;
   struct Run {
@@ -238,7 +288,8 @@ TEST(Threads, ProjectKernelsGiveTheSameResultsOnOneAndTwoThreads) {
     QConv2d conv(registry, "conv", Conv2dOptions{16, 16, 3}.with_padding(1), options);
     RangeEvoNorm norm(registry, "norm", 16, 8, options);
     torch::manual_seed(32);
-    at::Tensor params = (torch::rand({k, registry.layout().total_numel}) + 0.5).requires_grad_(true);
+    at::Tensor params =
+        (torch::rand({k, registry.layout().total_numel}) + 0.5).requires_grad_(true);
     at::Tensor x = x0.clone().requires_grad_(true);
     std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
     Context ctx{&registry.layout(), params, &buffers, k, true};
@@ -341,8 +392,7 @@ TEST(RangeEvoNorm, StdVariantIsEvoNormS0WithTheHardSigmoid) {
       const at::Tensor beta = ctx.param(ParamRef{1})[i].view({1, c, 1, 1});
       const at::Tensor n = xi * at::clamp(xi * v / 6 + 0.5, 0, 1);
       const at::Tensor grouped = xi.reshape({b, groups, -1});
-      const at::Tensor std =
-          (grouped.var(-1, /*unbiased=*/false, /*keepdim=*/true) + 1e-5).sqrt();
+      const at::Tensor std = (grouped.var(-1, /*unbiased=*/false, /*keepdim=*/true) + 1e-5).sqrt();
       const at::Tensor expected =
           (n.reshape({b, groups, -1}) / std).reshape(xi.sizes()) * gamma + beta;
       EXPECT_TRUE(at::allclose(y.narrow(1, i * c, c), expected, 1e-5, 1e-5))
@@ -395,26 +445,22 @@ TEST_P(RangeEvoNormFused, MatchesTheCompositeVersion) {
   EXPECT_LT(relative(grad_p[1], grad_p[0]), 1e-4) << "parameter gradient";
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, RangeEvoNormFused,
-                         ::testing::Values(FusedCase{"reference", false, 16, 8, 6},
-                                           FusedCase{"reference", false, 64, 8, 7},
-                                           FusedCase{"paper", false, 8, 2, 5},
-                                           FusedCase{"reference", true, 16, 8, 6},
-                                           FusedCase{"reference", true, 32, 8, 7},
-                                           FusedCase{"paper", true, 8, 4, 4},
-                                           // Chunks of 98 (28x28 maps): the kernel's 16-lane
-                                           // pass, with many tied codes at 8 bits.
-                                           FusedCase{"reference", true, 16, 8, 28},
-                                           FusedCase{"reference", false, 16, 8, 28},
-                                           FusedCase{"std", false, 16, 8, 6},
-                                           FusedCase{"std", false, 64, 4, 7},
-                                           FusedCase{"std", true, 16, 8, 6},
-                                           FusedCase{"std", true, 32, 4, 28}),
-                         [](const auto& info) {
-                           return info.param.variant + (info.param.int8 ? "_int8_" : "_fp32_") +
-                                  std::to_string(info.param.channels) + "ch_" +
-                                  std::to_string(info.param.size) + "px";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Variants, RangeEvoNormFused,
+    ::testing::Values(FusedCase{"reference", false, 16, 8, 6},
+                      FusedCase{"reference", false, 64, 8, 7}, FusedCase{"paper", false, 8, 2, 5},
+                      FusedCase{"reference", true, 16, 8, 6},
+                      FusedCase{"reference", true, 32, 8, 7}, FusedCase{"paper", true, 8, 4, 4},
+                      // Chunks of 98 (28x28 maps): the kernel's 16-lane
+                      // pass, with many tied codes at 8 bits.
+                      FusedCase{"reference", true, 16, 8, 28},
+                      FusedCase{"reference", false, 16, 8, 28}, FusedCase{"std", false, 16, 8, 6},
+                      FusedCase{"std", false, 64, 4, 7}, FusedCase{"std", true, 16, 8, 6},
+                      FusedCase{"std", true, 32, 4, 28}),
+    [](const auto& info) {
+      return info.param.variant + (info.param.int8 ? "_int8_" : "_fp32_") +
+             std::to_string(info.param.channels) + "ch_" + std::to_string(info.param.size) + "px";
+    });
 
 TEST(RangeEvoNorm, ChunksFallBackBelowSixteen) {
   EXPECT_EQ(range_chunks(16 * 98), 16);
@@ -435,9 +481,9 @@ TEST(RangeEvoNorm, VectorisedRangeStatisticEqualsTheSequentialOne) {
     std::int64_t channels, groups, side, nodes;
   };
   torch::manual_seed(21);
-  for (const Shape& shape : {Shape{16, 8, 32, 1}, Shape{32, 8, 16, 2}, Shape{64, 8, 8, 3},
-                             Shape{16, 8, 28, 1}, Shape{32, 8, 14, 2}, Shape{64, 8, 7, 1},
-                             Shape{20, 4, 9, 2}, Shape{48, 16, 5, 1}}) {
+  for (const Shape& shape :
+       {Shape{16, 8, 32, 1}, Shape{32, 8, 16, 2}, Shape{64, 8, 8, 3}, Shape{16, 8, 28, 1},
+        Shape{32, 8, 14, 2}, Shape{64, 8, 7, 1}, Shape{20, 4, 9, 2}, Shape{48, 16, 5, 1}}) {
     const std::int64_t pixels = shape.side * shape.side, stride = shape.nodes * shape.channels;
     const std::int64_t chunks = range_chunks(shape.channels / shape.groups * pixels);
     for (int trial = 0; trial < 4; ++trial) {
@@ -455,8 +501,8 @@ TEST(RangeEvoNorm, VectorisedRangeStatisticEqualsTheSequentialOne) {
       for (std::int64_t node = 0; node < shape.nodes; ++node) {
         const float* slice = x.data_ptr<float>() + node * shape.channels;
         const auto args = [&](bool sequential) {
-          return slice_range_statistic(slice, pixels, stride, shape.channels, shape.groups,
-                                       chunks, 0.3f, sequential);
+          return slice_range_statistic(slice, pixels, stride, shape.channels, shape.groups, chunks,
+                                       0.3f, sequential);
         };
         const SliceRangeStatistic fast = args(false), reference = args(true);
         const std::string where = std::to_string(shape.channels) + " channels, " +

@@ -285,6 +285,7 @@ at::Tensor int8_linear(const QuantizedTensor& x, const QuantizedTensor& w, const
 }
 
 at::Tensor int8_linear_input_grad(const QuantizedTensor& gy, const QuantizedTensor& w) {
+  RECORD_FUNCTION("lpdt::int8_linear_input_grad", std::vector<c10::IValue>());
   const std::int64_t k = gy.codes.size(0), b = gy.codes.size(1), out = gy.codes.size(2),
                      in = w.codes.size(2);
   const at::Tensor wq = (w.codes.to(at::kInt) - 128).to(at::kChar).contiguous();  // [k, out, in]

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -104,8 +106,8 @@ void window_sums(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t 
     std::vector<std::int32_t> pixel(static_cast<std::size_t>(h * w));
     std::vector<std::int32_t> across(static_cast<std::size_t>(h * g.out_width()));
     for (std::int64_t b = begin; b < end; ++b) {
-      sample_window_sums(x + b * h * w * pixel_stride, pixel_stride, channel_zero, g,
-                         pixel.data(), across.data(), sums + b * positions);
+      sample_window_sums(x + b * h * w * pixel_stride, pixel_stride, channel_zero, g, pixel.data(),
+                         across.data(), sums + b * positions);
     }
   });
 }
@@ -121,6 +123,7 @@ struct DirectConv {
   dnnl::convolution_forward conv;
   dnnl::reorder weight_reorder;  // plain [Cout, Cin, kh, kw] int8 -> the primitive's layout
   dnnl::memory::desc src, dst, plain_weight, weight, scratchpad;
+  std::string impl;  // oneDNN's name of the implementation taken
 };
 
 using GeometryKey = std::array<std::int64_t, 8>;
@@ -128,6 +131,36 @@ using GeometryKey = std::array<std::int64_t, 8>;
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
+}
+
+// Median-free "best of a few" time of one execution of `pd`'s primitive on scratch buffers, in
+// milliseconds. Integer convolutions take the same time whatever the codes, so zeros do.
+double time_candidate(const dnnl::convolution_forward::primitive_desc& pd,
+                      const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+  const dnnl::engine& engine = cpu_engine();
+  dnnl::memory src_memory(src, engine), dst_memory(dst, engine);
+  dnnl::memory weight_memory(pd.weights_desc(), engine);
+  dnnl::memory scratch_memory(pd.scratchpad_desc(), engine);
+  std::int32_t zero = 0;
+  dnnl::memory zero_memory(dnnl::memory::desc({1}, DataType::s32, Tag::x), engine, &zero);
+  std::memset(src_memory.get_data_handle(), 0, src.get_size());
+  std::memset(weight_memory.get_data_handle(), 0, pd.weights_desc().get_size());
+  const dnnl::convolution_forward conv(pd);
+  dnnl::stream stream(engine);
+  double best = std::numeric_limits<double>::infinity();
+  for (int run = 0; run < 4; ++run) {  // the first run pages the buffers in
+    const auto start = std::chrono::steady_clock::now();
+    conv.execute(stream, {{DNNL_ARG_SRC, src_memory},
+                          {DNNL_ARG_WEIGHTS, weight_memory},
+                          {DNNL_ARG_DST, dst_memory},
+                          {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_memory},
+                          {DNNL_ARG_SCRATCHPAD, scratch_memory}});
+    stream.wait();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (run > 0) best = std::min(best, ms);
+  }
+  return best;
 }
 
 std::shared_ptr<const DirectConv> make_direct_conv(const ConvGeometry& g) {
@@ -150,7 +183,24 @@ std::shared_ptr<const DirectConv> make_direct_conv(const ConvGeometry& g) {
   attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   // Scratch memory from the caller, so that threads running nodes side by side never share it.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+  // oneDNN offers its implementations best-first by its own heuristics, and on a Zen 5 CPU they
+  // are wrong for ResNet's 16-channel 32x32 layers: its brgemm kernel took 0.31 ms per call where
+  // the direct jit_int8 one takes 0.17 ms for the same products at 32 channels
+  // (docs/benchmarks.md, low precision item 21). Every implementation computes the same exact
+  // int32 sums, so the fastest one, timed here once per geometry, is taken.
+  dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+  int best = 0, index = 0;
+  double best_ms = std::numeric_limits<double>::infinity();
+  do {
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0) {  // oneDNN's reference loops
+      const double ms = time_candidate(pd, made->src, made->dst);
+      if (ms < best_ms) best_ms = ms, best = index;
+    }
+    ++index;
+  } while (pd.next_impl());
+  pd = dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
+  for (int i = 0; i < best; ++i) pd.next_impl();
+  made->impl = pd.impl_info_str();
   made->weight = pd.weights_desc();
   made->scratchpad = pd.scratchpad_desc();
   made->conv = dnnl::convolution_forward(pd);

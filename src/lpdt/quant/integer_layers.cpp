@@ -75,9 +75,13 @@ struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
         gy, x_real, w_real, c10::nullopt, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1},
         false, {0, 0}, k * g.groups, {false, true, false});
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum({0, 2, 3}) : at::Tensor();
-    // Layer gradient in int8: the output gradient at 8 bits through the weight codes.
+    // Layer gradient in int8: the output gradient at 8 bits through the weight codes; not for a
+    // first layer, whose input (the data) needs none. Its draws are counter-based per site, so
+    // skipping them changes no other layer's.
     const at::Tensor grad_x =
-        int8_conv2d_input_grad(quantized_gradient(gy, k, load_request(ctx)), qw, g, k);
+        ctx->needs_input_grad(0)
+            ? int8_conv2d_input_grad(quantized_gradient(gy, k, load_request(ctx)), qw, g, k)
+            : at::Tensor();
     return {grad_x,       grad_w.view(qw.codes.sizes()),
             grad_b,       at::Tensor(),
             at::Tensor(), at::Tensor(),
@@ -108,7 +112,9 @@ struct IntegerLinear : torch::autograd::Function<IntegerLinear> {
     const at::Tensor grad_w = at::bmm(gy.transpose(1, 2), dequantize(qx, k));  // [k, out, in]
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum(1) : at::Tensor();
     const at::Tensor grad_x =
-        int8_linear_input_grad(quantized_gradient(gy, k, load_request(ctx)), qw);
+        ctx->needs_input_grad(0)
+            ? int8_linear_input_grad(quantized_gradient(gy, k, load_request(ctx)), qw)
+            : at::Tensor();
     return {grad_x,       grad_w,       grad_b,       at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
