@@ -73,6 +73,15 @@ TEST_P(Int8DirectConv, MatchesTheReferenceLoopsBitForBit) {
     const at::Tensor slow = reference_conv(x, c.pixel_stride, x_zero, w, w_zero, g);
     EXPECT_TRUE(at::equal(fast, slow))
         << "extreme " << extreme << ": max difference " << (fast - slow).abs().max().item<int>();
+    // The correction left to the caller: oneDNN's sums and S[p], with acc - z_w S[p] the same.
+    at::Tensor deferred = at::empty_like(fast);
+    at::Tensor sums = at::empty({g.positions(), 1}, at::kInt);
+    int8_direct_conv_s32(x.data_ptr<std::uint8_t>(), c.pixel_stride, x_zero,
+                         w.data_ptr<std::int8_t>(), w_zero, g, deferred.data_ptr<std::int32_t>(),
+                         sums.data_ptr<std::int32_t>());
+    EXPECT_FALSE(at::equal(deferred, slow)) << "extreme " << extreme;
+    EXPECT_TRUE(at::equal(deferred - static_cast<int>(w_zero) * sums, slow))
+        << "extreme " << extreme;
   }
 }
 
@@ -96,10 +105,10 @@ TEST(Int8DirectConv, WindowSumsEqualABruteForceSum) {
     std::int64_t channels, kernel, stride, padding, pixel_stride, height, width;
   };
   torch::manual_seed(23);
-  for (const Case& c : {Case{16, 3, 1, 1, 16, 9, 7}, Case{37, 3, 1, 1, 40, 6, 11},
-                        Case{64, 3, 2, 1, 64, 8, 8}, Case{5, 5, 1, 2, 15, 7, 9},
-                        Case{16, 1, 2, 0, 48, 9, 9}, Case{1, 3, 1, 0, 2, 5, 6},
-                        Case{32, 3, 2, 1, 32, 7, 5}}) {
+  for (const Case& c :
+       {Case{16, 3, 1, 1, 16, 9, 7}, Case{37, 3, 1, 1, 40, 6, 11}, Case{64, 3, 2, 1, 64, 8, 8},
+        Case{5, 5, 1, 2, 15, 7, 9}, Case{16, 1, 2, 0, 48, 9, 9}, Case{1, 3, 1, 0, 2, 5, 6},
+        Case{32, 3, 2, 1, 32, 7, 5}}) {
     ConvGeometry g;
     g.batch = 2, g.in_channels = c.channels, g.out_channels = 1, g.height = c.height,
     g.width = c.width, g.kernel = c.kernel, g.stride = c.stride, g.padding = c.padding;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
 #include "lpdt/quant/int8_depthwise_conv.h"
 #include "lpdt/quant/int8_direct_conv.h"
@@ -98,17 +99,33 @@ at::Tensor pack_conv_weight(const at::Tensor& shifted, std::int64_t groups) {
 
 namespace {
 
-// Requantization stage: int32 -> real, s * acc (+ bias), for `channels` channels of every
-// position: acc [positions, channels] into out + p * out_stride.
+// One position's requantization: dst[o] = s * (acc[o] - correction) (+ bias[o]). Cloned per ISA
+// and without a select inside the loop, so that it runs on full-width vectors (cpu_dispatch.h).
+LPDT_CPU_CLONES void scale_position(const std::int32_t* __restrict acc, std::int64_t channels,
+                                    float s, std::int32_t correction, const float* __restrict bias,
+                                    float* __restrict dst) {
+  if (bias == nullptr) {
+    for (std::int64_t c = 0; c < channels; ++c) {
+      dst[c] = s * static_cast<float>(acc[c] - correction);
+    }
+  } else {
+    for (std::int64_t c = 0; c < channels; ++c) {
+      dst[c] = s * static_cast<float>(acc[c] - correction) + bias[c];
+    }
+  }
+}
+
+// Requantization stage: int32 -> real, s * (acc - z_w S[p]) (+ bias), for `channels` channels of
+// every position p: acc [positions, channels] into out + p * out_stride. window_sums = S, the
+// direct convolution's weight-zero-point correction (int8_direct_conv.h) folded into this pass;
+// null when there is none.
 void write_scaled(const std::int32_t* acc, std::int64_t positions, std::int64_t channels, float s,
-                  const float* bias, float* out, std::int64_t out_stride) {
+                  const float* bias, float* out, std::int64_t out_stride,
+                  const std::int32_t* window_sums = nullptr, std::int32_t weight_zero = 0) {
   at::parallel_for(0, positions, 256, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t p = begin; p < end; ++p) {
-      float* dst = out + p * out_stride;
-      const std::int32_t* src = acc + p * channels;
-      for (std::int64_t c = 0; c < channels; ++c) {
-        dst[c] = s * static_cast<float>(src[c]) + (bias ? bias[c] : 0.0f);
-      }
+      const std::int32_t correction = window_sums ? weight_zero * window_sums[p] : 0;
+      scale_position(acc + p * channels, channels, s, correction, bias, out + p * out_stride);
     }
   });
 }
@@ -146,12 +163,16 @@ at::Tensor convolve_nodes(const QuantizedTensor& x, const QuantizedTensor& w,
   const at::Tensor acc_buffer = at::empty({n * (cout / g.groups)}, at::kInt);
   std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
   if (g.groups == 1 && int8_direct_conv_available()) {
+    std::vector<std::int32_t> sums(static_cast<std::size_t>(n));
     for (std::int64_t node = 0; node < k; ++node) {
+      const std::int8_t z = weight_zero(w, node);
+      // The correction is folded into the requantization pass instead of a pass of its own.
       int8_direct_conv_s32(codes + node * cin, k * cin, activation_zero(x, node),
-                           shifted.data_ptr<std::int8_t>() + node * node_weights,
-                           weight_zero(w, node), g, acc);
+                           shifted.data_ptr<std::int8_t>() + node * node_weights, z, g, acc,
+                           sums.data());
       write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
-                   b ? b + node * cout : nullptr, out + node * cout, k * cout);
+                   b ? b + node * cout : nullptr, out + node * cout, k * cout,
+                   z != 0 ? sums.data() : nullptr, z);
     }
     return y;
   }

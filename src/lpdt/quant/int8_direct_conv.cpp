@@ -225,7 +225,7 @@ std::shared_ptr<const DirectConv> direct_conv_for(const ConvGeometry& g) {
 
 void int8_direct_conv_s32(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,
                           const std::int8_t* weight, std::int8_t weight_zero, const ConvGeometry& g,
-                          std::int32_t* acc) {
+                          std::int32_t* acc, std::int32_t* deferred_sums) {
   LPDT_CHECK(g.groups == 1 && pixel_stride >= g.in_channels, "int8_direct_conv_s32: geometry");
   if (!int8_direct_conv_available()) {
     throw ConfigError(
@@ -267,7 +267,11 @@ void int8_direct_conv_s32(const std::uint8_t* x, std::int64_t pixel_stride, std:
                                 {DNNL_ARG_SCRATCHPAD, scratch_memory}});
   stream.wait();
   if (weight_zero == 0) return;
-  // Correction stage: acc[p, o] -= z_w * S[p] (the header's formula).
+  // Correction stage: acc[p, o] -= z_w * S[p] (the header's formula), or S for the caller.
+  if (deferred_sums != nullptr) {
+    window_sums(src, c, x_zero, g, deferred_sums);
+    return;
+  }
   const std::int64_t positions = g.positions(), cout = g.out_channels;
   std::vector<std::int32_t> sums(static_cast<std::size_t>(positions));
   window_sums(src, c, x_zero, g, sums.data());
@@ -280,7 +284,7 @@ void int8_direct_conv_s32(const std::uint8_t* x, std::int64_t pixel_stride, std:
     }
   });
 #else
-  (void)x, (void)x_zero, (void)weight, (void)weight_zero, (void)acc;
+  (void)x, (void)x_zero, (void)weight, (void)weight_zero, (void)acc, (void)deferred_sums;
 #endif
 }
 

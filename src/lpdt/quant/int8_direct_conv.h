@@ -29,11 +29,14 @@ bool int8_direct_conv_available();
 // x: one node's codes, element (b, y, x, c) at ((b * H + y) * W + x) * pixel_stride + c (the
 // node's channel slice of a channels-last tensor; pixel_stride >= C); weight: [Cout, Cin, kernel,
 // kernel] int8 (codes - 128), contiguous; weight_zero: the weight zero point - 128; g: one node's
-// geometry with groups == 1. acc: [positions, Cout] int32, fully written.
+// geometry with groups == 1. acc: [positions, Cout] int32, fully written. With deferred_sums
+// ([positions] int32), the correction is left to the caller: acc holds oneDNN's sums and
+// deferred_sums S[p] (written only when weight_zero != 0), so that acc - weight_zero * S[p] can be
+// formed in the caller's next pass over acc.
 // A ConfigError when int8_direct_conv_available() is false.
 void int8_direct_conv_s32(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,
                           const std::int8_t* weight, std::int8_t weight_zero, const ConvGeometry& g,
-                          std::int32_t* acc);
+                          std::int32_t* acc, std::int32_t* deferred_sums = nullptr);
 
 // S[p] of the correction above for every output position p: [positions] int32. x as for
 // int8_direct_conv_s32. Exposed for its test.
