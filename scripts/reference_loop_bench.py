@@ -382,8 +382,7 @@ def lpdt_images_per_s(args, precision):
         out = os.path.join(tmp, "bench.json")
         common = ["--nodes", str(args.lpdt_nodes), "--steps", str(args.steps), "--warmup",
                   str(args.warmup), "--channels", str(args.channels), "--size", str(args.size),
-                  "--batch", str(args.batch), "--threads", str(args.lpdt_threads),
-                  "--passes-side-by-side", str(args.lpdt_passes_side_by_side), "--json", out]
+                  "--batch", str(args.batch), "--threads", str(args.lpdt_threads), "--json", out]
         if precision == "fp32":
             cmd = [args.lpdt, "bench", *common]
         else:
@@ -442,8 +441,6 @@ def main():
     parser.add_argument("--lpdt", help="also time this lpdt binary's `bench` in alternation")
     parser.add_argument("--lpdt-nodes", type=int, default=8, help="nodes of the lpdt measurement")
     parser.add_argument("--lpdt-threads", type=int, default=0, help="lpdt's threads (0: all)")
-    parser.add_argument("--lpdt-passes-side-by-side", type=int, default=1,
-                        help="lpdt's run.passes_side_by_side (1: one pass at a time)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="alternating rounds of the reference loop and lpdt")
     parser.add_argument("--json", help="also write the results here")
