@@ -35,9 +35,6 @@ expect 2 "torus" -- "$lpdt" topo --topology torus --nodes 10
 expect 1 "no-such-dir" -- "$lpdt" train --set data.dir="$work/no-such-dir" --out "$work/runs"
 expect 2 "run.device = 'cuda'" -- "$lpdt" train --set run.device=cuda
 expect 2 "run.cuda_graph" -- "$lpdt" train --set run.cuda_graph=sometimes
-expect 2 "set run.passes_side_by_side = 1" -- "$lpdt" train --set model.precision=bf16 \
-  --set run.passes_side_by_side=2
-expect 2 "run.passes_side_by_side" -- "$lpdt" train --set run.passes_side_by_side=0
 expect 2 "device" -- "$lpdt" bench --device tpu
 # The engine bench takes every model precision; a wrong one names the accepted values.
 expect 0 "resnet" -- "$lpdt" bench --nodes 2 --model-precision bf16 --depth 8 --channels 1 --size 8 \

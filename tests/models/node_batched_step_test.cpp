@@ -3,9 +3,8 @@
 #include "lpdt/models/node_batched_step.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <cmath>
+#include <torch/torch.h>
 
 #include "lpdt/core/cuda_step_graph.h"
 
@@ -45,65 +44,6 @@ TEST(ComputeGradients, PassSizeAndConvAlgorithmDoNotChangeTheResult) {
   EXPECT_FALSE(x.requires_grad()) << "the caller's parameters must stay a plain tensor";
 }
 
-// Passes side by side (each on one thread of an OpenMP team) compute what one pass at a time
-// computes: every architecture's integer, simulated and float layers, buffers included. The
-// same draws, and oneDNN splitting its float sums by another thread count: equal to rounding.
-struct SideBySideCase {
-  std::string arch;
-  quant::Precision precision;
-  quant::QuantBackend backend;
-};
-class SideBySide : public ::testing::TestWithParam<SideBySideCase> {};
-
-TEST_P(SideBySide, PassesSideBySideComputeWhatPassesInTurnDo) {
-  const SideBySideCase c = GetParam();
-  ModelOptions options;
-  options.arch = c.arch;
-  options.depth = 8;
-  options.in_channels = 3;
-  options.height = options.width = 16;
-  options.quant.precision = c.precision;
-  options.quant.backend = c.backend;
-  const auto model = make_model(options);
-  const std::int64_t k = 4, b = 4;
-  torch::manual_seed(17);
-  const at::Tensor x = model->init_params(3).unsqueeze(0).repeat({k, 1}) +
-                       0.02 * torch::randn({k, model->num_params()});
-  const at::Tensor inputs = torch::randn({k, b, 3, 16, 16});
-  const at::Tensor targets = torch::randint(0, 10, {k, b}, torch::kLong);
-  const quant::DrawKey draws{5, 2, 0};
-  std::vector<at::Tensor> in_turn_buffers = model->init_buffers(k);
-  // The whole team first, so that whatever it caches (oneDNN primitives) exists when the
-  // one-thread passes run.
-  const GradientResult in_turn = compute_gradients(*model, x, in_turn_buffers, inputs, targets, 1,
-                                                   nn::ConvAlgorithm::kGrouped, draws, 1);
-  std::vector<at::Tensor> buffers = model->init_buffers(k);
-  const GradientResult side_by_side = compute_gradients(*model, x, buffers, inputs, targets, 1,
-                                                        nn::ConvAlgorithm::kGrouped, draws, 2);
-  const auto relative = [](const at::Tensor& a, const at::Tensor& r) {
-    return ((a - r).abs().max() / (r.abs().max() + 1e-12)).item<double>();
-  };
-  EXPECT_LT(relative(side_by_side.grad, in_turn.grad), 1e-4);
-  EXPECT_LT(relative(side_by_side.loss, in_turn.loss), 1e-5);
-  for (std::size_t j = 0; j < buffers.size(); ++j) {
-    EXPECT_LT(relative(buffers[j], in_turn_buffers[j]), 1e-5) << "buffer " << j;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Models, SideBySide,
-    ::testing::Values(
-        SideBySideCase{"resnet", quant::Precision::kFp32, quant::QuantBackend::kSimulated},
-        SideBySideCase{"resnet", quant::Precision::kInt8, quant::QuantBackend::kSimulated},
-        SideBySideCase{"resnet", quant::Precision::kInt8, quant::QuantBackend::kInteger},
-        SideBySideCase{"mobilenetv2", quant::Precision::kFp32, quant::QuantBackend::kSimulated},
-        SideBySideCase{"mobilenetv2", quant::Precision::kInt8, quant::QuantBackend::kInteger}),
-    [](const ::testing::TestParamInfo<SideBySideCase>& info) {
-      return info.param.arch + "_" +
-             (info.param.precision == quant::Precision::kFp32 ? "fp32" : "int8") + "_" +
-             (info.param.backend == quant::QuantBackend::kInteger ? "integer" : "simulated");
-    });
-
 // model.precision = "bf16": the same ResNet-20 (EvoNorm, the CPU fused kernel) with bfloat16
 // convolutions computes logits and gradients close to the float32 model's (bfloat16 keeps 8
 // significant bits), but not equal to them; parameters and gradients stay float32.
@@ -130,8 +70,9 @@ TEST(ComputeGradients, Bfloat16ConvolutionsStayCloseToFloat32) {
                                                 nn::ConvAlgorithm::kGrouped);
   ASSERT_EQ(bf16.grad.scalar_type(), at::kFloat);
   for (std::int64_t i = 0; i < k; ++i) {
-    const double loss_error = std::abs(bf16.loss[i].item<double>() - fp32.loss[i].item<double>()) /
-                              fp32.loss[i].item<double>();
+    const double loss_error =
+        std::abs(bf16.loss[i].item<double>() - fp32.loss[i].item<double>()) /
+        fp32.loss[i].item<double>();
     const double grad_error =
         (bf16.grad[i] - fp32.grad[i]).norm().item<double>() / fp32.grad[i].norm().item<double>();
     EXPECT_LT(loss_error, 1e-2) << "node " << i;
@@ -296,7 +237,7 @@ TEST(AutomaticNodesPerPass, FitsTheSavedActivationsOfAPassInTheBudget) {
   EXPECT_EQ(automatic_nodes_per_pass(64, false, budget / 3.5), 3);  // whole nodes, rounded down
   EXPECT_EQ(automatic_nodes_per_pass(64, false, budget * 2), 1);    // at least one
   EXPECT_EQ(automatic_nodes_per_pass(64, false, budget / 1000), kCpuNodesPerPass);  // the cap
-  EXPECT_EQ(automatic_nodes_per_pass(5, false, budget / 1000), 5);        // never more than k
+  EXPECT_EQ(automatic_nodes_per_pass(5, false, budget / 1000), 5);  // never more than k
   EXPECT_EQ(automatic_nodes_per_pass(64, false, 0.0), kCpuNodesPerPass);  // unknown: the cap
 }
 

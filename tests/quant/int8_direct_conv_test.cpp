@@ -4,7 +4,6 @@
 #include "lpdt/quant/int8_direct_conv.h"
 
 #include <gtest/gtest.h>
-#include <omp.h>
 #include <torch/torch.h>
 
 namespace lpdt::quant {
@@ -83,48 +82,6 @@ TEST_P(Int8DirectConv, MatchesTheReferenceLoopsBitForBit) {
     EXPECT_FALSE(at::equal(deferred, slow)) << "extreme " << extreme;
     EXPECT_TRUE(at::equal(deferred - static_cast<int>(w_zero) * sums, slow))
         << "extreme " << extreme;
-  }
-}
-
-// Inside passes that run side by side (models::compute_gradients), each on one thread of an
-// OpenMP team: the same sums as the reference loops, from both threads at once, after the same
-// geometry has run on the whole team.
-TEST(Int8DirectConvSideBySide, MatchesTheReferenceLoopsFromEveryThread) {
-  if (!int8_direct_conv_available()) GTEST_SKIP() << "needs oneDNN and AVX-512 VNNI";
-  ConvGeometry g;
-  g.batch = 8, g.in_channels = 16, g.out_channels = 16, g.height = 16, g.width = 16, g.kernel = 3,
-  g.stride = 1, g.padding = 1;
-  torch::manual_seed(9);
-  // Each thread its own codes and zero points, as two nodes' passes have.
-  const std::uint8_t x_zero[2] = {97, 12};
-  const std::int8_t w_zero[2] = {-31, 40};
-  std::vector<at::Tensor> x(2), w(2), slow(2);
-  for (int t = 0; t < 2; ++t) {
-    x[t] = torch::randint(0, 256, {g.batch * g.height * g.width * 16}, torch::kInt).to(at::kByte);
-    w[t] = torch::randint(-128, 128, {16, 16, 3, 3}, torch::kInt).to(at::kChar);
-    slow[t] = reference_conv(x[t], 16, x_zero[t], w[t], w_zero[t], g);
-  }
-  const auto run = [&](int t) {
-    at::Tensor fast = at::empty({g.positions(), g.out_channels}, at::kInt);
-    int8_direct_conv_s32(x[t].data_ptr<std::uint8_t>(), 16, x_zero[t], w[t].data_ptr<std::int8_t>(),
-                         w_zero[t], g, fast.data_ptr<std::int32_t>());
-    return fast;
-  };
-  EXPECT_TRUE(at::equal(run(0), slow[0])) << "on the whole team";
-  for (int round = 0; round < 20; ++round) {
-    std::vector<at::Tensor> results(2);
-#pragma omp parallel num_threads(2)
-    {
-      omp_set_num_threads(1);
-      const int t = omp_get_thread_num();
-      results[static_cast<std::size_t>(t)] = run(t);
-    }
-    for (int t = 0; t < 2; ++t) {
-      ASSERT_TRUE(results[t].defined());
-      ASSERT_TRUE(at::equal(results[t], slow[t]))
-          << "round " << round << ", thread " << t << ": max difference "
-          << (results[t] - slow[t]).abs().max().item<int>();
-    }
   }
 }
 

@@ -2,7 +2,6 @@
 // loops, the integer convolution / linear layer and their layer gradients against float
 // arithmetic on the dequantized codes (what the simulated backend computes).
 #include <gtest/gtest.h>
-#include <omp.h>
 #include <torch/torch.h>
 
 #include "lpdt/quant/int8_conv.h"
@@ -44,35 +43,6 @@ TEST(Int8Gemm, MatchesTheReferenceLoops) {
   }
 }
 
-// From passes side by side (models::compute_gradients): each thread of an OpenMP team, limited
-// to one thread inside, multiplies its own operands; every product equals the loops'.
-TEST(Int8Gemm, MatchesTheReferenceLoopsFromThreadsSideBySide) {
-  if (!have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";
-  torch::manual_seed(3);
-  const std::int64_t m = 2048, n = 64, k = 96;
-  std::vector<at::Tensor> a(2), b(2), fast(2), slow(2);
-  for (int t = 0; t < 2; ++t) {
-    a[t] = torch::randint(0, 256, {m, k}, torch::kInt).to(at::kByte);
-    b[t] = torch::randint(-128, 128, {k, n}, torch::kInt).to(at::kChar);
-    fast[t] = at::empty({m, n}, at::kInt);
-    slow[t] = at::empty({m, n}, at::kInt);
-    gemm_u8s8s32_reference(m, n, k, a[t].data_ptr<std::uint8_t>(), k, 131,
-                           b[t].data_ptr<std::int8_t>(), n, false, -7,
-                           slow[t].data_ptr<std::int32_t>(), n);
-  }
-#pragma omp parallel num_threads(2)
-  {
-    omp_set_num_threads(1);
-    const int t = omp_get_thread_num();
-    gemm_u8s8s32(m, n, k, a[t].data_ptr<std::uint8_t>(), k, 131, b[t].data_ptr<std::int8_t>(), n,
-                 false, -7, fast[t].data_ptr<std::int32_t>(), n);
-  }
-  for (int t = 0; t < 2; ++t) {
-    EXPECT_TRUE(at::equal(fast[t], slow[t]))
-        << "thread " << t << ": max difference " << (fast[t] - slow[t]).abs().max().item<int>();
-  }
-}
-
 // The exact float formulation (CPUs without AVX-512 VNNI) against the loops, bit for bit, on
 // random codes and on the extreme ones: every factor at +-255 and K past several chunks, where one
 // sum over K in float32 would no longer be exact (600 * 65,025 > 2^24).
@@ -83,8 +53,7 @@ TEST(Int8Gemm, ExactFloatPathMatchesTheReferenceLoops) {
       const std::int64_t m = 23, n = 17, k = 3 * kExactFloatChunk + 88, lda = k + 5;
       const std::int64_t ldb = transposed ? k + 3 : n + 2;
       at::Tensor a = torch::randint(0, 256, {m, lda}, torch::kInt).to(at::kByte);
-      at::Tensor b =
-          torch::randint(-128, 128, {transposed ? n : k, ldb}, torch::kInt).to(at::kChar);
+      at::Tensor b = torch::randint(-128, 128, {transposed ? n : k, ldb}, torch::kInt).to(at::kChar);
       std::uint8_t a_zero = 131;
       std::int8_t b_zero = -7;
       if (extreme) {  // (255 - 0) * (-128 - 127) = -65,025 in every product
@@ -142,8 +111,9 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
   const at::Tensor w_real =
       dequantize(qw, k).view({k * g.out_channels, g.group_in(), g.kernel, g.kernel});
   const at::Tensor y = int8_conv2d(qx, qw, bias, g, k);
-  const at::Tensor expected = at::conv2d(x_real, w_real, bias, {g.stride, g.stride},
-                                         {g.padding, g.padding}, {1, 1}, conv_groups);
+  const at::Tensor expected =
+      at::conv2d(x_real, w_real, bias, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1},
+                 conv_groups);
   ASSERT_EQ(y.sizes(), expected.sizes());
   expect_close(y, expected, "forward");
 
@@ -157,19 +127,23 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
   expect_close(dx, expected_dx, "layer gradient");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, Int8ConvVsFloat,
-    ::testing::Values(ConvCase{3, 1, 1, false}, ConvCase{3, 2, 1, true}, ConvCase{1, 2, 0, false},
-                      ConvCase{5, 1, 2, true}, ConvCase{3, 1, 0, false},
-                      // 1x1, stride 1: the GEMM reads the codes in place.
-                      ConvCase{1, 1, 0, true}, ConvCase{1, 1, 0, false, 2, 6, 4},
-                      // Grouped: one GEMM per group ("same" and strided).
-                      ConvCase{3, 1, 1, true, 2, 6, 4}, ConvCase{3, 2, 1, false, 2, 4, 6},
-                      // Depthwise: the direct kernel, stride 1 and 2, 5x5.
-                      ConvCase{3, 1, 1, true, 6, 6, 6}, ConvCase{3, 2, 1, false, 6, 6, 6},
-                      ConvCase{5, 1, 2, false, 4, 4, 4}, ConvCase{3, 2, 0, true, 5, 5, 5},
-                      // Depth multiplier 2: GEMMs, not the direct kernel.
-                      ConvCase{3, 1, 1, false, 3, 3, 6}));
+INSTANTIATE_TEST_SUITE_P(Shapes, Int8ConvVsFloat,
+                         ::testing::Values(ConvCase{3, 1, 1, false}, ConvCase{3, 2, 1, true},
+                                           ConvCase{1, 2, 0, false}, ConvCase{5, 1, 2, true},
+                                           ConvCase{3, 1, 0, false},
+                                           // 1x1, stride 1: the GEMM reads the codes in place.
+                                           ConvCase{1, 1, 0, true},
+                                           ConvCase{1, 1, 0, false, 2, 6, 4},
+                                           // Grouped: one GEMM per group ("same" and strided).
+                                           ConvCase{3, 1, 1, true, 2, 6, 4},
+                                           ConvCase{3, 2, 1, false, 2, 4, 6},
+                                           // Depthwise: the direct kernel, stride 1 and 2, 5x5.
+                                           ConvCase{3, 1, 1, true, 6, 6, 6},
+                                           ConvCase{3, 2, 1, false, 6, 6, 6},
+                                           ConvCase{5, 1, 2, false, 4, 4, 4},
+                                           ConvCase{3, 2, 0, true, 5, 5, 5},
+                                           // Depth multiplier 2: GEMMs, not the direct kernel.
+                                           ConvCase{3, 1, 1, false, 3, 3, 6}));
 
 TEST(Int8Linear, ForwardAndLayerGradientMatchFloat) {
   if (!have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";

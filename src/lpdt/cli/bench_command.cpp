@@ -33,10 +33,6 @@ void add_bench_command(CLI::App& app) {
                   "The engine's nodes per forward/backward pass (0 = automatic: on the CPU as "
                   "many as keep a pass's saved activations within 32 MiB, 1 to 16; all on a GPU)")
       ->capture_default_str();
-  cmd->add_option("--passes-side-by-side", options->passes_side_by_side,
-                  "The engine's passes run at once on the CPU, each on one thread, as "
-                  "run.passes_side_by_side (1 = one pass at a time on all threads; bf16 always 1)")
-      ->capture_default_str();
   cmd->add_option("--device", options->device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--model-precision", options->precision,
                   "fp32 | bf16 | int8 (simulated) for the engine-vs-per-node comparison")
@@ -116,7 +112,6 @@ void add_bench_command(CLI::App& app) {
       p.warmup_steps = options->warmup_steps;
       p.threads = options->threads;
       p.nodes_per_pass = options->nodes_per_pass;
-      p.passes_side_by_side = options->passes_side_by_side;
       p.channels = options->channels;
       p.size = options->size;
       p.modes = *modes;

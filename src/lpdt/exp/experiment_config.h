@@ -35,7 +35,6 @@ struct RunConfig {
   int log_every = 50;           // steps; 0 = per-epoch logs only
   int max_steps_per_epoch = 0;  // 0 = the full epoch
   int nodes_per_pass = 0;       // 0 = automatic (models::automatic_nodes_per_pass)
-  int passes_side_by_side = 1;  // CPU passes run at once (models::compute_gradients)
   CudaGraph cuda_graph = CudaGraph::kAuto;
   double receive_timeout_s = 600;  // multi-process runs: the deadline of every wait for a peer
 
@@ -44,17 +43,8 @@ struct RunConfig {
 
 // [data]
 struct DataConfig {
-  enum class Dataset {
-    kFashionMnist,
-    kMnist,
-    kCifar10,
-    kCifar100,
-    kSynthetic,
-    kImagenette,
-    kAgNews,
-    kSentlen,
-    kSyntheticText
-  };
+  enum class Dataset { kFashionMnist, kMnist, kCifar10, kCifar100, kSynthetic, kImagenette,
+                       kAgNews, kSentlen, kSyntheticText };
   enum class Partition { kSkew, kDirichlet, kShards, kIid };
   enum class SkewMode { kLpdt, kReference };
 
@@ -77,7 +67,7 @@ struct DataConfig {
   int image_size = 0;  // stored side S; 0 = the dataset's own (imagenette: 160)
   int crop_size = 0;   // random-resized-crop side in training, centre crop in evaluation; 0 = off
   // Text datasets (docs/data.md, "Text datasets").
-  std::string vocab;     // WordPiece vocab.txt; "" = synthetic-text's own vocabulary
+  std::string vocab;    // WordPiece vocab.txt; "" = synthetic-text's own vocabulary
   int max_length = 128;  // tokens per sequence, [CLS] and [SEP] included
 
   bool operator==(const DataConfig&) const = default;
@@ -85,17 +75,8 @@ struct DataConfig {
 
 // [model]
 struct ModelConfig {
-  enum class Arch {
-    kResnet,
-    kVgg11,
-    kLenet5,
-    kMlp,
-    kResnet18,
-    kResnet34,
-    kMobilenetv2,
-    kDistilbert,
-    kTransformer
-  };
+  enum class Arch { kResnet, kVgg11, kLenet5, kMlp, kResnet18, kResnet34, kMobilenetv2,
+                    kDistilbert, kTransformer };
   enum class Norm { kEvonorm, kBatchnorm, kGroupnorm, kRangeEvonorm, kRangeBatchnorm, kNone };
   enum class Precision { kFp32, kBf16, kInt8 };
   enum class ResidualInit { kReference, kOne };
@@ -108,7 +89,7 @@ struct ModelConfig {
   ResidualInit residual_init = ResidualInit::kReference;
   int groups = 8;  // EvoNorm / GroupNorm groups
   // Transformer classifiers (arch distilbert / transformer; models/transformer.h).
-  std::string pretrained;        // a Hugging Face model.safetensors; "" = random initialisation
+  std::string pretrained;       // a Hugging Face model.safetensors; "" = random initialisation
   int transformer_hidden = 128;  // arch transformer only; distilbert is 768
   int transformer_layers = 2;    // 6
   int transformer_heads = 4;     // 12
@@ -177,7 +158,7 @@ struct AlgoConfig {
   Name name = Name::kChoco;
   double consensus_step = 1.0;  // the paper's gamma, the official code's --eta
   Compressor compressor = Compressor::kNone;
-  double keep_fraction = 1.0;                           // the official --k is 1 - keep_fraction
+  double keep_fraction = 1.0;  // the official --k is 1 - keep_fraction
   MessageValues message_values = MessageValues::kFp32;  // docs/wire.md
   QuantConfig::Rounding message_rounding = QuantConfig::Rounding::kStochastic;
   bool qgm = false;

@@ -7,9 +7,7 @@
 // range). An operator's self time is its time less that of the operators it called, so the self
 // times of all rows plus the time outside any operator add up to the profiled steps' wall time.
 // Observing costs a clock read and a hash lookup per range, so profiled steps are run after the
-// timed ones and their wall time is reported beside the unprofiled median. Only the calling
-// thread is observed: `bench --precision --profile` runs its profiled steps one pass at a time
-// (run.passes_side_by_side = 1), so that every pass runs there.
+// timed ones and their wall time is reported beside the unprofiled median.
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -55,12 +55,12 @@ std::vector<PrecisionResult> run_precision_bench(
   std::snprintf(
       line, sizeof line,
       "lpdt bench --precision: %s depth %lld, %lldx%lldx%lld inputs, batch %lld/node, %s, "
-      "passes side by side: %d, median of %lld steps after %lld warm-up",
+      "median of %lld steps after %lld warm-up",
       options.arch.c_str(), static_cast<long long>(options.depth),
       static_cast<long long>(options.channels), static_cast<long long>(options.size),
       static_cast<long long>(options.size), static_cast<long long>(options.batch_size),
-      runtime.description().c_str(), options.passes_side_by_side,
-      static_cast<long long>(options.steps), static_cast<long long>(options.warmup_steps));
+      runtime.description().c_str(), static_cast<long long>(options.steps),
+      static_cast<long long>(options.warmup_steps));
   progress(line);
   if (options.profile_rows > 0) {
     std::snprintf(line, sizeof line,
@@ -97,38 +97,31 @@ std::vector<PrecisionResult> run_precision_bench(
       std::vector<at::Tensor> buffers = model->init_buffers(n);
       algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout());
       metrics::ByteLedger ledger = optimizer.make_ledger();
-      std::vector<double> times;
-      // The memory a pass holds for backward, per node: one pass of the first nodes, before the
-      // steps (side by side, several passes would hold theirs at once).
-      double held_bytes = 0;
-      {
-        const std::int64_t count = std::min(pass, n);
-        at::Tensor xs = x.narrow(0, 0, count).detach().requires_grad_(true);
-        std::vector<at::Tensor> pass_buffers;
-        for (const auto& b : buffers) pass_buffers.push_back(b.narrow(0, 0, count).clone());
-        nn::Context ctx{&model->layout(),           xs, &pass_buffers, count, true,
-                        nn::ConvAlgorithm::kGrouped};
-        ctx.draws = quant::DrawKey{1, -1, 0};
-        const double before = heap_bytes_in_use();
-        const at::Tensor loss = models::node_batched_loss(
-            model->forward(ctx, inputs.narrow(0, 0, count)), targets.narrow(0, 0, count));
-        held_bytes = (heap_bytes_in_use() - before) / static_cast<double>(count);
-        loss.backward();
-      }
-      // bf16: one pass at a time (trainer.cpp, check_passes_side_by_side).
-      const int side_by_side = mode == "bf16" ? 1 : options.passes_side_by_side;
-      // The trainer's CPU step: `pass` nodes per forward/backward pass, passes side by side.
-      const auto run_step = [&](std::int64_t step, int passes_at_once) {
-        const models::GradientResult gradients = models::compute_gradients(
-            *model, x, buffers, inputs, targets, pass, nn::ConvAlgorithm::kGrouped,
-            quant::DrawKey{1, step, 0}, passes_at_once);
+      std::vector<double> times, held;
+      const auto run_step = [&](std::int64_t step) {
+        at::Tensor grad = at::empty_like(x);
+        // The trainer's CPU configuration: `pass` nodes per forward/backward pass.
+        for (std::int64_t first = 0; first < n; first += pass) {
+          const std::int64_t count = std::min(pass, n - first);
+          at::Tensor xs = x.narrow(0, first, count).detach().requires_grad_(true);
+          std::vector<at::Tensor> pass_buffers;
+          for (const auto& b : buffers) pass_buffers.push_back(b.narrow(0, first, count));
+          nn::Context ctx{&model->layout(), xs, &pass_buffers, count, true};
+          ctx.draws = quant::DrawKey{1, step, first};
+          const double before = heap_bytes_in_use();
+          const at::Tensor loss = models::node_batched_loss(
+              model->forward(ctx, inputs.narrow(0, first, count)), targets.narrow(0, first, count));
+          held.push_back((heap_bytes_in_use() - before) / static_cast<double>(count));
+          loss.backward();
+          grad.narrow(0, first, count).copy_(xs.grad());
+        }
         torch::NoGradGuard no_grad;
-        optimizer.step(x, gradients.grad, mixing, 0.01, step, ledger);
+        optimizer.step(x, grad, mixing, 0.01, step, ledger);
       };
       const std::int64_t timed_end = options.warmup_steps + options.steps;
       for (std::int64_t step = 0; step < timed_end; ++step) {
         const auto start = Clock::now();
-        run_step(step, side_by_side);
+        run_step(step);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         if (step >= options.warmup_steps) times.push_back(ms);
       }
@@ -138,7 +131,7 @@ std::vector<PrecisionResult> run_precision_bench(
       r.mode = mode;
       r.step_ms = median(times);
       r.images_per_s = static_cast<double>(n * options.batch_size) / (r.step_ms / 1000.0);
-      r.activation_mib = held_bytes / (1024.0 * 1024.0);
+      r.activation_mib = median(held) / (1024.0 * 1024.0);
       if (mode == "fp32") fp32_ms = r.step_ms, fp32_mib = r.activation_mib;
       r.speedup_vs_fp32 = fp32_ms > 0 ? fp32_ms / r.step_ms : 0;
       r.activation_ratio_vs_fp32 = fp32_mib > 0 ? fp32_mib / r.activation_mib : 0;
@@ -160,9 +153,8 @@ std::vector<PrecisionResult> run_precision_bench(
       if (options.profile_rows > 0) {
         r.profile = profile_operators(
             [&] {
-              // One pass at a time: the profile observes the thread that runs the step.
               for (std::int64_t step = timed_end; step < timed_end + options.steps; ++step) {
-                run_step(step, 1);
+                run_step(step);
               }
             },
             options.steps);

@@ -23,8 +23,6 @@ struct PrecisionBenchOptions {
   int threads = 0;
   // Nodes per forward/backward pass; 0 = the trainer's automatic choice (run.nodes_per_pass = 0).
   std::int64_t nodes_per_pass = 0;
-  // Passes run at once, each on one thread, as run.passes_side_by_side (bf16 runs one at a time).
-  int passes_side_by_side = 1;
   std::int64_t channels = 1;
   std::int64_t size = 28;
   std::vector<std::string> modes = {"fp32", "bf16", "int8-simulated", "int8-integer"};
@@ -36,9 +34,7 @@ struct PrecisionBenchOptions {
 
 struct PrecisionResult {
   std::int64_t nodes = 0;
-  std::int64_t nodes_per_pass = 0;
-  // Passes run at once, each on one thread, as run.passes_side_by_side (bf16 runs one at a time).
-  int passes_side_by_side = 1;  // nodes in one forward/backward pass
+  std::int64_t nodes_per_pass = 0;  // nodes in one forward/backward pass
   std::string mode;
   double step_ms = 0;  // median over timed steps
   double images_per_s = 0;

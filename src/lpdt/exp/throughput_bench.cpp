@@ -58,11 +58,10 @@ std::vector<ThroughputResult> run_throughput_bench(
   const auto model = models::make_model(model_options);
   char line[256];
   std::snprintf(line, sizeof line,
-                "lpdt bench: %s, batch %lld/node, %s on %s, engine passes side by side: %d, "
-                "median of %lld steps after %lld warm-up",
+                "lpdt bench: %s, batch %lld/node, %s on %s, median of %lld steps after %lld "
+                "warm-up",
                 model->name().c_str(), static_cast<long long>(options.batch_size),
                 runtime.description().c_str(), options.device.c_str(),
-                on_gpu || precision == quant::Precision::kBf16 ? 1 : options.passes_side_by_side,
                 static_cast<long long>(options.steps),
                 static_cast<long long>(options.warmup_steps));
   progress(line);
@@ -86,9 +85,6 @@ std::vector<ThroughputResult> run_throughput_bench(
     // nodes_per_pass >= 0: the node-batched engine (0 = all nodes in one pass);
     // -1: n separate models (own parameter tensors and buffers), one after the other.
     // use_graph: the engine's step captured as a CUDA graph after the warm-up, then replayed.
-    // bf16: one pass at a time (trainer.cpp, check_passes_side_by_side).
-    const int side_by_side =
-        on_gpu || precision == quant::Precision::kBf16 ? 1 : options.passes_side_by_side;
     auto measure = [&](std::int64_t nodes_per_pass, nn::ConvAlgorithm conv, bool use_graph) {
       at::Tensor x = model->init_params(1).to(device).unsqueeze(0).repeat({n, 1});
       std::vector<at::Tensor> buffers = model->init_buffers(n);
@@ -102,10 +98,9 @@ std::vector<ThroughputResult> run_throughput_bench(
         if (use_graph && step >= options.warmup_steps) {
           if (step == options.warmup_steps) {
             graph.capture([&] {
-              const at::Tensor grad =
-                  models::compute_gradients(*model, x, buffers, inputs, targets, nodes_per_pass,
-                                            conv, {}, side_by_side)
-                      .grad;
+              const at::Tensor grad = models::compute_gradients(*model, x, buffers, inputs, targets,
+                                                                nodes_per_pass, conv)
+                                          .grad;
               torch::NoGradGuard no_grad;
               optimizer.step(x, grad, mixing, 0.01, step, ledger);
             });
@@ -119,9 +114,9 @@ std::vector<ThroughputResult> run_throughput_bench(
         const auto start = Clock::now();
         at::Tensor grad;
         if (nodes_per_pass >= 0) {
-          grad = models::compute_gradients(*model, x, buffers, inputs, targets, nodes_per_pass,
-                                           conv, {}, side_by_side)
-                     .grad;
+          grad =
+              models::compute_gradients(*model, x, buffers, inputs, targets, nodes_per_pass, conv)
+                  .grad;
         } else {
           // The official code's shape of work: n separate models, one after the other.
           std::vector<at::Tensor> grads;

@@ -19,7 +19,6 @@ struct ThroughputBenchOptions {
   std::int64_t channels = 3;
   std::int64_t size = 32;
   std::int64_t nodes_per_pass = 0;  // the engine's pass size (0 = automatic, as run.nodes_per_pass)
-  int passes_side_by_side = 1;      // the engine's, as run.passes_side_by_side
   std::string device = "cpu";       // cpu | cuda
   std::string precision = "fp32";   // fp32 | bf16 | int8 (simulated backend: runs on any device)
   std::string norm = "evonorm";     // the model's normalisation (ModelOptions::norm)
@@ -29,11 +28,11 @@ struct ThroughputBenchOptions {
 struct ThroughputResult {
   std::int64_t nodes = 0;
   std::int64_t engine_nodes_per_pass = 0;  // the engine's pass size (automatic unless given)
-  double batched_step_ms = 0;              // median
-  double per_node_step_ms = 0;             // median
+  double batched_step_ms = 0;   // median
+  double per_node_step_ms = 0;  // median
   double batched_images_per_s = 0;
   double per_node_images_per_s = 0;
-  double speedup = 0;  // engine / per-node
+  double speedup = 0;                   // engine / per-node
   // CPU: the engine with another pass size (third_nodes_per_pass: the cap of the automatic choice
   // when that took one node, else one node). CUDA: the engine's step captured once as a CUDA
   // graph and replayed.

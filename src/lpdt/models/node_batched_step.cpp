@@ -1,25 +1,22 @@
 #include "lpdt/models/node_batched_step.h"
 
-#include <omp.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 
 namespace lpdt::models {
 
 GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  std::vector<at::Tensor>& buffers, const at::Tensor& inputs,
                                  const at::Tensor& targets, std::int64_t nodes_per_pass,
-                                 nn::ConvAlgorithm conv_algorithm, const quant::DrawKey& draws,
-                                 int passes_side_by_side) {
+                                 nn::ConvAlgorithm conv_algorithm, const quant::DrawKey& draws) {
   const std::int64_t k = x.size(0);
   const std::int64_t pass = nodes_per_pass <= 0 ? k : std::min(nodes_per_pass, k);
   GradientResult result;
   result.grad = at::empty_like(x);
   result.loss = at::empty({k}, x.options());
-  const auto run_pass = [&](std::int64_t start) {
+  for (std::int64_t start = 0; start < k; start += pass) {
     const std::int64_t count = std::min(pass, k - start);
     // A leaf per pass: its gradient is written straight into the rows of the result.
     at::Tensor xs = x.narrow(0, start, count).detach().requires_grad_(true);
@@ -40,32 +37,7 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
     node_losses.sum().backward();
     result.grad.narrow(0, start, count).copy_(xs.grad());
     result.loss.narrow(0, start, count).copy_(node_losses.detach());
-  };
-  const std::int64_t passes = (k + pass - 1) / pass;
-  const int workers = static_cast<int>(std::min<std::int64_t>(passes_side_by_side, passes));
-  if (workers <= 1 || !x.device().is_cpu()) {
-    for (std::int64_t start = 0; start < k; start += pass) run_pass(start);
-    return result;
   }
-  const bool grad_mode = at::GradMode::is_enabled();
-  std::exception_ptr failure;
-#pragma omp parallel num_threads(workers)
-  {
-    // Inside the region each worker's own parallel loops (ATen's, oneDNN's) get one thread: the
-    // team-size query they size their work by would otherwise still answer the outer count.
-    omp_set_num_threads(1);
-    at::GradMode::set_enabled(grad_mode);  // thread-local
-#pragma omp for schedule(static, 1)
-    for (std::int64_t i = 0; i < passes; ++i) {
-      try {
-        run_pass(i * pass);
-      } catch (...) {
-#pragma omp critical(lpdt_pass_failure)
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
   return result;
 }
 
@@ -74,8 +46,8 @@ std::vector<TracedLayer> trace_forward(const Model& model, const at::Tensor& inp
   LayerTrace trace;
   std::vector<at::Tensor> buffers = model.init_buffers(1);
   for (at::Tensor& b : buffers) b = b.to(inputs.device());
-  nn::Context ctx{&model.layout(), model.init_params(0).unsqueeze(0).to(inputs.device()), &buffers,
-                  1, /*training=*/true};
+  nn::Context ctx{&model.layout(), model.init_params(0).unsqueeze(0).to(inputs.device()),
+                  &buffers, 1, /*training=*/true};
   ctx.trace = &trace;
   model.forward(ctx, inputs);
   return trace.layers;
@@ -89,21 +61,22 @@ double saved_activation_bytes(const std::vector<TracedLayer>& trace) {
   return bytes;
 }
 
-std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu, double saved_bytes_per_node) {
+std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu,
+                                      double saved_bytes_per_node) {
   if (on_gpu) return k;
   const double fit = saved_bytes_per_node > 0
                          ? std::floor(kCpuPassActivationBudget / saved_bytes_per_node)
                          : static_cast<double>(kCpuNodesPerPass);
-  const auto pass =
-      static_cast<std::int64_t>(std::clamp(fit, 1.0, static_cast<double>(kCpuNodesPerPass)));
+  const auto pass = static_cast<std::int64_t>(
+      std::clamp(fit, 1.0, static_cast<double>(kCpuNodesPerPass)));
   return std::min(k, pass);
 }
 
 std::int64_t automatic_nodes_per_pass(const Model& model, const at::Tensor& one_node_inputs,
                                       std::int64_t k, bool on_gpu) {
   if (on_gpu) return k;
-  return automatic_nodes_per_pass(k, on_gpu,
-                                  saved_activation_bytes(trace_forward(model, one_node_inputs)));
+  return automatic_nodes_per_pass(
+      k, on_gpu, saved_activation_bytes(trace_forward(model, one_node_inputs)));
 }
 
 }  // namespace lpdt::models

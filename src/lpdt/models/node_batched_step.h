@@ -18,21 +18,14 @@ struct GradientResult {
 // One pass over all nodes is the GPU's choice (few, large kernels). On the CPU smaller passes
 // win: a pass's activations then stay in cache (docs/benchmarks.md). The result does not depend
 // on the pass size (tested).
-// passes_side_by_side > 1 (CPU; run.passes_side_by_side): that many passes run at once, each on
-// one thread of an OpenMP team, instead of one pass at a time on every intra-op thread: a pass's
-// small operators and its serial autograd bookkeeping no longer leave the other cores waiting
-// (docs/benchmarks.md, "Passes side by side"). Passes write disjoint rows and draw counter-based
-// noise, so the result is the same up to the last bits of float sums that oneDNN splits by thread
-// count (tested for float32 and 8-bit models). LibTorch's oneDNN primitives then run on two
-// threads at once: its bfloat16 convolutions hang there (the configuration refuses them).
 // x: [k, P] float32 parameters; buffers: each [k, ...], updated in place (BatchNorm);
 // inputs: [k, b, C, H, W] float32; targets: [k, b] int64. draws: the stochastic-rounding draws of
 // this step (8-bit models), draws.first_node the global id of row 0 of x.
 GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  std::vector<at::Tensor>& buffers, const at::Tensor& inputs,
                                  const at::Tensor& targets, std::int64_t nodes_per_pass,
-                                 nn::ConvAlgorithm conv_algorithm, const quant::DrawKey& draws = {},
-                                 int passes_side_by_side = 1);
+                                 nn::ConvAlgorithm conv_algorithm,
+                                 const quant::DrawKey& draws = {});
 
 // One node's forward pass on `inputs` ([1, b, ...], as the model takes them), traced
 // (nn/tracing_layer.h): the layers it ran with their shapes. Without gradients, on fresh buffers:
@@ -52,7 +45,8 @@ double saved_activation_bytes(const std::vector<TracedLayer>& trace);
 // when there are hundreds of nodes.
 inline constexpr double kCpuPassActivationBudget = 32.0 * 1024 * 1024;
 inline constexpr std::int64_t kCpuNodesPerPass = 16;
-std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu, double saved_bytes_per_node);
+std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu,
+                                      double saved_bytes_per_node);
 // The same for `model`, traced on one node's inputs ([1, b, ...]) when on the CPU.
 std::int64_t automatic_nodes_per_pass(const Model& model, const at::Tensor& one_node_inputs,
                                       std::int64_t k, bool on_gpu);

@@ -1,7 +1,6 @@
 #include "lpdt/quant/int8_direct_conv.h"
 
 #include <ATen/Parallel.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -12,7 +11,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -128,13 +126,7 @@ struct DirectConv {
   std::string impl;  // oneDNN's name of the implementation taken
 };
 
-// A geometry, the thread count the primitive runs with, and inside an OpenMP team the thread
-// that runs it. oneDNN sizes a primitive's work split (and some kernels' barriers) for the
-// threads it is created with, so one made on the intra-op team must not run inside a pass that
-// runs on one thread (models::compute_gradients, passes side by side); and the same primitive run
-// by two threads at once computed wrong sums (Debian's oneDNN 2.6, jit_int8 with a runtime
-// source zero point: tested), so each thread of a team has its own.
-using GeometryKey = std::array<std::int64_t, 10>;
+using GeometryKey = std::array<std::int64_t, 8>;
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -220,13 +212,8 @@ std::shared_ptr<const DirectConv> make_direct_conv(const ConvGeometry& g) {
 std::shared_ptr<const DirectConv> direct_conv_for(const ConvGeometry& g) {
   static std::mutex mutex;
   static std::map<GeometryKey, std::shared_ptr<const DirectConv>> made;
-  const bool in_team = omp_in_parallel() != 0;
-  const std::int64_t threads = in_team ? 1 : omp_get_max_threads();
-  const std::int64_t owner =
-      in_team ? static_cast<std::int64_t>(std::hash<std::thread::id>()(std::this_thread::get_id()))
-              : 0;
-  const GeometryKey key{g.batch,  g.in_channels, g.out_channels, g.height, g.width,
-                        g.kernel, g.stride,      g.padding,      threads,  owner};
+  const GeometryKey key{g.batch, g.in_channels, g.out_channels, g.height,
+                        g.width, g.kernel,      g.stride,       g.padding};
   const std::lock_guard<std::mutex> lock(mutex);
   auto found = made.find(key);
   if (found == made.end()) found = made.emplace(key, make_direct_conv(g)).first;
