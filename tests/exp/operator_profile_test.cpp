@@ -109,15 +109,11 @@ TEST(OperatorProfile, PrecisionBenchProfilesEachMode) {
   ASSERT_EQ(rows.size(), 2u);
   for (const auto& r : rows) {
     ASSERT_FALSE(r.profile.operators.empty()) << r.mode;
-    // LeNet-5 has two convolutions; its 2 nodes run in one pass per step, in which the float
-    // layers convolve node by node on the CPU (nn::ConvAlgorithm::kPerNode).
+    // LeNet-5 has two convolutions; its 2 nodes run in one pass per step with one grouped
+    // convolution per layer, as the trainer runs them.
     const OperatorTime* conv = find(r.profile, "aten::convolution");
     ASSERT_NE(conv, nullptr) << r.mode;
-    if (r.mode == "fp32") {
-      EXPECT_DOUBLE_EQ(conv->calls_per_step, 4.0);
-    } else {
-      EXPECT_GE(conv->calls_per_step, 2.0) << r.mode;
-    }
+    EXPECT_DOUBLE_EQ(conv->calls_per_step, 2.0) << r.mode;
     EXPECT_GT(r.profile.wall_ms_per_step, 0.0);
   }
   // title, peak, header, and per mode its row and 5 + 4 profile lines

@@ -106,7 +106,9 @@ std::vector<PrecisionResult> run_precision_bench(
           at::Tensor xs = x.narrow(0, first, count).detach().requires_grad_(true);
           std::vector<at::Tensor> pass_buffers;
           for (const auto& b : buffers) pass_buffers.push_back(b.narrow(0, first, count));
-          nn::Context ctx{&model->layout(), xs, &pass_buffers, count, true};
+          // The trainer's convolutions: one grouped kernel per layer for the pass's nodes.
+          nn::Context ctx{&model->layout(), xs, &pass_buffers, count, true,
+                          nn::ConvAlgorithm::kGrouped};
           ctx.draws = quant::DrawKey{1, step, first};
           const double before = heap_bytes_in_use();
           const at::Tensor loss = models::node_batched_loss(
