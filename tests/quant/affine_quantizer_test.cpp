@@ -63,8 +63,8 @@ TEST_P(FakeQuantizeVsReference, EveryElementOfEveryNode) {
   // Channels per node with 3 nodes: shorter than the kernels' 16-element chunks, exactly one
   // chunk, and two chunks plus a remainder (each pixel's channels are one strided run of the
   // block); a node alone: its block is one long run (the kernels' plain loops).
-  for (const auto& [k, channels] : {std::pair<std::int64_t, std::int64_t>{3, 5}, {3, 16}, {3, 37},
-                                   {1, 37}}) {
+  for (const auto& [k, channels] :
+       {std::pair<std::int64_t, std::int64_t>{3, 5}, {3, 16}, {3, 37}, {1, 37}}) {
     const at::Tensor x = random_activation(2, k * channels, 3, 7, 11);
     QuantizeRequest request{c.bits, c.scheme, c.rounding, DrawKey{42, 7, 4}, 3};
     const NodeRange range = tensor_range(x, k);
@@ -74,9 +74,9 @@ TEST_P(FakeQuantizeVsReference, EveryElementOfEveryNode) {
       const float lo = xi.min().item<float>(), hi = xi.max().item<float>();
       EXPECT_EQ(range.min[i].item<float>(), lo);
       EXPECT_EQ(range.max[i].item<float>(), hi);
-      const at::Tensor expected = reference_fake_quantize(
-          xi, lo, hi, c.bits, c.scheme, c.rounding == Rounding::kStochastic,
-          draw_stream(request.key, i, request.site));
+      const at::Tensor expected =
+          reference_fake_quantize(xi, lo, hi, c.bits, c.scheme, c.rounding == Rounding::kStochastic,
+                                  draw_stream(request.key, i, request.site));
       EXPECT_TRUE(at::equal(node_elements(out, k, i), expected))
           << "node " << i << " of " << k << ", " << channels << " channels";
     }
@@ -180,6 +180,27 @@ TEST(StochasticRounding, DrawsAreUniformAndUncorrelated) {
   EXPECT_NEAR(cross_lag / n, 0.0, tolerance) << "two sites, next element";
 }
 
+// The vectorised window of draws the quantizers use equals the scalar definition element by
+// element, from even and odd first indices (a window starting inside a pair) and for windows that
+// are not multiples of the vector width.
+TEST(StochasticRounding, WindowsOfDrawsEqualTheScalarDraws) {
+  const std::uint64_t stream = draw_stream(DrawKey{11, 2, 5}, 1, 7);
+  std::vector<float> window(kMaxDrawsAtOnce);
+  for (std::uint64_t index0 : {0ull, 1ull, 6ull, 17ull, (1ull << 33) + 3}) {
+    for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{15}, std::int64_t{16},
+                           std::int64_t{33}, kMaxDrawsAtOnce}) {
+      std::fill(window.begin(), window.end(), 7.0f);
+      centered_uniforms(stream, index0, n, window.data());
+      for (std::int64_t e = 0; e < n; ++e) {
+        ASSERT_EQ(window[e], centered_uniform(stream, index0 + static_cast<std::uint64_t>(e)))
+            << "index0 " << index0 << ", n " << n << ", element " << e;
+      }
+      for (std::int64_t e = n; e < kMaxDrawsAtOnce; ++e) ASSERT_EQ(window[e], 7.0f) << "past n";
+    }
+  }
+  EXPECT_THROW(centered_uniforms(stream, 0, kMaxDrawsAtOnce + 1, window.data()), std::exception);
+}
+
 TEST(StochasticRounding, DrawsDoNotDependOnHowNodesAreGrouped) {
   const std::int64_t k = 4;
   const at::Tensor x = random_activation(3, k * 6, 5, 5, 9);
@@ -201,8 +222,8 @@ TEST(StochasticRounding, DrawsDoNotDependOnHowNodesAreGrouped) {
 
 TEST(Quantize, CodesDequantizeToTheFakeQuantizedValues) {
   // Below, at and past a 16-element chunk, and one long run (a node alone).
-  for (const auto& [k, channels] : {std::pair<std::int64_t, std::int64_t>{3, 8}, {3, 16}, {3, 37},
-                                   {1, 37}}) {
+  for (const auto& [k, channels] :
+       {std::pair<std::int64_t, std::int64_t>{3, 8}, {3, 16}, {3, 37}, {1, 37}}) {
     const at::Tensor x = random_activation(4, k * channels, 6, 6, 21);
     QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{3, 1, 0}, 5};
     const NodeRange range = sample_mean_range(x, k);
@@ -216,8 +237,8 @@ TEST(Quantize, CodesDequantizeToTheFakeQuantizedValues) {
 TEST(Quantize, SampleBySampleEqualsTheWholeTensor) {
   // The per-sample entry points the fused Range EvoNorm reads through: sample n of every node,
   // into a buffer with the tensor's strides, must hold what the whole-tensor calls write there.
-  for (const auto& [k, channels] : {std::pair<std::int64_t, std::int64_t>{3, 16}, {2, 37},
-                                   {1, 37}}) {
+  for (const auto& [k, channels] :
+       {std::pair<std::int64_t, std::int64_t>{3, 16}, {2, 37}, {1, 37}}) {
     const std::int64_t b = 4;
     const at::Tensor x = random_activation(b, k * channels, 5, 6, 22);
     const NodeView v = node_view(x, k);
@@ -298,11 +319,10 @@ TEST(FakeQuantOps, QuantizedSumIsTheThreeOperations) {
     std::vector<at::Tensor> sums, grads_a, grads_b;
     for (bool fused : {false, true}) {
       const at::Tensor a = a0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
-      const at::Tensor sum =
-          fused ? fake_quantized_sum(a, range_a, ra, b, range_b, rb, k, rg)
-                : quantize_gradient(
-                      fake_quantize_ste(a, k, range_a, ra) + fake_quantize_ste(b, k, range_b, rb),
-                      k, rg);
+      const at::Tensor sum = fused ? fake_quantized_sum(a, range_a, ra, b, range_b, rb, k, rg)
+                                   : quantize_gradient(fake_quantize_ste(a, k, range_a, ra) +
+                                                           fake_quantize_ste(b, k, range_b, rb),
+                                                       k, rg);
       (sum * probe).sum().backward();
       sums.push_back(sum.detach());
       grads_a.push_back(a.grad());

@@ -115,8 +115,14 @@ at::Tensor RangeEvoNorm::forward_composite(const Context& ctx, const at::Tensor&
   } else {
     const std::int64_t chunks = range_chunks(group_numel), m = group_numel / chunks;
     const at::Tensor chunked = grouped.reshape({b, k, groups_, chunks, m});
-    const at::Tensor range =
-        (std::get<0>(chunked.max(-1)) - std::get<0>(chunked.min(-1))).mean(-1);  // [b, k, G]
+    const at::Tensor chunk_ranges =
+        std::get<0>(chunked.max(-1)) - std::get<0>(chunked.min(-1));  // [b, k, G, chunks]
+    // The mean of the chunk ranges summed in chunk order, as the fused kernel sums them: a
+    // reduction in another order can differ in the last bit, and a group scale within an ulp of
+    // a rounding boundary of its 8-bit quantization would then round to another code.
+    at::Tensor range_sum = chunk_ranges.select(-1, 0);
+    for (std::int64_t j = 1; j < chunks; ++j) range_sum = range_sum + chunk_ranges.select(-1, j);
+    const at::Tensor range = range_sum / static_cast<double>(chunks);  // [b, k, G]
     scale = 1.0 / (range * range_scale_factor(m) + 1e-5);
   }
   if (q) {

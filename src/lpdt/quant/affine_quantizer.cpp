@@ -97,13 +97,11 @@ inline float round_half_even(float y) {
   return (y + kMagic) - kMagic;
 }
 
-// One element's decision before rounding: the scaled value plus, when stochastic, its draw.
-// Shared by every loop below, so the vector chunks and the scalar tails decide alike.
-inline float scaled_value(float x, float scale, float zero_point, float min, bool reference_scheme,
-                          bool stochastic, std::uint64_t stream, std::uint64_t index) {
-  float y = reference_scheme ? (x - min) / scale : x / scale + zero_point;
-  if (stochastic) y += centered_uniform(stream, index);
-  return y;
+// One element's scaled value, before its draw (when stochastic) and rounding. Shared by every loop
+// below, so the vector chunks and the scalar tails decide alike.
+inline float scaled_value(float x, float scale, float zero_point, float min,
+                          bool reference_scheme) {
+  return reference_scheme ? (x - min) / scale : x / scale + zero_point;
 }
 
 // Runs body(r, c) over a block's rows and columns in chunks of kChunk columns with a fixed trip
@@ -156,6 +154,45 @@ inline __attribute__((always_inline)) void for_each_in_block(std::int64_t rows, 
   }
 }
 
+// Runs body(r, c, draw) over a block's elements as for_each_in_block does, with draw the element's
+// centered_uniform(stream, index0 + r * cols + c). The draws come a window of up to
+// kMaxDrawsAtOnce consecutive elements at a time from centered_uniforms (one hash per two draws,
+// vectorised): a run of a long row, or as many whole short rows as fit, whose node-local indices
+// follow on from each other.
+template <typename Body>
+inline __attribute__((always_inline)) void for_each_with_draws(std::int64_t rows, std::int64_t cols,
+                                                               std::uint64_t stream,
+                                                               std::uint64_t index0, Body&& body) {
+  alignas(64) float draws[kMaxDrawsAtOnce];
+  const auto index = [&](std::int64_t r, std::int64_t c) {
+    return index0 + static_cast<std::uint64_t>(r * cols + c);
+  };
+  if (cols >= kLongRun) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t c0 = 0; c0 < cols; c0 += kMaxDrawsAtOnce) {
+        const std::int64_t n = std::min(kMaxDrawsAtOnce, cols - c0);
+        centered_uniforms(stream, index(r, c0), n, draws);
+        for (std::int64_t j = 0; j < n; ++j) body(r, c0 + j, draws[j]);
+      }
+    }
+    return;
+  }
+  const std::int64_t window_rows = std::max<std::int64_t>(1, kMaxDrawsAtOnce / cols);
+  for (std::int64_t r0 = 0; r0 < rows; r0 += window_rows) {
+    const std::int64_t r_end = std::min(rows, r0 + window_rows);
+    centered_uniforms(stream, index(r0, 0), (r_end - r0) * cols, draws);
+    for (std::int64_t r = r0; r < r_end; ++r) {
+      const float* __restrict row_draws = draws + (r - r0) * cols;
+      std::int64_t c = 0;
+      for (; c + kChunk <= cols; c += kChunk) {
+#pragma omp simd
+        for (std::int64_t j = 0; j < kChunk; ++j) body(r, c + j, row_draws[c + j]);
+      }
+      for (; c < cols; ++c) body(r, c, row_draws[c]);
+    }
+  }
+}
+
 // Quantizes a block of `rows` runs of `cols` contiguous elements, row_stride apart, whose
 // node-local indices start at index0 and run on row by row (index0 + r * cols + c), and writes the
 // dequantized values (simulated backend). The reference clamps after adding the noise, then
@@ -166,12 +203,23 @@ LPDT_CPU_CLONES void fake_quantize_block(const float* __restrict x, float* __res
                                          float min, bool reference_scheme, float qmax,
                                          bool stochastic, std::uint64_t stream,
                                          std::uint64_t index0) {
-  for_each_in_block(rows, cols, [&](std::int64_t r, std::int64_t c) {
-    const std::int64_t at = r * row_stride + c;
-    const float y = scaled_value(x[at], scale, zero_point, min, reference_scheme, stochastic,
-                                 stream, index0 + static_cast<std::uint64_t>(r * cols + c));
+  const auto write = [&](std::int64_t at, float y) {
     const float q = round_half_even(std::min(std::max(y, 0.0f), qmax));
     out[at] = reference_scheme ? q * scale + min : (q - zero_point) * scale;
+  };
+  const auto scaled = [&](std::int64_t at) {
+    return scaled_value(x[at], scale, zero_point, min, reference_scheme);
+  };
+  if (stochastic) {
+    return for_each_with_draws(rows, cols, stream, index0,
+                               [&](std::int64_t r, std::int64_t c, float draw) {
+                                 const std::int64_t at = r * row_stride + c;
+                                 write(at, scaled(at) + draw);
+                               });
+  }
+  for_each_in_block(rows, cols, [&](std::int64_t r, std::int64_t c) {
+    const std::int64_t at = r * row_stride + c;
+    write(at, scaled(at));
   });
 }
 
@@ -184,34 +232,52 @@ LPDT_CPU_CLONES void quantize_codes_block(const float* __restrict x, std::uint8_
                                           std::int64_t row_stride, float scale, float zero_point,
                                           float qmax, bool stochastic, std::uint64_t stream,
                                           std::uint64_t index0) {
-  const auto code = [&](std::int64_t r, std::int64_t c) {
+  const auto code = [&](std::int64_t r, std::int64_t c, float draw) {
     const float y = scaled_value(x[r * row_stride + c], scale, zero_point, 0.0f,
-                                 /*reference_scheme=*/false, stochastic, stream,
-                                 index0 + static_cast<std::uint64_t>(r * cols + c));
+                                 /*reference_scheme=*/false) +
+                    draw;
     return round_half_even(std::min(std::max(y, 0.0f), qmax));
   };
   if (cols >= kLongRun) {
+    const auto store = [&](std::int64_t r, std::int64_t c, float draw) {
+      out[r * row_stride + c] = static_cast<std::uint8_t>(code(r, c, draw));
+    };
+    if (stochastic) return for_each_with_draws(rows, cols, stream, index0, store);
     for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t c = 0; c < cols; ++c) {
-        out[r * row_stride + c] = static_cast<std::uint8_t>(code(r, c));
+        const float y = scaled_value(x[r * row_stride + c], scale, zero_point, 0.0f,
+                                     /*reference_scheme=*/false);
+        out[r * row_stride + c] =
+            static_cast<std::uint8_t>(round_half_even(std::min(std::max(y, 0.0f), qmax)));
       }
     }
     return;
   }
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::uint8_t* __restrict o = out + r * row_stride;
-    std::int64_t c = 0;
-    for (; c + kChunk <= cols; c += kChunk) {
-      float staged[kChunk];
-#pragma omp simd
-      for (std::int64_t j = 0; j < kChunk; ++j) staged[j] = code(r, c + j);
-      Floats16 rounded;
-      std::memcpy(&rounded, staged, sizeof rounded);
-      Bytes16 codes;
-      codes_of(rounded, codes);
-      std::memcpy(o + c, &codes, sizeof codes);
+  // Short rows: each chunk of 16 staged as floats, then stored as 16 codes at once.
+  alignas(64) float draws[kMaxDrawsAtOnce] = {};
+  const std::int64_t window_rows = std::max<std::int64_t>(1, kMaxDrawsAtOnce / cols);
+  for (std::int64_t r0 = 0; r0 < rows; r0 += window_rows) {
+    const std::int64_t r_end = std::min(rows, r0 + window_rows);
+    if (stochastic) {
+      centered_uniforms(stream, index0 + static_cast<std::uint64_t>(r0 * cols), (r_end - r0) * cols,
+                        draws);
     }
-    for (; c < cols; ++c) o[c] = static_cast<std::uint8_t>(code(r, c));
+    for (std::int64_t r = r0; r < r_end; ++r) {
+      const float* __restrict row_draws = draws + (stochastic ? (r - r0) * cols : 0);
+      std::uint8_t* __restrict o = out + r * row_stride;
+      std::int64_t c = 0;
+      for (; c + kChunk <= cols; c += kChunk) {
+        float staged[kChunk];
+#pragma omp simd
+        for (std::int64_t j = 0; j < kChunk; ++j) staged[j] = code(r, c + j, row_draws[c + j]);
+        Floats16 rounded;
+        std::memcpy(&rounded, staged, sizeof rounded);
+        Bytes16 codes;
+        codes_of(rounded, codes);
+        std::memcpy(o + c, &codes, sizeof codes);
+      }
+      for (; c < cols; ++c) o[c] = static_cast<std::uint8_t>(code(r, c, row_draws[c]));
+    }
   }
 }
 

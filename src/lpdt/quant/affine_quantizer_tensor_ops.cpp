@@ -99,18 +99,22 @@ at::Tensor centered_uniform_draws(const NodeView& v, const DrawKey& key, SiteId 
   const at::Tensor index =
       at::arange(v.node_numel(), at::TensorOptions().dtype(at::kLong).device(device))
           .reshape({1, v.samples, v.rows, v.cols});
-  // stochastic_draws.h, centered_uniform: int64 multiplication wraps as uint64 does.
-  at::Tensor h = at::bitwise_xor(index.mul(as_int64(0x9E3779B97F4A7C15ull)), stream);
+  // stochastic_draws.h, centered_uniform: int64 multiplication wraps as uint64 does; elements
+  // 2p and 2p + 1 take the low and high 32-bit halves of pair p's mix.
+  at::Tensor h =
+      at::bitwise_xor(shift_right_logical(index, 1).mul_(as_int64(0x9E3779B97F4A7C15ull)), stream);
   for (int round = 0; round < 2; ++round) {
     h.bitwise_xor_(shift_right_logical(h, 32));
     h.mul_(as_int64(0xD6E8FEB86659FD93ull));
   }
   h.bitwise_xor_(shift_right_logical(h, 32));
-  constexpr double kTwoToMinus24 = 1.0 / 16777216.0;
-  return shift_right_logical(h, 8)
-      .bitwise_and_(0xFFFFFF)
+  const at::Tensor odd = index.bitwise_and(1).to(at::kBool);
+  const at::Tensor half =
+      at::where(odd, shift_right_logical(h, 32), h.bitwise_and(std::int64_t{0xFFFFFFFF}));
+  return half
+      .bitwise_right_shift(8)  // non-negative: the shift is logical
       .to(at::kFloat)
-      .mul_(kTwoToMinus24)
+      .mul_(static_cast<double>(kTwoToMinus24))
       .sub_(0.5);
 }
 

@@ -24,17 +24,32 @@ struct DrawKey {
 // The 64-bit key of one (seed, node, step, site): SplitMix64 finalisers chained.
 std::uint64_t draw_stream(const DrawKey& key, std::int64_t local_node, SiteId site);
 
-// Uniform in [-0.5, 0.5) with 24 random bits: a 64-bit mix (two multiply-xorshift rounds) of the
-// stream key and the element index.
-inline float centered_uniform(std::uint64_t stream, std::uint64_t index) {
-  std::uint64_t h = stream ^ (index * 0x9E3779B97F4A7C15ull);
+// The 64-bit mix (two multiply-xorshift rounds) of a stream key and a pair of elements.
+inline std::uint64_t pair_hash(std::uint64_t stream, std::uint64_t pair) {
+  std::uint64_t h = stream ^ (pair * 0x9E3779B97F4A7C15ull);
   h ^= h >> 32;
   h *= 0xD6E8FEB86659FD93ull;
   h ^= h >> 32;
   h *= 0xD6E8FEB86659FD93ull;
   h ^= h >> 32;
-  constexpr float kTwoToMinus24 = 1.0f / 16777216.0f;
-  return static_cast<float>(static_cast<std::uint32_t>(h >> 8) & 0xFFFFFFu) * kTwoToMinus24 - 0.5f;
+  return h;
 }
+
+// Uniform in [-0.5, 0.5) with 24 random bits. Elements 2p and 2p + 1 share one mix of pair p: the
+// even element takes the top 24 bits of its low 32-bit half, the odd one those of its high half.
+// One mix per two draws halves the cost of stochastic rounding (docs/benchmarks.md, low precision
+// item 23); the halves of a mix are independent enough for the tests of
+// StochasticRounding.DrawsAreUniformAndUncorrelated.
+constexpr float kTwoToMinus24 = 1.0f / 16777216.0f;
+inline float centered_uniform(std::uint64_t stream, std::uint64_t index) {
+  const std::uint64_t h = pair_hash(stream, index >> 1);
+  const auto half = static_cast<std::uint32_t>((index & 1) != 0 ? h >> 32 : h);
+  return static_cast<float>(half >> 8) * kTwoToMinus24 - 0.5f;
+}
+
+// centered_uniform(stream, index0 + e) for e in [0, n), n <= kMaxDrawsAtOnce, into out: one mix
+// per pair, vectorised (the quantizers' loops take their draws from here).
+constexpr std::int64_t kMaxDrawsAtOnce = 256;
+void centered_uniforms(std::uint64_t stream, std::uint64_t index0, std::int64_t n, float* out);
 
 }  // namespace lpdt::quant
