@@ -91,6 +91,40 @@ INSTANTIATE_TEST_SUITE_P(SchemesBitsRoundings, FakeQuantizeVsReference,
                                            Case{4, QuantScheme::kGemmlowp, Rounding::kStochastic},
                                            Case{16, QuantScheme::kReference, Rounding::kNearest}));
 
+// Node-leading tensors (parameters [k, C] and [k, out, in, kh, kw], a linear layer's input
+// [k, b, F]): every node's range, fake-quantized values and codes against the reference on that
+// node's elements in order, stochastic and nearest. The whole-node operations loop over a node's
+// short "samples" as one run; the element indices (and so the draws) must not change.
+TEST(FakeQuantize, NodeLeadingTensorsMatchTheReference) {
+  torch::manual_seed(31);
+  const std::vector<std::vector<std::int64_t>> shapes = {
+      {3, 37}, {1, 64}, {3, 5, 4, 3, 3}, {2, 16, 16, 3, 3}, {2, 4, 300}};
+  for (const auto& shape : shapes) {
+    const at::Tensor x = torch::randn(shape) * 1.5 + 0.2;
+    const std::int64_t k = shape[0];
+    for (Rounding rounding : {Rounding::kNearest, Rounding::kStochastic}) {
+      const QuantizeRequest request{8, QuantScheme::kGemmlowp, rounding, DrawKey{5, 3, 1}, 9};
+      const NodeRange range = tensor_range(x, k);
+      const at::Tensor out = fake_quantize(x, k, range, request);
+      const at::Tensor codes_back = dequantize(quantize(x, k, range, request), k);
+      for (std::int64_t i = 0; i < k; ++i) {
+        const at::Tensor xi = x[i].contiguous().view(-1);
+        const float lo = xi.min().item<float>(), hi = xi.max().item<float>();
+        ASSERT_EQ(range.min[i].item<float>(), lo) << "shape " << x.sizes() << ", node " << i;
+        ASSERT_EQ(range.max[i].item<float>(), hi) << "shape " << x.sizes() << ", node " << i;
+        const at::Tensor expected =
+            reference_fake_quantize(xi, lo, hi, 8, QuantScheme::kGemmlowp,
+                                    rounding == Rounding::kStochastic,
+                                    draw_stream(request.key, i, request.site));
+        EXPECT_TRUE(at::equal(out[i].contiguous().view(-1), expected))
+            << "shape " << x.sizes() << ", node " << i;
+        EXPECT_TRUE(at::equal(codes_back[i].contiguous().view(-1), expected))
+            << "codes, shape " << x.sizes() << ", node " << i;
+      }
+    }
+  }
+}
+
 TEST(AffineParams, GemmlowpRepresentsZeroExactly) {
   torch::manual_seed(1);
   for (int trial = 0; trial < 200; ++trial) {
