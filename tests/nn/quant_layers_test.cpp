@@ -524,6 +524,47 @@ TEST(RangeEvoNorm, VectorisedRangeStatisticEqualsTheSequentialOne) {
   }
 }
 
+// 8-bit models find the range statistic on the input's codes: the same scales and max/min
+// elements, bit for bit, as the sequential scan of the dequantized values, on ResNet-20's map
+// sizes, several nodes' slices, codes spread over 0..255 and codes bunched on a few values (ties
+// everywhere, and the extreme codes 0 and 255 at a run's first pixel), and 7x7 maps (which take
+// the sequential scan on values inside).
+TEST(RangeEvoNorm, RangeStatisticOfCodesEqualsTheOneOfTheirValues) {
+  struct Shape {
+    std::int64_t channels, groups, side, nodes;
+  };
+  torch::manual_seed(23);
+  for (const Shape& shape : {Shape{16, 8, 32, 1}, Shape{32, 8, 16, 2}, Shape{64, 8, 8, 3},
+                             Shape{16, 8, 28, 1}, Shape{64, 8, 7, 1}, Shape{20, 4, 9, 2}}) {
+    const std::int64_t pixels = shape.side * shape.side, stride = shape.nodes * shape.channels;
+    const std::int64_t chunks = range_chunks(shape.channels / shape.groups * pixels);
+    for (int trial = 0; trial < 3; ++trial) {
+      // Trial 0: codes over 0..255; 1: three distinct codes; 2: only 0 and 255.
+      const at::Tensor codes =
+          trial == 0   ? torch::randint(0, 256, {pixels, stride}).to(at::kByte)
+          : trial == 1 ? (torch::randint(0, 3, {pixels, stride}) * 60 + 40).to(at::kByte)
+                       : (torch::randint(0, 2, {pixels, stride}) * 255).to(at::kByte);
+      for (std::int64_t node = 0; node < shape.nodes; ++node) {
+        const float code_scale = 0.013f * static_cast<float>(node + 1), zero_point = 97.0f + node;
+        const at::Tensor values = (codes.to(at::kFloat) - zero_point) * code_scale;
+        const SliceRangeStatistic of_codes = slice_range_statistic_of_codes(
+            codes.data_ptr<std::uint8_t>() + node * shape.channels, code_scale, zero_point, pixels,
+            stride, shape.channels, shape.groups, chunks, 0.3f);
+        const SliceRangeStatistic reference =
+            slice_range_statistic(values.data_ptr<float>() + node * shape.channels, pixels, stride,
+                                  shape.channels, shape.groups, chunks, 0.3f, /*sequential=*/true);
+        const std::string where = std::to_string(shape.channels) + " channels, " +
+                                  std::to_string(shape.side) + "x" + std::to_string(shape.side) +
+                                  ", trial " + std::to_string(trial) + ", node " +
+                                  std::to_string(node);
+        EXPECT_EQ(of_codes.arg_max, reference.arg_max) << where;
+        EXPECT_EQ(of_codes.arg_min, reference.arg_min) << where;
+        EXPECT_EQ(of_codes.scale, reference.scale) << where;
+      }
+    }
+  }
+}
+
 class RangeEvoNormGradients : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RangeEvoNormGradients, AgreeWithFiniteDifferences) {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "lpdt/core/cpu_dispatch.h"
@@ -133,39 +134,98 @@ constexpr std::int64_t kMinRun = 4;
 // scan_chunks' sequential rule (a channel takes v when !(v <= hi), resp. !(v >= lo), from -inf
 // resp. +inf at the run's first pixel), reading each pixel's contiguous channels as one vector.
 // hi, lo: [runs, C]; hi_at, lo_at: the pixels. Returns whether the slice holds a NaN.
-LPDT_CPU_CLONES bool run_extremes(const float* __restrict x, const Slice& s, std::int64_t run,
-                                  float* __restrict hi, float* __restrict lo,
-                                  std::int32_t* __restrict hi_at, std::int32_t* __restrict lo_at,
-                                  std::int32_t* __restrict nan_seen) {
+// Element types: float (the activations), or 8-bit codes read as int32 lanes (8-bit models: a
+// code's order is its value's, since dequantization (q - z) * s with s > 0 is strictly increasing
+// on the 256 codes; codes cannot be NaN, and the minimum and maximum codes 0 and 255 stand in for
+// the infinities: a run's first pixel is taken either way).
+template <typename T, typename V>
+inline __attribute__((always_inline)) bool run_extremes_of(const T* __restrict x, const Slice& s,
+                                                           std::int64_t run, V* __restrict hi,
+                                                           V* __restrict lo,
+                                                           std::int32_t* __restrict hi_at,
+                                                           std::int32_t* __restrict lo_at,
+                                                           std::int32_t* __restrict nan_seen) {
+  constexpr bool kFloat = std::is_same_v<T, float>;
+  const V lowest = kFloat ? -std::numeric_limits<float>::infinity() : V{0};
+  const V highest = kFloat ? std::numeric_limits<float>::infinity() : V{255};
   const std::int64_t channels = s.channels;
   for (std::int64_t c = 0; c < channels; ++c) nan_seen[c] = 0;
   for (std::int64_t r = 0; r * run < s.pixels; ++r) {
-    float* __restrict h = hi + r * channels;
-    float* __restrict l = lo + r * channels;
+    V* __restrict h = hi + r * channels;
+    V* __restrict l = lo + r * channels;
     std::int32_t* __restrict h_at = hi_at + r * channels;
     std::int32_t* __restrict l_at = lo_at + r * channels;
     for (std::int64_t c = 0; c < channels; ++c) {
-      h[c] = -std::numeric_limits<float>::infinity();
-      l[c] = std::numeric_limits<float>::infinity();
+      h[c] = lowest;
+      l[c] = highest;
       h_at[c] = l_at[c] = static_cast<std::int32_t>(r * run);
     }
     for (std::int64_t p = r * run; p < (r + 1) * run; ++p) {
-      const float* __restrict xp = x + p * s.pixel_stride;
+      const T* __restrict xp = x + p * s.pixel_stride;
       const std::int32_t at = static_cast<std::int32_t>(p);
       for_each_channel(channels, [&](std::int64_t c) {
-        const float v = xp[c];
+        const V v = static_cast<V>(xp[c]);
         const bool up = !(v <= h[c]), down = !(v >= l[c]);
         h[c] = up ? v : h[c];
         h_at[c] = up ? at : h_at[c];
         l[c] = down ? v : l[c];
         l_at[c] = down ? at : l_at[c];
-        nan_seen[c] |= v != v ? 1 : 0;
+        if constexpr (kFloat) nan_seen[c] |= v != v ? 1 : 0;
       });
     }
   }
   std::int32_t any = 0;
   for (std::int64_t c = 0; c < channels; ++c) any |= nan_seen[c];
   return any != 0;
+}
+LPDT_CPU_CLONES bool run_extremes(const float* __restrict x, const Slice& s, std::int64_t run,
+                                  float* __restrict hi, float* __restrict lo,
+                                  std::int32_t* __restrict hi_at, std::int32_t* __restrict lo_at,
+                                  std::int32_t* __restrict nan_seen) {
+  return run_extremes_of<float, float>(x, s, run, hi, lo, hi_at, lo_at, nan_seen);
+}
+LPDT_CPU_CLONES void run_extremes(const std::uint8_t* __restrict codes, const Slice& s,
+                                  std::int64_t run, std::int32_t* __restrict hi,
+                                  std::int32_t* __restrict lo, std::int32_t* __restrict hi_at,
+                                  std::int32_t* __restrict lo_at,
+                                  std::int32_t* __restrict nan_seen) {
+  run_extremes_of<std::uint8_t, std::int32_t>(codes, s, run, hi, lo, hi_at, lo_at, nan_seen);
+}
+
+// One 8-bit code's value, as quant::dequantize computes it.
+struct CodeValues {
+  float scale, zero_point;
+  float operator()(std::int32_t code) const {
+    return (static_cast<float>(code) - zero_point) * scale;
+  }
+};
+
+// Each chunk's first max and first min from its runs' extremes (run_extremes, [runs, C]), in
+// chunk order, and the group scales 1 / (mean_j (max_j - min_j) * factor + 1e-5), the chunk
+// ranges taken between value(max) and value(min) and summed in chunk order.
+template <typename V, typename Value>
+void combine_runs(const V* hi, const V* lo, const std::int32_t* hi_at, const std::int32_t* lo_at,
+                  const Value& value, const Slice& s, std::int64_t groups, std::int64_t chunks,
+                  std::int64_t run, float factor, float* scale, std::int32_t* arg_max,
+                  std::int32_t* arg_min) {
+  const std::int64_t cg = s.channels / groups, m = cg * s.pixels / chunks;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < chunks; ++j) {
+      std::int64_t max_at = -1, min_at = -1;  // indices into the [runs, C] extremes
+      for (std::int64_t e = j * m; e < (j + 1) * m; e += run) {
+        const std::int64_t at = (e % s.pixels) / run * s.channels + g * cg + e / s.pixels;
+        if (max_at < 0 || !(hi[at] <= hi[max_at])) max_at = at;
+        if (min_at < 0 || !(lo[at] >= lo[min_at])) min_at = at;
+      }
+      const std::int64_t max_c = max_at % s.channels, min_c = min_at % s.channels;
+      arg_max[g * chunks + j] = static_cast<std::int32_t>(hi_at[max_at] * s.pixel_stride + max_c);
+      arg_min[g * chunks + j] = static_cast<std::int32_t>(lo_at[min_at] * s.pixel_stride + min_c);
+      sum += value(hi[max_at]) - value(lo[min_at]);
+    }
+    const float range = sum / static_cast<float>(chunks);
+    scale[g] = 1.0f / (range * factor + 1e-5f);
+  }
 }
 
 // group_ranges_sequential's results without its copy. With run = gcd(m, pixels), chunk j (the
@@ -174,6 +234,9 @@ LPDT_CPU_CLONES bool run_extremes(const float* __restrict x, const Slice& s, std
 // reaches (ties keep the earlier element), and likewise the min. So one pass over the slice in
 // memory order (run_extremes) and a combination per chunk give the same values and positions;
 // a slice with a NaN, or runs shorter than kMinRun, take the sequential version.
+// 8-bit models pass the codes and their dequantization (`values`): extremes are found on the
+// codes, and each chunk's max - min is taken between the two values dequantized as
+// quant::dequantize computes them, so the statistic equals the one computed from the values.
 void group_ranges(const float* x, const Slice& s, std::int64_t groups, std::int64_t chunks,
                   float factor, float* scale, std::int32_t* arg_max, std::int32_t* arg_min) {
   LPDT_CHECK(chunks >= 1 && chunks <= kChunkLanes, "group_ranges: chunks");
@@ -188,23 +251,41 @@ void group_ranges(const float* x, const Slice& s, std::int64_t groups, std::int6
   std::vector<std::int32_t> hi_at(extremes), lo_at(extremes), nan_seen(s.channels);
   if (run_extremes(x, s, run, hi.data(), lo.data(), hi_at.data(), lo_at.data(), nan_seen.data()))
     return sequential();
-  for (std::int64_t g = 0; g < groups; ++g) {
-    float sum = 0.0f;
-    for (std::int64_t j = 0; j < chunks; ++j) {
-      std::int64_t max_at = -1, min_at = -1;  // indices into the [runs, C] extremes
-      for (std::int64_t e = j * m; e < (j + 1) * m; e += run) {
-        const std::int64_t at = (e % s.pixels) / run * s.channels + g * cg + e / s.pixels;
-        if (max_at < 0 || !(hi[at] <= hi[max_at])) max_at = at;
-        if (min_at < 0 || !(lo[at] >= lo[min_at])) min_at = at;
+  combine_runs(
+      hi.data(), lo.data(), hi_at.data(), lo_at.data(), [](float v) { return v; }, s, groups,
+      chunks, run, factor, scale, arg_max, arg_min);
+}
+
+void group_ranges(const std::uint8_t* codes, const CodeValues& values, const Slice& s,
+                  std::int64_t groups, std::int64_t chunks, float factor, float* scale,
+                  std::int32_t* arg_max, std::int32_t* arg_min) {
+  LPDT_CHECK(chunks >= 1 && chunks <= kChunkLanes, "group_ranges: chunks");
+  const std::int64_t cg = s.channels / groups, m = cg * s.pixels / chunks;
+  const std::int64_t run = std::gcd(m, s.pixels);
+  if (run < kMinRun) {
+    // The sequential version on the slice's values (short runs: 7x7 maps and the like).
+    std::vector<float> dense(static_cast<std::size_t>(s.pixels * s.channels));
+    for (std::int64_t p = 0; p < s.pixels; ++p) {
+      for (std::int64_t c = 0; c < s.channels; ++c) {
+        dense[p * s.channels + c] = values(codes[p * s.pixel_stride + c]);
       }
-      const std::int64_t max_c = max_at % s.channels, min_c = min_at % s.channels;
-      arg_max[g * chunks + j] = static_cast<std::int32_t>(hi_at[max_at] * s.pixel_stride + max_c);
-      arg_min[g * chunks + j] = static_cast<std::int32_t>(lo_at[min_at] * s.pixel_stride + min_c);
-      sum += hi[max_at] - lo[min_at];
     }
-    const float range = sum / static_cast<float>(chunks);
-    scale[g] = 1.0f / (range * factor + 1e-5f);
+    group_ranges_sequential(dense.data(), Slice{s.pixels, s.channels, s.channels}, groups, chunks,
+                            factor, scale, arg_max, arg_min);
+    // Offsets back to the slice's pixel stride.
+    for (std::int64_t i = 0; i < groups * chunks; ++i) {
+      for (std::int32_t* at : {arg_max + i, arg_min + i}) {
+        *at = static_cast<std::int32_t>(*at / s.channels * s.pixel_stride + *at % s.channels);
+      }
+    }
+    return;
   }
+  const std::size_t extremes = static_cast<std::size_t>(s.pixels / run * s.channels);
+  std::vector<std::int32_t> hi(extremes), lo(extremes), hi_at(extremes), lo_at(extremes),
+      unused(s.channels);
+  run_extremes(codes, s, run, hi.data(), lo.data(), hi_at.data(), lo_at.data(), unused.data());
+  combine_runs(hi.data(), lo.data(), hi_at.data(), lo_at.data(), values, s, groups, chunks, run,
+               factor, scale, arg_max, arg_min);
 }
 
 // Per-channel sums over one slice's pixels of (x - center[c]) (squared when `square`).
@@ -388,20 +469,31 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
       arg_max = at::empty({b, k, g, j}, at::kInt);
       arg_min = at::empty_like(arg_max);
     }
+    // The range statistic of 8-bit models is found on the codes themselves (group_ranges):
+    // no dequantized copy of the input for this pass.
+    const bool ranges_of_codes = q.codes.defined() && !std_statistic;
     at::parallel_for(0, b, 1, [&](std::int64_t begin, std::int64_t end) {
       SampleInput input(x, q, k);
       for (std::int64_t n = begin; n < end; ++n) {
-        const float* sample_x = input.sample(n);
+        const float* sample_x = ranges_of_codes ? nullptr : input.sample(n);
         for (std::int64_t node = 0; node < k; ++node) {
           const std::int64_t item = n * k + node;
+          const auto range_factor = static_cast<float>(shape.range_factor);
+          float* scales = s.data_ptr<float>() + item * g;
+          std::int32_t* max_at = std_statistic ? nullptr : arg_max.data_ptr<std::int32_t>();
+          std::int32_t* min_at = std_statistic ? nullptr : arg_min.data_ptr<std::int32_t>();
           if (std_statistic) {
-            group_stds(sample_x + node * c, slice, g, mean.data_ptr<float>() + item * g,
-                       s.data_ptr<float>() + item * g);
+            group_stds(sample_x + node * c, slice, g, mean.data_ptr<float>() + item * g, scales);
+          } else if (ranges_of_codes) {
+            const std::uint8_t* codes_at =
+                q.codes.data_ptr<std::uint8_t>() + n * slice.pixels * slice.pixel_stride + node * c;
+            const CodeValues values{q.scale.data_ptr<float>()[node],
+                                    q.zero_point.data_ptr<float>()[node]};
+            group_ranges(codes_at, values, slice, g, j, range_factor, scales, max_at + item * g * j,
+                         min_at + item * g * j);
           } else {
-            group_ranges(sample_x + node * c, slice, g, j, static_cast<float>(shape.range_factor),
-                         s.data_ptr<float>() + item * g,
-                         arg_max.data_ptr<std::int32_t>() + item * g * j,
-                         arg_min.data_ptr<std::int32_t>() + item * g * j);
+            group_ranges(sample_x + node * c, slice, g, j, range_factor, scales,
+                         max_at + item * g * j, min_at + item * g * j);
           }
         }
       }
@@ -535,10 +627,11 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
 
 }  // namespace
 
-SliceRangeStatistic slice_range_statistic(const float* x, std::int64_t pixels,
-                                          std::int64_t pixel_stride, std::int64_t channels,
-                                          std::int64_t groups, std::int64_t chunks, float factor,
-                                          bool sequential) {
+namespace {
+
+SliceRangeStatistic sized_statistic(std::int64_t pixels, std::int64_t pixel_stride,
+                                    std::int64_t channels, std::int64_t groups,
+                                    std::int64_t chunks) {
   LPDT_CHECK(channels % groups == 0 && (channels / groups * pixels) % chunks == 0 &&
                  pixel_stride >= channels,
              "slice_range_statistic: shape");
@@ -546,9 +639,35 @@ SliceRangeStatistic slice_range_statistic(const float* x, std::int64_t pixels,
   r.scale.resize(static_cast<std::size_t>(groups));
   r.arg_max.resize(static_cast<std::size_t>(groups * chunks));
   r.arg_min.resize(r.arg_max.size());
+  return r;
+}
+
+}  // namespace
+
+SliceRangeStatistic slice_range_statistic(const float* x, std::int64_t pixels,
+                                          std::int64_t pixel_stride, std::int64_t channels,
+                                          std::int64_t groups, std::int64_t chunks, float factor,
+                                          bool sequential) {
+  SliceRangeStatistic r = sized_statistic(pixels, pixel_stride, channels, groups, chunks);
   const Slice s{pixels, pixel_stride, channels};
-  (sequential ? group_ranges_sequential : group_ranges)(
-      x, s, groups, chunks, factor, r.scale.data(), r.arg_max.data(), r.arg_min.data());
+  if (sequential) {
+    group_ranges_sequential(x, s, groups, chunks, factor, r.scale.data(), r.arg_max.data(),
+                            r.arg_min.data());
+  } else {
+    group_ranges(x, s, groups, chunks, factor, r.scale.data(), r.arg_max.data(), r.arg_min.data());
+  }
+  return r;
+}
+
+SliceRangeStatistic slice_range_statistic_of_codes(const std::uint8_t* codes, float code_scale,
+                                                   float code_zero_point, std::int64_t pixels,
+                                                   std::int64_t pixel_stride, std::int64_t channels,
+                                                   std::int64_t groups, std::int64_t chunks,
+                                                   float factor) {
+  SliceRangeStatistic r = sized_statistic(pixels, pixel_stride, channels, groups, chunks);
+  group_ranges(codes, CodeValues{code_scale, code_zero_point},
+               Slice{pixels, pixel_stride, channels}, groups, chunks, factor, r.scale.data(),
+               r.arg_max.data(), r.arg_min.data());
   return r;
 }
 

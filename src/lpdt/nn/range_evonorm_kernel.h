@@ -21,13 +21,13 @@ enum class GroupStatistic {
 constexpr double kStdEpsilon = 1e-5;
 
 struct RangeEvoNormShape {
-  std::int64_t k = 1;               // nodes
-  std::int64_t channels = 1;        // per node
-  std::int64_t groups = 1;          // per node
+  std::int64_t k = 1;         // nodes
+  std::int64_t channels = 1;  // per node
+  std::int64_t groups = 1;    // per node
   GroupStatistic statistic = GroupStatistic::kChunkRanges;
-  std::int64_t chunks = 1;          // range statistic: chunks per group (1: the whole group)
-  double range_factor = 1.0;        // s = 1 / (range * range_factor + 1e-5)
-  int scale_bits = 0;               // 0: s not quantized (fp32); else the bits of Q(s)
+  std::int64_t chunks = 1;    // range statistic: chunks per group (1: the whole group)
+  double range_factor = 1.0;  // s = 1 / (range * range_factor + 1e-5)
+  int scale_bits = 0;         // 0: s not quantized (fp32); else the bits of Q(s)
   quant::QuantScheme scale_scheme = quant::QuantScheme::kGemmlowp;
   // 8-bit models: the output gradient is fake-quantized (per node [min, max], stochastic) before
   // the backward pass uses it, the reference's quantize_grad after the norm, with this request.
@@ -59,6 +59,16 @@ SliceRangeStatistic slice_range_statistic(const float* x, std::int64_t pixels,
                                           std::int64_t pixel_stride, std::int64_t channels,
                                           std::int64_t groups, std::int64_t chunks, float factor,
                                           bool sequential);
+
+// The same statistic of an 8-bit slice found on its codes (element (p, c) at
+// codes[p * pixel_stride + c], value (code - code_zero_point) * code_scale), as 8-bit models'
+// forward pass computes it. Exposed for the test that it equals slice_range_statistic on the
+// dequantized values.
+SliceRangeStatistic slice_range_statistic_of_codes(const std::uint8_t* codes, float code_scale,
+                                                   float code_zero_point, std::int64_t pixels,
+                                                   std::int64_t pixel_stride, std::int64_t channels,
+                                                   std::int64_t groups, std::int64_t chunks,
+                                                   float factor);
 
 // Whether the fused operation handles x (float32 CPU, 4-D).
 bool range_evonorm_fused_supports(const at::Tensor& x);
