@@ -51,8 +51,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   auto profile_rows = std::make_shared<std::size_t>(0);
   cmd->add_option("--profile", *profile_rows,
-                  "With --precision: after the timed steps, run as many again under LibTorch's "
-                  "profiler and print this many operators by self time per step (0 = off)")
+                  "With --precision: after the timed steps, run as many again observing LibTorch's "
+                  "operator ranges and print this many operators by self time per step (0 = off)")
       ->capture_default_str();
   auto scaling = std::make_shared<bool>(false);
   cmd->add_flag(

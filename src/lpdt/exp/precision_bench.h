@@ -27,8 +27,8 @@ struct PrecisionBenchOptions {
   std::int64_t size = 28;
   std::vector<std::string> modes = {"fp32", "bf16", "int8-simulated", "int8-integer"};
   std::string json_path;
-  // > 0: after the timed steps, run as many again under LibTorch's profiler and print this many
-  // operators by self time per step (operator_profile.h).
+  // > 0: after the timed steps, run as many again observing LibTorch's operator ranges and print
+  // this many operators by self time per step (operator_profile.h).
   std::size_t profile_rows = 0;
 };
 

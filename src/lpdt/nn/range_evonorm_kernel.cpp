@@ -357,11 +357,21 @@ LPDT_CPU_CLONES void output_pass(const float* __restrict x, float* __restrict ou
 
 // Backward of output_pass (without the range statistic's part): dx, and per-channel partial sums
 // of the gradients of v, gamma, beta and of the group scale (summed per group by the caller).
+// gamma and the group scale enter the output as the product n * s_c * gamma, so both gradients
+// are one sum, sum_p dy n, times the other factor: one accumulator per channel for the two, and
+// dn = dy * (gamma s_c) with the product formed once per channel. The division by 6 of the
+// forward's z = x v / 6 + 1/2 is kept (the clamp's mask must be the forward's); its derivative's
+// 1/6 is a multiplication.
 LPDT_CPU_CLONES void backward_pass(const float* __restrict dy, const float* __restrict x,
                                    float* __restrict dx, const Slice& s, const float* __restrict v,
                                    const float* __restrict s_c, const float* __restrict gamma,
                                    float* __restrict dv, float* __restrict dgamma,
                                    float* __restrict dbeta, float* __restrict ds_c) {
+  std::vector<float> products(static_cast<std::size_t>(2 * s.channels), 0.0f);
+  float* __restrict gamma_s = products.data();
+  float* __restrict dy_n = products.data() + s.channels;
+  for (std::int64_t c = 0; c < s.channels; ++c) gamma_s[c] = gamma[c] * s_c[c];
+  constexpr float kSixth = 1.0f / 6.0f;
   for (std::int64_t p = 0; p < s.pixels; ++p) {
     const float* __restrict dyp = dy + p * s.pixel_stride;
     const float* __restrict xp = x + p * s.pixel_stride;
@@ -370,16 +380,18 @@ LPDT_CPU_CLONES void backward_pass(const float* __restrict dy, const float* __re
       const float z = xp[c] * v[c] / 6.0f + 0.5f;
       const float h = std::min(std::max(z, 0.0f), 1.0f);
       const float inside = (z >= 0.0f && z <= 1.0f) ? 1.0f : 0.0f;  // clamp's gradient mask
-      const float n = xp[c] * h;
       const float d = dyp[c];
       dbeta[c] += d;
-      dgamma[c] += d * (n * s_c[c]);
-      ds_c[c] += d * gamma[c] * n;
-      const float dn = d * gamma[c] * s_c[c];
-      const float dz = dn * xp[c] * inside / 6.0f;  // through hsig(z), z = x v
+      dy_n[c] += d * (xp[c] * h);
+      const float dn = d * gamma_s[c];
+      const float dz = dn * xp[c] * inside * kSixth;  // through hsig(z), z = x v
       dxp[c] = dn * h + dz * v[c];
       dv[c] += dz * xp[c];
     });
+  }
+  for (std::int64_t c = 0; c < s.channels; ++c) {
+    dgamma[c] += dy_n[c] * s_c[c];
+    ds_c[c] += dy_n[c] * gamma[c];
   }
 }
 
