@@ -476,10 +476,18 @@ TEST(RangeEvoNorm, ChunksFallBackBelowSixteen) {
 // bit, on the map sizes of ResNet-20 at 28x28 and 32x32, with ties (8-bit codes), infinities and a
 // node's slice of a multi-node tensor (pixel stride k*C). 7x7 maps (runs of 7 pixels) and a NaN
 // take the sequential method inside the vectorised entry point.
+// A (sample, node) slice of a channels-last activation, as the range statistic's tests take it.
+struct SliceShape {
+  std::int64_t channels, groups, side, nodes;
+};
+std::string slice_case(const SliceShape& shape, int trial, std::int64_t node) {
+  return std::to_string(shape.channels) + " channels, " + std::to_string(shape.side) + "x" +
+         std::to_string(shape.side) + ", trial " + std::to_string(trial) + ", node " +
+         std::to_string(node);
+}
+
 TEST(RangeEvoNorm, VectorisedRangeStatisticEqualsTheSequentialOne) {
-  struct Shape {
-    std::int64_t channels, groups, side, nodes;
-  };
+  using Shape = SliceShape;
   torch::manual_seed(21);
   for (const Shape& shape :
        {Shape{16, 8, 32, 1}, Shape{32, 8, 16, 2}, Shape{64, 8, 8, 3}, Shape{16, 8, 28, 1},
@@ -505,10 +513,7 @@ TEST(RangeEvoNorm, VectorisedRangeStatisticEqualsTheSequentialOne) {
                                        0.3f, sequential);
         };
         const SliceRangeStatistic fast = args(false), reference = args(true);
-        const std::string where = std::to_string(shape.channels) + " channels, " +
-                                  std::to_string(shape.side) + "x" + std::to_string(shape.side) +
-                                  ", trial " + std::to_string(trial) + ", node " +
-                                  std::to_string(node);
+        const std::string where = slice_case(shape, trial, node);
         EXPECT_EQ(fast.arg_max, reference.arg_max) << where;
         EXPECT_EQ(fast.arg_min, reference.arg_min) << where;
         ASSERT_EQ(fast.scale.size(), reference.scale.size());
@@ -530,9 +535,7 @@ TEST(RangeEvoNorm, VectorisedRangeStatisticEqualsTheSequentialOne) {
 // everywhere, and the extreme codes 0 and 255 at a run's first pixel), and 7x7 maps (which take
 // the sequential scan on values inside).
 TEST(RangeEvoNorm, RangeStatisticOfCodesEqualsTheOneOfTheirValues) {
-  struct Shape {
-    std::int64_t channels, groups, side, nodes;
-  };
+  using Shape = SliceShape;
   torch::manual_seed(23);
   for (const Shape& shape : {Shape{16, 8, 32, 1}, Shape{32, 8, 16, 2}, Shape{64, 8, 8, 3},
                              Shape{16, 8, 28, 1}, Shape{64, 8, 7, 1}, Shape{20, 4, 9, 2}}) {
@@ -553,10 +556,7 @@ TEST(RangeEvoNorm, RangeStatisticOfCodesEqualsTheOneOfTheirValues) {
         const SliceRangeStatistic reference =
             slice_range_statistic(values.data_ptr<float>() + node * shape.channels, pixels, stride,
                                   shape.channels, shape.groups, chunks, 0.3f, /*sequential=*/true);
-        const std::string where = std::to_string(shape.channels) + " channels, " +
-                                  std::to_string(shape.side) + "x" + std::to_string(shape.side) +
-                                  ", trial " + std::to_string(trial) + ", node " +
-                                  std::to_string(node);
+        const std::string where = slice_case(shape, trial, node);
         EXPECT_EQ(of_codes.arg_max, reference.arg_max) << where;
         EXPECT_EQ(of_codes.arg_min, reference.arg_min) << where;
         EXPECT_EQ(of_codes.scale, reference.scale) << where;

@@ -34,13 +34,8 @@ LPDT_CPU_CLONES void centered_uniforms(std::uint64_t stream, std::uint64_t index
     using Draws = float __attribute__((vector_size(64)));
     const Mixes lane = {0, 1, 2, 3, 4, 5, 6, 7};
     for (; e0 + 16 <= n; e0 += 16) {
-      Mixes h = ((first_pair + static_cast<std::uint64_t>(e0 / 2)) + lane) * 0x9E3779B97F4A7C15ull;
-      h ^= stream;
-      h ^= h >> 32;
-      h *= 0xD6E8FEB86659FD93ull;
-      h ^= h >> 32;
-      h *= 0xD6E8FEB86659FD93ull;
-      h ^= h >> 32;
+      Mixes h = (first_pair + static_cast<std::uint64_t>(e0 / 2)) + lane;
+      mix_pairs(stream, h);
       Halves halves;
       if constexpr (std::endian::native == std::endian::little) {
         std::memcpy(&halves, &h, sizeof halves);

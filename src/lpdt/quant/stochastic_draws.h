@@ -24,15 +24,21 @@ struct DrawKey {
 // The 64-bit key of one (seed, node, step, site): SplitMix64 finalisers chained.
 std::uint64_t draw_stream(const DrawKey& key, std::int64_t local_node, SiteId site);
 
-// The 64-bit mix (two multiply-xorshift rounds) of a stream key and a pair of elements.
+// Replaces pair index p by the 64-bit mix (two multiply-xorshift rounds) of the stream key and p:
+// one pair (U = std::uint64_t), or lane by lane a GCC vector of pairs (centered_uniforms; in place,
+// as a vector argument or result would tie the helper to an ABI).
+template <typename U>
+inline void mix_pairs(std::uint64_t stream, U& h) {
+  h = stream ^ (h * 0x9E3779B97F4A7C15ull);
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  h ^= h >> 32;
+}
 inline std::uint64_t pair_hash(std::uint64_t stream, std::uint64_t pair) {
-  std::uint64_t h = stream ^ (pair * 0x9E3779B97F4A7C15ull);
-  h ^= h >> 32;
-  h *= 0xD6E8FEB86659FD93ull;
-  h ^= h >> 32;
-  h *= 0xD6E8FEB86659FD93ull;
-  h ^= h >> 32;
-  return h;
+  mix_pairs(stream, pair);
+  return pair;
 }
 
 // Uniform in [-0.5, 0.5) with 24 random bits. Elements 2p and 2p + 1 share one mix of pair p: the
