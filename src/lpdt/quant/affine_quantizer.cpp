@@ -113,19 +113,16 @@ constexpr std::int64_t kChunk = 16;
 using Floats16 = float __attribute__((vector_size(kChunk * sizeof(float))));
 using Ints16 = std::int32_t __attribute__((vector_size(kChunk * sizeof(std::int32_t))));
 using Bytes16 = std::uint8_t __attribute__((vector_size(kChunk)));
-using Words4 = std::uint32_t __attribute__((vector_size(kChunk)));
-using Words16 = std::uint32_t __attribute__((vector_size(kChunk * sizeof(std::uint32_t))));
+using Shorts16 = std::uint16_t __attribute__((vector_size(kChunk * sizeof(std::uint16_t))));
 // Conversions between 16 codes and 16 floats (by reference: a vector argument or result would tie
 // these helpers to an ABI). GCC 12 lowers a byte -> int __builtin_convertvector to 16 scalar
-// extractions; spreading the 4 words of codes over 16 lanes (one vpermd) and shifting each lane's
-// byte down is a few vector instructions. The other way, int -> byte, is one vpmovdb.
+// extractions, and a shuffle of the 16 bytes into a 64-byte vector through the stack (a 64-byte
+// load of a 16-byte store, which waits for it: docs/benchmarks.md, low precision item 26); byte ->
+// 16-bit -> 32-bit conversions stay in registers (vpmovzxbw, vpmovzxwd). The other way, int ->
+// byte, is one vpmovdb.
 inline void floats_of(const Bytes16& codes, Floats16& out) {
-  Words4 words;
-  std::memcpy(&words, &codes, sizeof words);
-  const Words16 spread =
-      __builtin_shufflevector(words, words, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  const Words16 shifts = {0, 8, 16, 24, 0, 8, 16, 24, 0, 8, 16, 24, 0, 8, 16, 24};  // little-endian
-  out = __builtin_convertvector(reinterpret_cast<Ints16>((spread >> shifts) & 0xFFu), Floats16);
+  const Shorts16 wide = __builtin_convertvector(codes, Shorts16);
+  out = __builtin_convertvector(__builtin_convertvector(wide, Ints16), Floats16);
 }
 inline void codes_of(const Floats16& rounded, Bytes16& out) {  // exact for the integers 0..255
   out = __builtin_convertvector(__builtin_convertvector(rounded, Ints16), Bytes16);
