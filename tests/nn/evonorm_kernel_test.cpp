@@ -67,40 +67,87 @@ std::string case_name(const Case& c) {
 
 class EvoNormKernelCase : public ::testing::TestWithParam<Case> {};
 
-TEST_P(EvoNormKernelCase, MatchesScalarReference) {
-  const Case& p = GetParam();
+// A case's random inputs (NCHW) and the scalar reference's outputs.
+struct CaseData {
+  at::Tensor x, v, gamma, beta, dy;
+  EvoNormForward ref;
+  EvoNormGradients ref_grad;
+};
+
+CaseData case_data(const Case& p) {
   const std::int64_t kc = p.k * p.c;
   torch::manual_seed(11);
+  CaseData d;
   // An offset mean (|mean| >> std in some groups) exercises the shifted variance.
-  const at::Tensor x_nchw = torch::randn({p.b, kc, p.h, p.w}) * 1.5 + 2.0;
-  const at::Tensor v = torch::randn({kc});
-  const at::Tensor gamma = torch::randn({kc});
-  const at::Tensor beta = torch::randn({kc});
-  const at::Tensor dy_nchw = torch::randn({p.b, kc, p.h, p.w});
-  const EvoNormForward ref =
-      evonorm_s0_forward_reference(x_nchw, v, gamma, beta, p.channels_per_group, kEps);
-  const EvoNormGradients ref_grad = evonorm_s0_backward_reference(
-      dy_nchw, x_nchw, v, gamma, ref.mean, ref.rstd, p.channels_per_group);
-  for (const auto format : {at::MemoryFormat::ChannelsLast, at::MemoryFormat::Contiguous}) {
+  d.x = torch::randn({p.b, kc, p.h, p.w}) * 1.5 + 2.0;
+  d.v = torch::randn({kc});
+  d.gamma = torch::randn({kc});
+  d.beta = torch::randn({kc});
+  d.dy = torch::randn({p.b, kc, p.h, p.w});
+  d.ref = evonorm_s0_forward_reference(d.x, d.v, d.gamma, d.beta, p.channels_per_group, kEps);
+  d.ref_grad = evonorm_s0_backward_reference(d.dy, d.x, d.v, d.gamma, d.ref.mean, d.ref.rstd,
+                                             p.channels_per_group);
+  return d;
+}
+
+void expect_matches_reference(const CaseData& d, const EvoNormForward& out,
+                              const EvoNormGradients& grad) {
+  EXPECT_CLOSE(out.y.cpu(), d.ref.y, kForwardTolerance);
+  EXPECT_CLOSE(out.mean.cpu(), d.ref.mean, kForwardTolerance);
+  EXPECT_CLOSE(out.rstd.cpu(), d.ref.rstd, kForwardTolerance);
+  EXPECT_CLOSE(grad.dx.cpu(), d.ref_grad.dx, kBackwardTolerance);
+  EXPECT_CLOSE(grad.dv.cpu(), d.ref_grad.dv, kBackwardTolerance);
+  EXPECT_CLOSE(grad.dgamma.cpu(), d.ref_grad.dgamma, kBackwardTolerance);
+  EXPECT_CLOSE(grad.dbeta.cpu(), d.ref_grad.dbeta, kBackwardTolerance);
+}
+
+constexpr at::MemoryFormat kFormats[] = {at::MemoryFormat::ChannelsLast,
+                                         at::MemoryFormat::Contiguous};
+
+TEST_P(EvoNormKernelCase, MatchesScalarReference) {
+  const Case& p = GetParam();
+  const CaseData d = case_data(p);
+  for (const auto format : kFormats) {
     SCOPED_TRACE(format == at::MemoryFormat::ChannelsLast ? "channels-last" : "NCHW");
-    const at::Tensor x = x_nchw.contiguous(format);
-    const at::Tensor dy = dy_nchw.contiguous(format);
-    if (format == at::MemoryFormat::ChannelsLast && p.h * p.w > 1 && kc > 1) {
+    const at::Tensor x = d.x.contiguous(format);
+    const at::Tensor dy = d.dy.contiguous(format);
+    if (format == at::MemoryFormat::ChannelsLast && p.h * p.w > 1 && p.k * p.c > 1) {
       ASSERT_TRUE(is_channels_last(x));
     }
     const EvoNormForward out =
-        evonorm_s0_forward_cpu(x, v, gamma, beta, p.channels_per_group, kEps);
+        evonorm_s0_forward_cpu(x, d.v, d.gamma, d.beta, p.channels_per_group, kEps);
     EXPECT_TRUE(out.y.is_contiguous(x.suggest_memory_format()));
-    EXPECT_CLOSE(out.y, ref.y, kForwardTolerance);
-    EXPECT_CLOSE(out.mean, ref.mean, kForwardTolerance);
-    EXPECT_CLOSE(out.rstd, ref.rstd, kForwardTolerance);
     const EvoNormGradients grad =
-        evonorm_s0_backward_cpu(dy, x, v, gamma, out.mean, out.rstd, p.channels_per_group);
+        evonorm_s0_backward_cpu(dy, x, d.v, d.gamma, out.mean, out.rstd, p.channels_per_group);
     EXPECT_TRUE(grad.dx.is_contiguous(x.suggest_memory_format()));
-    EXPECT_CLOSE(grad.dx, ref_grad.dx, kBackwardTolerance);
-    EXPECT_CLOSE(grad.dv, ref_grad.dv, kBackwardTolerance);
-    EXPECT_CLOSE(grad.dgamma, ref_grad.dgamma, kBackwardTolerance);
-    EXPECT_CLOSE(grad.dbeta, ref_grad.dbeta, kBackwardTolerance);
+    expect_matches_reference(d, out, grad);
+  }
+}
+
+// On a machine with a GPU and a build with the CUDA kernels: the CUDA kernels against the same
+// reference, with x and dy in every pair of layouts.
+TEST_P(EvoNormKernelCase, CudaMatchesScalarReference) {
+  const Case& p = GetParam();
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const CaseData d = case_data(p);
+  if (!evonorm_s0_cuda_kernel_supports(d.x.cuda(), p.channels_per_group)) {
+    GTEST_SKIP() << "a build without the CUDA kernels";
+  }
+  for (const auto x_format : kFormats) {
+    for (const auto dy_format : kFormats) {
+      SCOPED_TRACE(
+          std::string(x_format == at::MemoryFormat::ChannelsLast ? "x channels-last" : "x NCHW") +
+          (dy_format == at::MemoryFormat::ChannelsLast ? ", dy channels-last" : ", dy NCHW"));
+      const at::Tensor x = d.x.cuda().contiguous(x_format);
+      const at::Tensor dy = d.dy.cuda().contiguous(dy_format);
+      const EvoNormForward out = evonorm_s0_forward_cuda(x, d.v.cuda(), d.gamma.cuda(),
+                                                         d.beta.cuda(), p.channels_per_group, kEps);
+      EXPECT_TRUE(out.y.is_cuda() && out.y.is_contiguous(x.suggest_memory_format()));
+      const EvoNormGradients grad = evonorm_s0_backward_cuda(
+          dy, x, d.v.cuda(), d.gamma.cuda(), out.mean, out.rstd, p.channels_per_group);
+      EXPECT_TRUE(grad.dx.is_contiguous(x.suggest_memory_format()));
+      expect_matches_reference(d, out, grad);
+    }
   }
 }
 
@@ -226,7 +273,7 @@ TEST(EvoNormLayer, ForwardTakesFusedPathForFloat32Cpu) {
   const at::Tensor params = torch::randn({2, registry.layout().total_numel}).requires_grad_(true);
   Context ctx{&registry.layout(), params, nullptr, 2, true};
   const at::Tensor x = nodes_to_channels(torch::randn({2, 3, 4, 5, 5}));
-  ASSERT_TRUE(EvoNormS0::uses_fused_kernel(ctx, x));
+  ASSERT_TRUE(norm.uses_fused_kernel(ctx, x));
   const at::Tensor y = norm.forward(ctx, x);
   ASSERT_TRUE(y.grad_fn() != nullptr);
   EXPECT_NE(y.grad_fn()->name().find("EvoNormS0Function"), std::string::npos)
@@ -235,7 +282,7 @@ TEST(EvoNormLayer, ForwardTakesFusedPathForFloat32Cpu) {
   Context ctx64{&registry.layout(), params.detach().to(at::kDouble).requires_grad_(true), nullptr,
                 2, true};
   const at::Tensor y64 = norm.forward(ctx64, x.to(at::kDouble));
-  EXPECT_FALSE(EvoNormS0::uses_fused_kernel(ctx64, x.to(at::kDouble)));
+  EXPECT_FALSE(norm.uses_fused_kernel(ctx64, x.to(at::kDouble)));
   EXPECT_EQ(y64.grad_fn()->name().find("EvoNormS0Function"), std::string::npos);
 }
 

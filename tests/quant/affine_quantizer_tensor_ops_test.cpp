@@ -1,10 +1,12 @@
-// The device-generic quantizer (tensor operations, the path CUDA tensors take) against the CPU
-// loops, bit for bit, on random inputs of every layout; and, where a GPU exists, the same
-// functions on CUDA tensors against the CPU.
+// The device-generic quantizer (tensor operations) against the CPU loops, bit for bit, on random
+// inputs of every layout; and, where a GPU exists, the CUDA kernels (affine_quantizer_cuda.h) and
+// the tensor operations on CUDA tensors against the CPU loops.
 #include "lpdt/quant/affine_quantizer_tensor_ops.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include "lpdt/quant/affine_quantizer_cuda.h"
 
 namespace lpdt::quant {
 namespace {
@@ -28,6 +30,13 @@ const std::vector<Input> kInputs = {
     {"activation", {4, 3 * 5, 6, 7}},
     {"linear", {3, 8, 33}},
     {"weights", {3, 4 * 3 * 3 * 2}},
+};
+// For the CUDA kernels, also: an odd element count per node (a last pair of one element), and
+// nodes of more than one 8,192-element range segment.
+const std::vector<Input> kCudaInputs = {
+    {"activation", {4, 3 * 5, 6, 7}},          {"linear", {3, 8, 33}},
+    {"weights", {3, 4 * 3 * 3 * 2}},           {"odd", {3, 5, 7}},
+    {"large activation", {8, 3 * 16, 24, 24}},
 };
 
 struct Request {
@@ -133,21 +142,83 @@ TEST(QuantizerTensorOps, DrawsAreTheScalarHash) {
   }
 }
 
-// On a machine with a GPU: the CUDA path decides exactly as the CPU loops.
-TEST(QuantizerTensorOps, CudaMatchesTheCpu) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  for (const Input& in : kInputs) {
-    for (const Request& r : kRequests) {
-      const at::Tensor x = random_input(in, 21);
-      const std::int64_t k = nodes_of(in);
-      const QuantizeRequest request = make_request(r);
-      const NodeRange range = tensor_range(x, k);
-      const NodeRange cuda_range = tensor_range(x.cuda(), k);
-      expect_identical(range.min, cuda_range.min, "cuda range");
-      expect_identical(fake_quantize(x, k, range, request),
-                       fake_quantize(x.cuda(), k, cuda_range, request), in.name);
+// On a machine with a GPU (and a build with the kernels): the CUDA quantizer decides exactly as
+// the CPU loops, and the tensor operations on CUDA tensors decide as the kernels.
+class QuantizerCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+    if (!cuda::handles(at::zeros({1}, at::kCUDA))) GTEST_SKIP() << "a build without the kernels";
+  }
+};
+
+TEST_F(QuantizerCuda, RangesMatchTheCpuLoops) {
+  for (const Input& in : kCudaInputs) {
+    const at::Tensor x = random_input(in, 31);
+    const std::int64_t k = nodes_of(in);
+    for (const at::Tensor& device_x : {x.cuda(), x.cuda().contiguous()}) {
+      const NodeRange cpu = tensor_range(x, k), gpu = tensor_range(device_x, k);
+      EXPECT_TRUE(gpu.min.is_cuda());
+      expect_identical(cpu.min, gpu.min, std::string(in.name) + " min");
+      expect_identical(cpu.max, gpu.max, std::string(in.name) + " max");
+      // Summed in double in sample order on both devices: the same floats.
+      const NodeRange cpu_mean = sample_mean_range(x, k), gpu_mean = sample_mean_range(device_x, k);
+      expect_identical(cpu_mean.min, gpu_mean.min, std::string(in.name) + " sample-mean min");
+      expect_identical(cpu_mean.max, gpu_mean.max, std::string(in.name) + " sample-mean max");
     }
   }
+}
+
+TEST_F(QuantizerCuda, FakeQuantizeMatchesTheCpuLoopsAndTheTensorOps) {
+  for (const Input& in : kCudaInputs) {
+    for (const Request& r : kRequests) {
+      const at::Tensor x = random_input(in, 41);
+      const std::int64_t k = nodes_of(in);
+      NodeRange range = tensor_range(x, k);  // narrowed: clamping is exercised too
+      range.min = range.min * 0.8;
+      range.max = range.max * 0.9;
+      const QuantizeRequest request = make_request(r);
+      const std::string what = std::string(in.name) + " bits " + std::to_string(r.bits) +
+                               (r.rounding == Rounding::kStochastic ? " stochastic" : " nearest");
+      const at::Tensor gpu = fake_quantize(x.cuda(), k, range, request);
+      EXPECT_TRUE(gpu.is_cuda()) << what;
+      expect_identical(fake_quantize(x, k, range, request), gpu, what);
+      expect_identical(tensor_ops::fake_quantize(x.cuda(), k, range, request), gpu,
+                       what + " (tensor ops)");
+    }
+  }
+}
+
+TEST_F(QuantizerCuda, CodesAndDequantizeMatchTheCpuLoops) {
+  for (const Input& in : kCudaInputs) {
+    for (const Rounding rounding : {Rounding::kNearest, Rounding::kStochastic}) {
+      const at::Tensor x = random_input(in, 51);
+      const std::int64_t k = nodes_of(in);
+      const QuantizeRequest request = make_request({8, QuantScheme::kGemmlowp, rounding});
+      const NodeRange range = tensor_range(x, k);
+      const QuantizedTensor cpu = quantize(x, k, range, request);
+      const QuantizedTensor gpu = quantize(x.cuda(), k, range, request);
+      EXPECT_TRUE(gpu.codes.is_cuda() && gpu.scale.is_cuda());
+      expect_identical(cpu.codes, gpu.codes, std::string(in.name) + " codes");
+      expect_identical(cpu.scale, gpu.scale, "scale");
+      expect_identical(cpu.zero_point, gpu.zero_point, "zero point");
+      expect_identical(dequantize(cpu, k), dequantize(gpu, k), "dequantize");
+    }
+  }
+}
+
+// The kernels read the stream of each node from the key: shifting first_node by one node moves
+// node i's draws to node i - 1.
+TEST_F(QuantizerCuda, DrawsFollowTheGlobalNodeId) {
+  const at::Tensor x = random_input({"linear", {3, 8, 33}}, 61).cuda();
+  QuantizeRequest request = make_request({8, QuantScheme::kGemmlowp, Rounding::kStochastic});
+  const NodeRange range = tensor_range(x, 3);
+  const at::Tensor all = fake_quantize(x, 3, range, request);
+  request.key.first_node += 1;
+  const at::Tensor last_two =
+      fake_quantize(x.slice(0, 1).contiguous(), 2,
+                    NodeRange{range.min.slice(0, 1), range.max.slice(0, 1)}, request);
+  expect_identical(all.slice(0, 1), last_two, "nodes 1 and 2");
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "lpdt/core/host_device.h"
+
 namespace lpdt {
 
 // What a stream is used for; part of the stream's identity.
@@ -20,8 +22,14 @@ enum class StreamPurpose : std::uint64_t {
   kTest = 99,
 };
 
-// SplitMix64 finaliser: a strong 64-bit mixing function (Steele et al. 2014).
-std::uint64_t mix64(std::uint64_t x);
+// SplitMix64 finaliser: a strong 64-bit mixing function (Steele et al. 2014). Inline for the CUDA
+// kernels that derive stochastic-rounding streams on the device (quant/stochastic_draws.h).
+LPDT_HOST_DEVICE inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 
 // xoshiro256** (Blackman & Vigna 2018), seeded through SplitMix64.
 class Rng {

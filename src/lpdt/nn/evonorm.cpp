@@ -20,7 +20,9 @@ class EvoNormS0Function : public torch::autograd::Function<EvoNormS0Function> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
                             const at::Tensor& v, const at::Tensor& gamma, const at::Tensor& beta,
                             std::int64_t channels_per_group, double eps) {
-    EvoNormForward out = evonorm_s0_forward_cpu(x, v, gamma, beta, channels_per_group, eps);
+    EvoNormForward out = x.is_cuda()
+                             ? evonorm_s0_forward_cuda(x, v, gamma, beta, channels_per_group, eps)
+                             : evonorm_s0_forward_cpu(x, v, gamma, beta, channels_per_group, eps);
     ctx->save_for_backward({x, v, gamma, out.mean, out.rstd});
     ctx->saved_data["channels_per_group"] = channels_per_group;
     return out.y;
@@ -30,14 +32,15 @@ class EvoNormS0Function : public torch::autograd::Function<EvoNormS0Function> {
                                                  torch::autograd::variable_list grad_outputs) {
     if (at::GradMode::is_enabled()) {
       throw UserError(
-          "EvoNorm-S0's fused CPU kernel has first-order gradients only; a double backward "
+          "EvoNorm-S0's fused kernel has first-order gradients only; a double backward "
           "(create_graph) needs the composite path (EvoNormS0::forward_composite)");
     }
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
     const at::Tensor& dy = grad_outputs[0];
     const std::int64_t channels_per_group = ctx->saved_data["channels_per_group"].toInt();
-    EvoNormGradients g = evonorm_s0_backward_cpu(dy, saved[0], saved[1], saved[2], saved[3],
-                                                 saved[4], channels_per_group);
+    const auto backward = saved[0].is_cuda() ? evonorm_s0_backward_cuda : evonorm_s0_backward_cpu;
+    EvoNormGradients g =
+        backward(dy, saved[0], saved[1], saved[2], saved[3], saved[4], channels_per_group);
     // One gradient per forward argument; none for the two non-tensor ones.
     return {g.dx, g.dv, g.dgamma, g.dbeta, at::Tensor(), at::Tensor()};
   }
@@ -58,9 +61,9 @@ EvoNormS0::EvoNormS0(Registry& registry, const std::string& name, std::int64_t c
   v_ = registry.add_param(join_name(name, "v"), {channels}, ParamInit::ones());
 }
 
-bool EvoNormS0::uses_fused_kernel(const Context& ctx, const at::Tensor& x) {
-  return evonorm_s0_kernel_supports(x) && ctx.params.scalar_type() == at::kFloat &&
-         ctx.params.device().is_cpu();
+bool EvoNormS0::uses_fused_kernel(const Context& ctx, const at::Tensor& x) const {
+  if (ctx.params.scalar_type() != at::kFloat || ctx.params.device() != x.device()) return false;
+  return evonorm_s0_kernel_supports(x) || evonorm_s0_cuda_kernel_supports(x, channels_ / groups_);
 }
 
 at::Tensor EvoNormS0::forward(const Context& ctx, const at::Tensor& x) const {
@@ -68,7 +71,9 @@ at::Tensor EvoNormS0::forward(const Context& ctx, const at::Tensor& x) const {
 }
 
 at::Tensor EvoNormS0::forward_fused(const Context& ctx, const at::Tensor& x) const {
-  LPDT_CHECK(uses_fused_kernel(ctx, x), "EvoNorm-S0 fused kernel: float32 CPU tensors only");
+  LPDT_CHECK(uses_fused_kernel(ctx, x),
+             "EvoNorm-S0 fused kernel: float32 CPU tensors, or CUDA tensors in a build with the "
+             "CUDA kernels");
   const std::int64_t kc = x.size(1);
   LPDT_CHECK(kc == ctx.k * channels_, "EvoNorm-S0: input channels must be k * channels");
   // [k, C] views of the [k, P] parameters -> [K*C] (a copy when k > 1, whose backward scatters

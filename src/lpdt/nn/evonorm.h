@@ -25,8 +25,9 @@ class EvoNormS0 {
   // The two paths by name (for tests and benchmarks). forward_fused needs uses_fused_kernel.
   at::Tensor forward_fused(const Context& ctx, const at::Tensor& x) const;
   at::Tensor forward_composite(const Context& ctx, const at::Tensor& x) const;
-  // x and ctx.params are float32 CPU tensors, x 4-D.
-  static bool uses_fused_kernel(const Context& ctx, const at::Tensor& x);
+  // x and ctx.params are float32 on one device, x 4-D: the CPU kernel, or on CUDA the CUDA
+  // kernels (builds with them, channels per group dividing 256).
+  bool uses_fused_kernel(const Context& ctx, const at::Tensor& x) const;
 
  private:
   std::int64_t channels_;

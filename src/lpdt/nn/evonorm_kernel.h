@@ -45,8 +45,8 @@ struct EvoNormGradients {
   at::Tensor dbeta;   // [K*C] float32
 };
 
-// Whether the fused kernel handles x: a 4-D float32 CPU tensor. Anything else (float64 for the
-// finite-difference tests, CUDA tensors) runs the composite ATen code.
+// Whether the fused CPU kernel handles x: a 4-D float32 CPU tensor. Anything else (float64 for the
+// finite-difference tests; CUDA tensors, see evonorm_s0_cuda_kernel_supports) does not.
 bool evonorm_s0_kernel_supports(const at::Tensor& x);
 
 // The fused kernel. Parallel over samples (at::parallel_for); per-channel parameter gradients are
@@ -60,6 +60,19 @@ EvoNormGradients evonorm_s0_backward_cpu(const at::Tensor& dy, const at::Tensor&
                                          const at::Tensor& v, const at::Tensor& gamma,
                                          const at::Tensor& mean, const at::Tensor& rstd,
                                          std::int64_t channels_per_group);
+
+// The same operation on CUDA tensors (cuda/evonorm_s0_kernels.h), in builds with the CUDA kernels
+// (a CUDA LibTorch and nvcc): one block per (sample, group), statistics and parameter gradients
+// summed in double (the latter in sample order: deterministic). x and dy may each be channels-last
+// or contiguous NCHW (anything else is copied to x's format); channels_per_group must divide 256.
+bool evonorm_s0_cuda_kernel_supports(const at::Tensor& x, std::int64_t channels_per_group);
+EvoNormForward evonorm_s0_forward_cuda(const at::Tensor& x, const at::Tensor& v,
+                                       const at::Tensor& gamma, const at::Tensor& beta,
+                                       std::int64_t channels_per_group, double eps);
+EvoNormGradients evonorm_s0_backward_cuda(const at::Tensor& dy, const at::Tensor& x,
+                                          const at::Tensor& v, const at::Tensor& gamma,
+                                          const at::Tensor& mean, const at::Tensor& rstd,
+                                          std::int64_t channels_per_group);
 
 // Scalar references of the same equations: plain loops over logical indices (any strides),
 // everything in double, std::exp; outputs float32 (y, dx contiguous NCHW). For the tests.

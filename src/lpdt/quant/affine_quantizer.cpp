@@ -11,13 +11,13 @@
 
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
+#include "lpdt/quant/affine_quantizer_cuda.h"
 #include "lpdt/quant/affine_quantizer_tensor_ops.h"
 
 namespace lpdt::quant {
 namespace {
 
 // The reference clamps the step size away from 0 (an all-equal tensor).
-constexpr double kMinScale = 1e-8;
 
 // The min and max of a block of `rows` runs of `cols` contiguous floats, row_stride apart (one
 // node's part of a sample: in a k-node channels-last tensor, a node's C channels of every pixel).
@@ -87,14 +87,6 @@ void sample_min_max(const at::Tensor& xc, const NodeView& v, std::vector<float>&
       maxs[item] = hi;
     }
   });
-}
-
-// Round half to even for 0 <= y < 2^22, branch-free: adding and subtracting 1.5 * 2^23 leaves
-// the float rounding of y to an integer in the default rounding mode (no -ffast-math here, so the
-// compiler keeps both operations). The same result as std::nearbyint, and it vectorises.
-inline float round_half_even(float y) {
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-  return (y + kMagic) - kMagic;
 }
 
 // One element's scaled value, before its draw (when stochastic) and rounding. Shared by every loop
@@ -375,7 +367,9 @@ void check_input(const at::Tensor& x, const QuantizeRequest& request) {
 
 NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
   RECORD_FUNCTION("lpdt::tensor_range", std::vector<c10::IValue>());
-  if (!x.device().is_cpu()) return tensor_ops::tensor_range(x, k);
+  if (!x.device().is_cpu()) {
+    return cuda::handles(x) ? cuda::tensor_range(x, k) : tensor_ops::tensor_range(x, k);
+  }
   const at::Tensor xc = canonical_layout(x);
   const NodeView v = node_view(xc, k);
   std::vector<float> mins, maxs;
@@ -395,7 +389,9 @@ NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
 
 NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
   RECORD_FUNCTION("lpdt::sample_mean_range", std::vector<c10::IValue>());
-  if (!x.device().is_cpu()) return tensor_ops::sample_mean_range(x, k);
+  if (!x.device().is_cpu()) {
+    return cuda::handles(x) ? cuda::sample_mean_range(x, k) : tensor_ops::sample_mean_range(x, k);
+  }
   const at::Tensor xc = canonical_layout(x);
   const NodeView v = node_view(xc, k);
   std::vector<float> mins, maxs;
@@ -413,29 +409,13 @@ NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
   return range;
 }
 
-AffineParams affine_params(float min, float max, int bits, QuantScheme scheme) {
-  const double qmax = static_cast<double>((std::int64_t{1} << bits) - 1);
-  AffineParams p;
-  p.scheme = scheme;
-  if (scheme == QuantScheme::kReference) {
-    // Reference spec 7.1: the range as given; scale computed in double, used in float32.
-    p.scale = static_cast<float>(std::max((static_cast<double>(max) - min) / qmax, kMinScale));
-    p.min = min;
-    p.zero_point = -min / p.scale;
-    return p;
-  }
-  // gemmlowp: widen the range to contain 0, then nudge the zero point to an integer code so that
-  // real 0 is exactly representable.
-  const double lo = std::min<double>(min, 0.0), hi = std::max<double>(max, 0.0);
-  p.scale = static_cast<float>(std::max((hi - lo) / qmax, kMinScale));
-  p.zero_point = static_cast<float>(std::clamp(std::nearbyint(-lo / p.scale), 0.0, qmax));
-  return p;
-}
-
 at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request) {
   RECORD_FUNCTION("lpdt::fake_quantize", std::vector<c10::IValue>());
-  if (!x.device().is_cpu()) return tensor_ops::fake_quantize(x, k, range, request);
+  if (!x.device().is_cpu()) {
+    return cuda::handles(x) ? cuda::fake_quantize(x, k, range, request)
+                            : tensor_ops::fake_quantize(x, k, range, request);
+  }
   check_input(x, request);
   const at::Tensor xc = canonical_layout(x);
   const NodeView v = node_view(xc, k);
@@ -448,7 +428,10 @@ at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& r
 QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request) {
   RECORD_FUNCTION("lpdt::quantize", std::vector<c10::IValue>());
-  if (!x.device().is_cpu()) return tensor_ops::quantize(x, k, range, request);
+  if (!x.device().is_cpu()) {
+    return cuda::handles(x) ? cuda::quantize(x, k, range, request)
+                            : tensor_ops::quantize(x, k, range, request);
+  }
   check_input(x, request);
   LPDT_CHECK(request.bits <= 8, "quantize: codes are 8-bit (bits <= 8)");
   LPDT_CHECK(request.scheme == QuantScheme::kGemmlowp,
@@ -500,7 +483,9 @@ void dequantize_sample(const QuantizedTensor& q, const NodeView& v, std::int64_t
 
 at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
   RECORD_FUNCTION("lpdt::dequantize", std::vector<c10::IValue>());
-  if (!q.codes.device().is_cpu()) return tensor_ops::dequantize(q, k);
+  if (!q.codes.device().is_cpu()) {
+    return cuda::handles(q.codes) ? cuda::dequantize(q, k) : tensor_ops::dequantize(q, k);
+  }
   const NodeView v = node_view(q.codes, k);
   at::Tensor out = at::empty_like(q.codes, q.codes.options().dtype(at::kFloat));
   const std::uint8_t* codes = q.codes.data_ptr<std::uint8_t>();

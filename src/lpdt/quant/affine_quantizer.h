@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "lpdt/quant/affine_params.h"
 #include "lpdt/quant/node_view.h"
 #include "lpdt/quant/quant_options.h"
 #include "lpdt/quant/stochastic_draws.h"
@@ -32,21 +33,6 @@ struct NodeRange {
 NodeRange tensor_range(const at::Tensor& x, std::int64_t k);
 // Mean over samples of each sample's min/max (the reference's QuantMeasure in training).
 NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k);
-
-// One node's quantization parameters, derived from its range.
-struct AffineParams {
-  float scale = 1.0f;
-  float zero_point = 0.0f;  // gemmlowp: an integer code; reference: -min / scale (not integral)
-  float min = 0.0f;         // reference scheme only
-  QuantScheme scheme = QuantScheme::kGemmlowp;
-  float quantize(float x) const {  // before rounding and clamping
-    return scheme == QuantScheme::kGemmlowp ? x / scale + zero_point : (x - min) / scale;
-  }
-  float dequantize(float q) const {
-    return scheme == QuantScheme::kGemmlowp ? (q - zero_point) * scale : q * scale + min;
-  }
-};
-AffineParams affine_params(float min, float max, int bits, QuantScheme scheme);
 
 struct QuantizeRequest {
   int bits = 8;

@@ -8,8 +8,6 @@
 namespace lpdt::quant::tensor_ops {
 namespace {
 
-constexpr double kMinScale = 1e-8;  // as affine_quantizer.cpp
-
 // x in canonical layout seen as [k, samples, rows, cols] (a strided view, no copy).
 at::Tensor node_elements(const at::Tensor& xc, const NodeView& v) {
   return xc.as_strided({v.nodes, v.samples, v.rows, v.cols},

@@ -9,15 +9,6 @@
 
 namespace lpdt::quant {
 
-std::uint64_t draw_stream(const DrawKey& key, std::int64_t local_node, SiteId site) {
-  // Distinct constants keep (node, step, site) triples apart before each mix.
-  std::uint64_t h = mix64(key.seed ^ 0x51A7E5C0FFEEull);
-  h = mix64(h ^ static_cast<std::uint64_t>(key.first_node + local_node));
-  h = mix64(h ^ (static_cast<std::uint64_t>(key.step) * 0xA24BAED4963EE407ull));
-  h = mix64(h ^ (static_cast<std::uint64_t>(site) * 0x9FB21C651E98DF25ull));
-  return h;
-}
-
 LPDT_CPU_CLONES void centered_uniforms(std::uint64_t stream, std::uint64_t index0, std::int64_t n,
                                        float* __restrict out) {
   LPDT_CHECK(n >= 0 && n <= kMaxDrawsAtOnce, "centered_uniforms: at most kMaxDrawsAtOnce draws");
@@ -54,7 +45,7 @@ LPDT_CPU_CLONES void centered_uniforms(std::uint64_t stream, std::uint64_t index
     halves[2 * p + 1] = static_cast<std::uint32_t>(h >> 32);
   }
   for (std::int64_t e = e0; e < n; ++e) {
-    out[e] = static_cast<float>(halves[skip + e] >> 8) * kTwoToMinus24 - 0.5f;
+    out[e] = draw_of_half(halves[skip + e]);
   }
 }
 

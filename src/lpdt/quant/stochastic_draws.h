@@ -7,6 +7,9 @@
 // quantization itself).
 #include <cstdint>
 
+#include "lpdt/core/host_device.h"
+#include "lpdt/core/rng.h"
+
 namespace lpdt::quant {
 
 // Which draw of a step: one per quantization site (forward activations, backward gradients).
@@ -21,14 +24,23 @@ struct DrawKey {
   std::int64_t first_node = 0;
 };
 
-// The 64-bit key of one (seed, node, step, site): SplitMix64 finalisers chained.
-std::uint64_t draw_stream(const DrawKey& key, std::int64_t local_node, SiteId site);
+// The 64-bit key of one (seed, node, step, site): SplitMix64 finalisers chained. Distinct
+// constants keep (node, step, site) triples apart before each mix. Inline, host and device: the
+// CUDA quantizer derives each node's stream in its kernels.
+LPDT_HOST_DEVICE inline std::uint64_t draw_stream(const DrawKey& key, std::int64_t local_node,
+                                                  SiteId site) {
+  std::uint64_t h = mix64(key.seed ^ 0x51A7E5C0FFEEull);
+  h = mix64(h ^ static_cast<std::uint64_t>(key.first_node + local_node));
+  h = mix64(h ^ (static_cast<std::uint64_t>(key.step) * 0xA24BAED4963EE407ull));
+  h = mix64(h ^ (static_cast<std::uint64_t>(site) * 0x9FB21C651E98DF25ull));
+  return h;
+}
 
 // Replaces pair index p by the 64-bit mix (two multiply-xorshift rounds) of the stream key and p:
 // one pair (U = std::uint64_t), or lane by lane a GCC vector of pairs (centered_uniforms; in place,
 // as a vector argument or result would tie the helper to an ABI).
 template <typename U>
-inline void mix_pairs(std::uint64_t stream, U& h) {
+LPDT_HOST_DEVICE inline void mix_pairs(std::uint64_t stream, U& h) {
   h = stream ^ (h * 0x9E3779B97F4A7C15ull);
   h ^= h >> 32;
   h *= 0xD6E8FEB86659FD93ull;
@@ -36,7 +48,7 @@ inline void mix_pairs(std::uint64_t stream, U& h) {
   h *= 0xD6E8FEB86659FD93ull;
   h ^= h >> 32;
 }
-inline std::uint64_t pair_hash(std::uint64_t stream, std::uint64_t pair) {
+LPDT_HOST_DEVICE inline std::uint64_t pair_hash(std::uint64_t stream, std::uint64_t pair) {
   mix_pairs(stream, pair);
   return pair;
 }
@@ -47,10 +59,13 @@ inline std::uint64_t pair_hash(std::uint64_t stream, std::uint64_t pair) {
 // item 23); the halves of a mix are independent enough for the tests of
 // StochasticRounding.DrawsAreUniformAndUncorrelated.
 constexpr float kTwoToMinus24 = 1.0f / 16777216.0f;
-inline float centered_uniform(std::uint64_t stream, std::uint64_t index) {
-  const std::uint64_t h = pair_hash(stream, index >> 1);
-  const auto half = static_cast<std::uint32_t>((index & 1) != 0 ? h >> 32 : h);
+// The draw of one 32-bit half of a mix.
+LPDT_HOST_DEVICE inline float draw_of_half(std::uint32_t half) {
   return static_cast<float>(half >> 8) * kTwoToMinus24 - 0.5f;
+}
+LPDT_HOST_DEVICE inline float centered_uniform(std::uint64_t stream, std::uint64_t index) {
+  const std::uint64_t h = pair_hash(stream, index >> 1);
+  return draw_of_half(static_cast<std::uint32_t>((index & 1) != 0 ? h >> 32 : h));
 }
 
 // centered_uniform(stream, index0 + e) for e in [0, n), n <= kMaxDrawsAtOnce, into out: one mix

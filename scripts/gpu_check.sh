@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: builds the CUDA build (scripts/build_cuda.sh), runs the GPU
+# tests, then the GPU benchmarks of docs/benchmarks.md ("GPU"). Logs go to OUTDIR; the last lines
+# printed are a summary.
+#
+#   scripts/gpu_check.sh [OUTDIR]        (default: gpu-check)
+#
+# LPDT_GPU_BENCH=0 skips the benchmarks; LPDT_DEPS_PREFIX as for build_cuda.sh.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-gpu-check}
+mkdir -p "$out"
+summary="$out/summary.txt"
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+start=$(date +%s)
+if ! scripts/build_cuda.sh lpdt test_quant test_nn test_models >"$out/build.log" 2>&1; then
+  grep -E "error|Error" "$out/build.log" | head -40
+  tail -30 "$out/build.log"
+  note "build: FAILED (see $out/build.log)"
+  exit 1
+fi
+note "build: $(($(date +%s) - start)) s"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$summary" 2>&1
+
+status=0
+run_tests() {  # binary, gtest filter
+  if ./build-cuda/tests/"$1" --gtest_filter="$2" >"$out/$1.log" 2>&1; then
+    note "$1: $(grep -E '^\[  PASSED  \]' "$out/$1.log") $(grep -E '^\[  SKIPPED \] [0-9]' "$out/$1.log")"
+  else
+    status=1
+    note "$1: FAILED"
+    grep -E "FAILED|Failure|error" "$out/$1.log" | head -20 | tee -a "$summary"
+  fi
+}
+run_tests test_quant '*Cuda*:QuantizerTensorOps*:StochasticRounding*:FakeQuantize*'
+run_tests test_nn '*Cuda*:EvoNorm*:RangeEvoNorm*'
+run_tests test_models '*Cuda*'
+
+if [ "${LPDT_GPU_BENCH:-1}" != 0 ]; then
+  bench() {  # name, bench arguments...
+    local name=$1
+    shift
+    if ./build-cuda/lpdt bench --device cuda "$@" --json "$out/$name.json" >"$out/$name.log" 2>&1; then
+      note "== $name: lpdt bench --device cuda $*"
+      grep -vE "^lpdt bench:" "$out/$name.log" >>"$summary"
+    else
+      status=1
+      note "== $name: FAILED"
+      tail -5 "$out/$name.log" | tee -a "$summary"
+    fi
+  }
+  bench fp32_evonorm --nodes 8,16 --steps 30 --warmup 5
+  bench fp32_batchnorm --norm batchnorm --nodes 16 --steps 30 --warmup 5
+  bench int8_simulated --model-precision int8 --nodes 16 --steps 20 --warmup 5
+fi
+echo
+cat "$summary"
+exit $status

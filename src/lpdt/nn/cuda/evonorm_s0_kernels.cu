@@ -1,0 +1,199 @@
+// EvoNorm-S0's CUDA kernels (evonorm_s0_kernels.h). One block per (sample, group); the equations
+// are those of nn/evonorm_kernel.h, statistics and sums accumulated in double.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "lpdt/nn/cuda/evonorm_s0_kernels.h"
+
+namespace lpdt::nn::cuda_kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+void check_launch(const char* kernel) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string("CUDA EvoNorm-S0 kernel ") + kernel +
+                             " failed: " + cudaGetErrorString(status));
+  }
+}
+
+void check_shape(const EvoNormShape& s) {
+  if (!evonorm_s0_supports(s.channels_per_group) || s.channels % s.channels_per_group != 0 ||
+      s.samples > 65535) {
+    throw std::invalid_argument(
+        "CUDA EvoNorm-S0: unsupported shape (channels per group must divide 256 and the channel "
+        "count; at most 65,535 samples)");
+  }
+}
+
+// Block-wide sum; every thread gets the result.
+__device__ double block_sum(double value) {
+  __shared__ double partial[kThreads / 32];
+  for (int shift = 16; shift > 0; shift /= 2) value += __shfl_down_sync(0xffffffffu, value, shift);
+  __syncthreads();  // partial may still be read by an earlier call
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = value;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < kThreads / 32; ++w) total += partial[w];
+  return total;
+}
+
+__device__ float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
+
+// The elements of (sample n, group g) that thread t visits: channel g * cpg + t % cpg (fixed, as
+// cpg divides kThreads) at pixels t / cpg, t / cpg + kThreads / cpg, ...: no divisions in the
+// loops, and consecutive threads read consecutive channels of a pixel in channels-last memory.
+struct ThreadWalk {
+  std::int64_t channel, first_pixel, pixel_step;
+  __device__ ThreadWalk(std::int64_t group, std::int64_t cpg)
+      : channel(group * cpg + threadIdx.x % cpg),
+        first_pixel(threadIdx.x / cpg),
+        pixel_step(kThreads / cpg) {}
+  __device__ std::int64_t offset(const Strides& s, std::int64_t n, std::int64_t pixel) const {
+    return n * s.sample + channel * s.channel + pixel * s.pixel;
+  }
+};
+
+__global__ void forward_kernel(const float* __restrict__ x, Strides xs, const float* __restrict__ v,
+                               const float* __restrict__ gamma, const float* __restrict__ beta,
+                               float* __restrict__ y, float* __restrict__ mean_out,
+                               float* __restrict__ rstd_out, EvoNormShape shape, double eps) {
+  const std::int64_t group = blockIdx.x, n = blockIdx.y, groups = gridDim.x;
+  const ThreadWalk walk(group, shape.channels_per_group);
+  const std::int64_t count = shape.channels_per_group * shape.pixels;
+  double sum = 0.0, squares = 0.0;
+  for (std::int64_t p = walk.first_pixel; p < shape.pixels; p += walk.pixel_step) {
+    const double value = x[walk.offset(xs, n, p)];
+    sum += value;
+    squares += value * value;
+  }
+  sum = block_sum(sum);
+  squares = block_sum(squares);
+  const double mean = sum / static_cast<double>(count);
+  const double variance = fmax(squares / static_cast<double>(count) - mean * mean, 0.0);
+  const float r = static_cast<float>(1.0 / sqrt(variance + eps));
+  if (threadIdx.x == 0) {
+    mean_out[n * groups + group] = static_cast<float>(mean);
+    rstd_out[n * groups + group] = r;
+  }
+  const float vc = v[walk.channel], scale = r * gamma[walk.channel], shift = beta[walk.channel];
+  for (std::int64_t p = walk.first_pixel; p < shape.pixels; p += walk.pixel_step) {
+    const std::int64_t at = walk.offset(xs, n, p);
+    const float value = x[at];
+    y[at] = value * sigmoid(vc * value) * scale + shift;
+  }
+}
+
+// Pass 1 sums dr over the group and each channel's parameter gradients over the block; pass 2
+// writes dx. Per-channel sums of this sample go to scratch[(q * samples + n) * channels + c],
+// q = dv, dgamma, dbeta.
+__global__ void backward_kernel(const float* __restrict__ dy, Strides dys,
+                                const float* __restrict__ x, Strides xs,
+                                const float* __restrict__ v, const float* __restrict__ gamma,
+                                const float* __restrict__ mean_in,
+                                const float* __restrict__ rstd_in, float* __restrict__ dx,
+                                float* __restrict__ scratch, EvoNormShape shape) {
+  const std::int64_t group = blockIdx.x, n = blockIdx.y, groups = gridDim.x;
+  const ThreadWalk walk(group, shape.channels_per_group);
+  const std::int64_t cpg = shape.channels_per_group, count = cpg * shape.pixels;
+  const float mean = mean_in[n * groups + group], r = rstd_in[n * groups + group];
+  const float vc = v[walk.channel], gc = gamma[walk.channel];
+  double dr = 0.0, dv = 0.0, dgamma = 0.0, dbeta = 0.0;
+  for (std::int64_t p = walk.first_pixel; p < shape.pixels; p += walk.pixel_step) {
+    const float value = x[walk.offset(xs, n, p)];
+    const float grad = dy[walk.offset(dys, n, p)];
+    const float s = sigmoid(vc * value), num = value * s;
+    const float dnum = grad * gc * r;
+    dbeta += grad;
+    dgamma += grad * num * r;
+    dv += dnum * value * value * s * (1.0f - s);
+    dr += grad * gc * num;
+  }
+  dr = block_sum(dr);
+  __shared__ double per_thread[3][kThreads];
+  per_thread[0][threadIdx.x] = dv;
+  per_thread[1][threadIdx.x] = dgamma;
+  per_thread[2][threadIdx.x] = dbeta;
+  __syncthreads();
+  if (threadIdx.x < cpg) {  // thread t sums the threads of its channel, t, t + cpg, ...
+    for (int q = 0; q < 3; ++q) {
+      double total = 0.0;
+      for (std::int64_t t = threadIdx.x; t < kThreads; t += cpg) total += per_thread[q][t];
+      scratch[(q * shape.samples + n) * shape.channels + walk.channel] = static_cast<float>(total);
+    }
+  }
+  // dvar = -dr r^3 / 2; the variance's gradient reaches x as dvar * 2 (x - mean) / N.
+  const float coefficient =
+      static_cast<float>(-0.5 * dr * r * r * r * 2.0 / static_cast<double>(count));
+  for (std::int64_t p = walk.first_pixel; p < shape.pixels; p += walk.pixel_step) {
+    const std::int64_t at = walk.offset(xs, n, p);
+    const float value = x[at];
+    const float grad = dy[walk.offset(dys, n, p)];
+    const float s = sigmoid(vc * value);
+    const float dnum = grad * gc * r;
+    dx[at] = dnum * (s + vc * value * s * (1.0f - s)) + coefficient * (value - mean);
+  }
+}
+
+// Thread per (q, channel): the sum over samples in sample order.
+__global__ void sum_over_samples_kernel(const float* __restrict__ scratch, EvoNormShape shape,
+                                        float* dv, float* dgamma, float* dbeta) {
+  const std::int64_t item = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x;
+  if (item >= 3 * shape.channels) return;
+  const std::int64_t q = item / shape.channels, c = item % shape.channels;
+  double total = 0.0;
+  for (std::int64_t n = 0; n < shape.samples; ++n) {
+    total += scratch[(q * shape.samples + n) * shape.channels + c];
+  }
+  float* out = q == 0 ? dv : (q == 1 ? dgamma : dbeta);
+  out[c] = static_cast<float>(total);
+}
+
+}  // namespace
+
+bool evonorm_s0_supports(std::int64_t channels_per_group) {
+  return channels_per_group >= 1 && channels_per_group <= kThreads &&
+         kThreads % channels_per_group == 0;
+}
+
+void evonorm_s0_forward(const float* x, const Strides& xs, const float* v, const float* gamma,
+                        const float* beta, float* y, float* mean, float* rstd,
+                        const EvoNormShape& shape, double eps, void* stream) {
+  check_shape(shape);
+  if (shape.samples == 0 || shape.pixels == 0) return;
+  const dim3 grid(static_cast<unsigned>(shape.channels / shape.channels_per_group),
+                  static_cast<unsigned>(shape.samples));
+  forward_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, xs, v, gamma, beta, y,
+                                                                           mean, rstd, shape, eps);
+  check_launch("forward");
+}
+
+std::int64_t evonorm_s0_backward_scratch(const EvoNormShape& shape) {
+  return 3 * shape.samples * shape.channels;
+}
+
+void evonorm_s0_backward(const float* dy, const Strides& dys, const float* x, const Strides& xs,
+                         const float* v, const float* gamma, const float* mean, const float* rstd,
+                         float* dx, float* dv, float* dgamma, float* dbeta, float* scratch,
+                         const EvoNormShape& shape, void* stream) {
+  check_shape(shape);
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  if (shape.samples > 0 && shape.pixels > 0) {
+    const dim3 grid(static_cast<unsigned>(shape.channels / shape.channels_per_group),
+                    static_cast<unsigned>(shape.samples));
+    backward_kernel<<<grid, kThreads, 0, cuda_stream>>>(dy, dys, x, xs, v, gamma, mean, rstd, dx,
+                                                        scratch, shape);
+    check_launch("backward");
+  } else {
+    cudaMemsetAsync(scratch, 0, sizeof(float) * evonorm_s0_backward_scratch(shape), cuda_stream);
+  }
+  const auto items = static_cast<unsigned>((3 * shape.channels + kThreads - 1) / kThreads);
+  const unsigned blocks = items > 0 ? items : 1;
+  sum_over_samples_kernel<<<blocks, kThreads, 0, cuda_stream>>>(scratch, shape, dv, dgamma, dbeta);
+  check_launch("sum_over_samples");
+}
+
+}  // namespace lpdt::nn::cuda_kernels

@@ -1,0 +1,149 @@
+#include "lpdt/quant/affine_quantizer_cuda.h"
+
+#include <ATen/record_function.h>
+
+#include "lpdt/core/error.h"
+
+#if LPDT_HAVE_CUDA_KERNELS
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "lpdt/quant/cuda/quantizer_kernels.h"
+#endif
+
+namespace lpdt::quant::cuda {
+
+#if LPDT_HAVE_CUDA_KERNELS
+namespace {
+
+cuda_kernels::Geometry geometry_of(const NodeView& v) {
+  return cuda_kernels::Geometry{v.nodes,       v.samples,       v.rows,      v.cols,
+                                v.node_stride, v.sample_stride, v.row_stride};
+}
+
+cuda_kernels::Request request_of(const QuantizeRequest& r) {
+  return cuda_kernels::Request{r.bits, r.scheme, r.rounding == Rounding::kStochastic, r.key,
+                               r.site};
+}
+
+void* current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+
+void check_input(const at::Tensor& x, const QuantizeRequest& request) {
+  LPDT_CHECK(x.is_cuda() && x.scalar_type() == at::kFloat,
+             "CUDA quantizer: expected a float32 CUDA tensor");
+  LPDT_CHECK(request.bits >= 2 && request.bits <= 16, "quantize: bits must be in [2, 16]");
+}
+
+// range.min/max as contiguous [k] float32 on x's device (no copy when they already are).
+std::pair<at::Tensor, at::Tensor> range_on(const NodeRange& range, std::int64_t k,
+                                           const at::Tensor& x) {
+  LPDT_CHECK(range.min.numel() == k && range.max.numel() == k, "quantize: range is not [k]");
+  const auto on_device = [&](const at::Tensor& t) {
+    return t.to(x.device(), at::kFloat).contiguous();
+  };
+  return {on_device(range.min), on_device(range.max)};
+}
+
+NodeRange ranges(const at::Tensor& x, std::int64_t k, cuda_kernels::RangeKind kind) {
+  LPDT_CHECK(x.is_cuda() && x.scalar_type() == at::kFloat,
+             "CUDA quantizer: expected a float32 CUDA tensor");
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  const at::Tensor xc = canonical_layout(x);
+  const cuda_kernels::Geometry g = geometry_of(node_view(xc, k));
+  const at::Tensor scratch = at::empty({cuda_kernels::node_ranges_scratch(g, kind)}, xc.options());
+  NodeRange range{at::empty({k}, xc.options()), at::empty({k}, xc.options())};
+  cuda_kernels::node_ranges(xc.data_ptr<float>(), g, kind, scratch.data_ptr<float>(),
+                            range.min.data_ptr<float>(), range.max.data_ptr<float>(),
+                            current_stream());
+  return range;
+}
+
+}  // namespace
+
+bool handles(const at::Tensor& x) { return x.is_cuda(); }
+
+NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::cuda::tensor_range", std::vector<c10::IValue>());
+  return ranges(x, k, cuda_kernels::RangeKind::kWholeTensor);
+}
+
+NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::cuda::sample_mean_range", std::vector<c10::IValue>());
+  return ranges(x, k, cuda_kernels::RangeKind::kSampleMean);
+}
+
+at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
+                         const QuantizeRequest& request) {
+  RECORD_FUNCTION("lpdt::cuda::fake_quantize", std::vector<c10::IValue>());
+  check_input(x, request);
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  const at::Tensor xc = canonical_layout(x);
+  const auto [lo, hi] = range_on(range, k, xc);
+  at::Tensor out = at::empty_like(xc);
+  cuda_kernels::fake_quantize(xc.data_ptr<float>(), out.data_ptr<float>(),
+                              geometry_of(node_view(xc, k)), lo.data_ptr<float>(),
+                              hi.data_ptr<float>(), request_of(request), current_stream());
+  return out;
+}
+
+QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
+                         const QuantizeRequest& request) {
+  RECORD_FUNCTION("lpdt::cuda::quantize", std::vector<c10::IValue>());
+  check_input(x, request);
+  LPDT_CHECK(request.bits <= 8, "quantize: codes are 8-bit (bits <= 8)");
+  LPDT_CHECK(request.scheme == QuantScheme::kGemmlowp,
+             "quantize: integer codes need the gemmlowp scheme (an integer zero point)");
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  const at::Tensor xc = canonical_layout(x);
+  const auto [lo, hi] = range_on(range, k, xc);
+  QuantizedTensor q;
+  q.codes = at::empty_like(xc, xc.options().dtype(at::kByte));
+  q.scale = at::empty({k}, xc.options());
+  q.zero_point = at::empty({k}, xc.options());
+  cuda_kernels::quantize_codes(xc.data_ptr<float>(), q.codes.data_ptr<std::uint8_t>(),
+                               q.scale.data_ptr<float>(), q.zero_point.data_ptr<float>(),
+                               geometry_of(node_view(xc, k)), lo.data_ptr<float>(),
+                               hi.data_ptr<float>(), request_of(request), current_stream());
+  return q;
+}
+
+at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::cuda::dequantize", std::vector<c10::IValue>());
+  LPDT_CHECK(q.codes.is_cuda() && q.codes.scalar_type() == at::kByte,
+             "CUDA dequantize: expected uint8 CUDA codes");
+  const c10::cuda::CUDAGuard device_guard(q.codes.device());
+  const NodeView v = node_view(q.codes, k);
+  const auto [scale, zero_point] = range_on(NodeRange{q.scale, q.zero_point}, k, q.codes);
+  at::Tensor out = at::empty_like(q.codes, q.codes.options().dtype(at::kFloat));
+  cuda_kernels::dequantize(q.codes.data_ptr<std::uint8_t>(), out.data_ptr<float>(), geometry_of(v),
+                           scale.data_ptr<float>(), zero_point.data_ptr<float>(), current_stream());
+  return out;
+}
+
+#else  // a build without the CUDA kernels: CUDA tensors take the tensor operations
+
+bool handles(const at::Tensor&) { return false; }
+
+namespace {
+[[noreturn]] void not_built() {
+  throw InternalError(
+      "the CUDA quantizer kernels are not in this build (a CUDA LibTorch and nvcc are needed); "
+      "callers check quant::cuda::handles first");
+}
+}  // namespace
+
+NodeRange tensor_range(const at::Tensor&, std::int64_t) { not_built(); }
+NodeRange sample_mean_range(const at::Tensor&, std::int64_t) { not_built(); }
+at::Tensor fake_quantize(const at::Tensor&, std::int64_t, const NodeRange&,
+                         const QuantizeRequest&) {
+  not_built();
+}
+QuantizedTensor quantize(const at::Tensor&, std::int64_t, const NodeRange&,
+                         const QuantizeRequest&) {
+  not_built();
+}
+at::Tensor dequantize(const QuantizedTensor&, std::int64_t) { not_built(); }
+
+#endif
+
+}  // namespace lpdt::quant::cuda

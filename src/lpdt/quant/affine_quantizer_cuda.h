@@ -1,0 +1,24 @@
+#pragma once
+// The affine quantizer on CUDA tensors through its fused kernels (cuda/quantizer_kernels.h): one
+// pass per quantization, the same decisions as the CPU loops bit for bit. affine_quantizer.cpp
+// sends CUDA tensors here in builds with the kernels (a CUDA LibTorch and nvcc), and to the
+// device-generic tensor operations (affine_quantizer_tensor_ops.h) otherwise.
+#include <ATen/ATen.h>
+
+#include "lpdt/quant/affine_quantizer.h"
+
+namespace lpdt::quant::cuda {
+
+// Whether this build has the kernels and x is a CUDA tensor they take.
+bool handles(const at::Tensor& x);
+
+// Same contracts as the functions of the same names in affine_quantizer.h; CUDA tensors only.
+NodeRange tensor_range(const at::Tensor& x, std::int64_t k);
+NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k);
+at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
+                         const QuantizeRequest& request);
+QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
+                         const QuantizeRequest& request);
+at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k);
+
+}  // namespace lpdt::quant::cuda
