@@ -5,7 +5,9 @@
 #
 #   scripts/gpu_check.sh [OUTDIR]        (default: gpu-check)
 #
-# LPDT_GPU_BENCH=0 skips the benchmarks; LPDT_DEPS_PREFIX as for build_cuda.sh.
+# LPDT_GPU_BENCH=0 skips the benchmarks. LPDT_GPU_TRAIN=DIR also trains end to end (16-node
+# Fashion-MNIST LP-Choco, 10 epochs, with its files read from DIR; docs/benchmarks.md). LPDT_DEPS_PREFIX
+# as for build_cuda.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-check}
@@ -36,7 +38,7 @@ run_tests() {  # binary, gtest filter
 }
 run_tests test_quant '*Cuda*:QuantizerTensorOps*:StochasticRounding*:FakeQuantize*'
 run_tests test_nn '*Cuda*:EvoNorm*:RangeEvoNorm*'
-run_tests test_models '*Cuda*'
+run_tests test_models "*Cuda*"
 
 if [ "${LPDT_GPU_BENCH:-1}" != 0 ]; then
   bench() {  # name, bench arguments...
@@ -54,6 +56,25 @@ if [ "${LPDT_GPU_BENCH:-1}" != 0 ]; then
   bench fp32_evonorm --nodes 8,16 --steps 30 --warmup 5
   bench fp32_batchnorm --norm batchnorm --nodes 16 --steps 30 --warmup 5
   bench int8_simulated --model-precision int8 --nodes 16 --steps 20 --warmup 5
+fi
+if [ -n "${LPDT_GPU_TRAIN:-}" ]; then
+  train() {  # name, train arguments...
+    local name=$1
+    shift
+    local start_s
+    start_s=$(date +%s)
+    if ./build-cuda/lpdt train -c configs/fmnist_resnet20_lp_vs_fp.toml --set graph.nodes=16 \
+      --set run.device=cuda --set run.log_every=0 --set run.out_dir="$out/runs" \
+      --set run.name="$name" --set data.dir="$LPDT_GPU_TRAIN" "$@" >"$out/$name.log" 2>&1; then
+      note "== train $name ($(($(date +%s) - start_s)) s): lpdt train ... $*"
+      grep -iE "epoch|cuda graph|img/s|accuracy" "$out/$name.log" | tail -14 >>"$summary"
+    else
+      status=1
+      note "== train $name: FAILED"
+      tail -8 "$out/$name.log" | tee -a "$summary"
+    fi
+  }
+  train lp-choco-int8 --set model.precision=int8 --set run.epochs=10
 fi
 echo
 cat "$summary"

@@ -3,10 +3,12 @@
 #include "lpdt/models/node_batched_step.h"
 
 #include <gtest/gtest.h>
-#include <cmath>
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "lpdt/core/cuda_step_graph.h"
+#include "lpdt/quant/affine_quantizer_cuda.h"
 
 namespace lpdt::models {
 namespace {
@@ -70,9 +72,8 @@ TEST(ComputeGradients, Bfloat16ConvolutionsStayCloseToFloat32) {
                                                 nn::ConvAlgorithm::kGrouped);
   ASSERT_EQ(bf16.grad.scalar_type(), at::kFloat);
   for (std::int64_t i = 0; i < k; ++i) {
-    const double loss_error =
-        std::abs(bf16.loss[i].item<double>() - fp32.loss[i].item<double>()) /
-        fp32.loss[i].item<double>();
+    const double loss_error = std::abs(bf16.loss[i].item<double>() - fp32.loss[i].item<double>()) /
+                              fp32.loss[i].item<double>();
     const double grad_error =
         (bf16.grad[i] - fp32.grad[i]).norm().item<double>() / fp32.grad[i].norm().item<double>();
     EXPECT_LT(loss_error, 1e-2) << "node " << i;
@@ -230,6 +231,87 @@ TEST(CudaStepGraph, ReplaysComputeWhatEagerStepsCompute) {
   }
 }
 
+// On a machine with a GPU and a build with the CUDA quantizer kernels: an 8-bit model's step
+// replayed as a CUDA graph draws its stochastic roundings for the step held by a device counter
+// (DrawKey::device_step), which the graph advances, so that four replays compute what four eager
+// steps keyed 0, 1, 2, 3 on the host compute. (Keyed on the host step, every replay would repeat
+// step 0's draws.)
+TEST(CudaStepGraph, Int8ReplaysDrawForTheDeviceStepCounter) {
+  if (!cuda_graphs_available()) GTEST_SKIP() << "no CUDA graphs in this build or no GPU";
+  if (!quant::cuda::kernels_built()) GTEST_SKIP() << "a build without the CUDA quantizer kernels";
+  at::globalContext().setAllowTF32CuDNN(false);
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setDeterministicCuDNN(true);
+  at::globalContext().setBenchmarkCuDNN(false);
+  ModelOptions options;
+  options.arch = "resnet";
+  options.depth = 8;
+  options.norm = "evonorm";
+  options.in_channels = 3;
+  options.height = options.width = 16;
+  options.quant.precision = quant::Precision::kInt8;
+  const auto model = make_model(options);
+  const std::int64_t k = 4, b = 8, steps = 4;
+  const auto cuda = at::TensorOptions().device(at::kCUDA);
+  torch::manual_seed(6);
+  const at::Tensor x0 = (model->init_params(3).unsqueeze(0).repeat({k, 1}) +
+                         0.05 * torch::randn({k, model->num_params()}))
+                            .cuda();
+  std::vector<at::Tensor> batches, labels;
+  for (std::int64_t s = 0; s < steps; ++s) {
+    batches.push_back(torch::randn({k, b, 3, 16, 16}).cuda());
+    labels.push_back(torch::randint(0, 10, {k, b}, torch::kLong).cuda());
+  }
+  auto run = [&](at::Tensor& x, std::vector<at::Tensor>& buffers, const at::Tensor& in,
+                 const at::Tensor& target, const quant::DrawKey& draws) {
+    const GradientResult g =
+        compute_gradients(*model, x, buffers, in, target, 0, nn::ConvAlgorithm::kGrouped, draws);
+    torch::NoGradGuard no_grad;
+    x.sub_(g.grad, 0.05);
+  };
+  const auto fresh_buffers = [&] {
+    std::vector<at::Tensor> buffers = model->init_buffers(k);
+    for (auto& t : buffers) t = t.cuda();
+    return buffers;
+  };
+
+  at::Tensor x_eager = x0.clone();
+  std::vector<at::Tensor> buffers_eager = fresh_buffers();
+  for (std::int64_t s = 0; s < steps; ++s) {
+    run(x_eager, buffers_eager, batches[s], labels[s], quant::DrawKey{7, s, 0});
+  }
+
+  at::Tensor x_graph = x0.clone();
+  std::vector<at::Tensor> buffers_graph = fresh_buffers();
+  at::Tensor in = at::empty({k, b, 3, 16, 16}, cuda),
+             target = at::empty({k, b}, cuda.dtype(at::kLong));
+  at::Tensor step = at::zeros({1}, cuda.dtype(at::kLong));
+  // key.step is left at 0: the kernels must read the counter.
+  quant::DrawKey draws{7, 0, 0};
+  draws.device_step = step.data_ptr<std::int64_t>();
+  const auto graphed_step = [&] {
+    run(x_graph, buffers_graph, in, target, draws);
+    step.add_(1);
+  };
+  {
+    at::Tensor x_warm = x0.clone();
+    std::vector<at::Tensor> buffers_warm = fresh_buffers();
+    run(x_warm, buffers_warm, batches[0], labels[0], draws);
+  }
+  CudaStepGraph graph;
+  graph.capture(graphed_step);
+  for (std::int64_t s = 0; s < steps; ++s) {
+    in.copy_(batches[s]);
+    target.copy_(labels[s]);
+    graph.replay();
+  }
+  cuda_synchronize();
+  EXPECT_EQ(step.item<std::int64_t>(), steps);
+  const double error =
+      (x_graph - x_eager).norm().item<double>() / (x_eager - x0).norm().item<double>();
+  EXPECT_LT(error, 1e-4) << "relative to the distance moved in " << steps << " steps";
+}
+
 TEST(AutomaticNodesPerPass, FitsTheSavedActivationsOfAPassInTheBudget) {
   const double budget = kCpuPassActivationBudget;
   EXPECT_EQ(automatic_nodes_per_pass(40, /*on_gpu=*/true, budget * 10), 40);  // a GPU: all nodes
@@ -237,7 +319,7 @@ TEST(AutomaticNodesPerPass, FitsTheSavedActivationsOfAPassInTheBudget) {
   EXPECT_EQ(automatic_nodes_per_pass(64, false, budget / 3.5), 3);  // whole nodes, rounded down
   EXPECT_EQ(automatic_nodes_per_pass(64, false, budget * 2), 1);    // at least one
   EXPECT_EQ(automatic_nodes_per_pass(64, false, budget / 1000), kCpuNodesPerPass);  // the cap
-  EXPECT_EQ(automatic_nodes_per_pass(5, false, budget / 1000), 5);  // never more than k
+  EXPECT_EQ(automatic_nodes_per_pass(5, false, budget / 1000), 5);        // never more than k
   EXPECT_EQ(automatic_nodes_per_pass(64, false, 0.0), kCpuNodesPerPass);  // unknown: the cap
 }
 

@@ -25,8 +25,9 @@ GraphedSteps::Run GraphedSteps::run(double lr, const std::function<void()>& step
 
 std::string cuda_graph_obstacle(const StepTraits& step) {
   if (!cuda_graphs_available()) return "this build has no CUDA graphs (a LibTorch without CUDA)";
-  if (step.int8_model) {
-    return "the int8 model's stochastic-rounding draws are keyed on the host's step counter";
+  if (step.int8_model && !step.draws_on_device) {
+    return "the int8 model's stochastic-rounding draws are keyed on the host's step counter (a "
+           "build without the CUDA quantizer kernels)";
   }
   if (!step.static_topology) return "a time-varying topology changes the mixing matrix every round";
   if (step.random_compressor) return "random-k draws its indices on the host every round";

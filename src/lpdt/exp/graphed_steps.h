@@ -38,10 +38,11 @@ class GraphedSteps {
 // The properties of a training step that decide whether it can be captured.
 struct StepTraits {
   bool int8_model = false;
+  bool draws_on_device = false;  // the int8 model's draws keyed on a device step counter
   bool static_topology = true;
   bool random_compressor = false;
-  bool int8_messages = false;    // stochastic-rounding draws keyed on the host's round
-  bool sparse_wire_size = false; // sparse messages counted as encoded: sizes read every round
+  bool int8_messages = false;          // stochastic-rounding draws keyed on the host's round
+  bool sparse_wire_size = false;       // sparse messages counted as encoded: sizes read every round
   bool lr_changes_every_step = false;  // a cosine schedule: one graph per step would never replay
   bool faults = false;  // injected faults: the host decides every round which messages arrive
   bool adam = false;    // Adam / AdamW: bias corrections 1 - beta^t are host scalars of step t

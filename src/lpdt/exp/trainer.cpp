@@ -38,6 +38,7 @@
 #include "lpdt/metrics/byte_ledger.h"
 #include "lpdt/models/node_batched_step.h"
 #include "lpdt/models/pretrained.h"
+#include "lpdt/quant/affine_quantizer_cuda.h"
 #include "lpdt/quant/int8_gemm.h"
 
 namespace lpdt::exp {
@@ -61,7 +62,8 @@ std::vector<std::int64_t> nodes_with_nonfinite_loss(const at::Tensor& loss_rows,
                                                     std::int64_t first_node) {
   const at::Tensor bad = at::logical_not(at::isfinite(loss_rows)).nonzero().view({-1}).cpu();
   std::vector<std::int64_t> nodes;
-  for (std::int64_t i = 0; i < bad.numel(); ++i) nodes.push_back(first_node + bad[i].item<std::int64_t>());
+  for (std::int64_t i = 0; i < bad.numel(); ++i)
+    nodes.push_back(first_node + bad[i].item<std::int64_t>());
   return nodes;
 }
 
@@ -83,7 +85,8 @@ std::vector<std::int64_t> nodes_with_nonfinite_loss(const at::Tensor& loss_rows,
       (nodes.find(',') == std::string::npos ? " " : "s ") + nodes +
       " is not finite (the run stopped; " + run_dir.string() +
       " keeps what was written before: configuration, metrics of the evaluated epochs, the last "
-      "checkpoint, and " + kDivergedFile + "). To train stably, " + advice + ".";
+      "checkpoint, and " +
+      kDivergedFile + "). To train stably, " + advice + ".";
   if (leader) {
     nlohmann::json record = {{"config", to_json(config)},
                              {"epoch", epoch},
@@ -200,7 +203,8 @@ void check_multi_process(const ExperimentConfig& config, const dist::Cluster& cl
       std::int64_t killed = 0;
       for (std::int64_t i = block.first; i < block.end(); ++i) killed += kill.count(i);
       if (killed == 0) continue;
-      const std::string nodes = std::to_string(block.first) + " .. " + std::to_string(block.end() - 1);
+      const std::string nodes =
+          std::to_string(block.first) + " .. " + std::to_string(block.end() - 1);
       if (r == 0) {
         throw ConfigError("faults.kill_nodes under mpirun kills processes, and rank 0 (nodes " +
                           nodes + ") writes the run: kill nodes of other ranks");
@@ -252,7 +256,8 @@ algo::FaultOptions fault_options(const ExperimentConfig& config) {
 
 nlohmann::json fault_counts_to_json(const algo::FaultCounts& c) {
   nlohmann::json dead = nlohmann::json::array();
-  for (const auto& [node, round] : c.dead_nodes) dead.push_back({{"node", node}, {"seen_in_round", round}});
+  for (const auto& [node, round] : c.dead_nodes)
+    dead.push_back({{"node", node}, {"seen_in_round", round}});
   return {{"messages_lost", c.messages_lost},
           {"messages_late", c.messages_late},
           {"late_rounds", c.late_rounds},
@@ -369,7 +374,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   const std::string dataset_name(to_string(config.data.dataset));
   const data::SyntheticOptions synthetic = synthetic_options(config);
   const auto& text_names = data::text_dataset_names();
-  const bool text = std::find(text_names.begin(), text_names.end(), dataset_name) != text_names.end();
+  const bool text =
+      std::find(text_names.begin(), text_names.end(), dataset_name) != text_names.end();
   // Text sets are tokenized here (data.vocab, data.max_length) into token-id Datasets.
   const auto load = [&](data::Split split) {
     if (!text) {
@@ -445,9 +451,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     const models::PretrainedReport loaded =
         models::load_pretrained(*model, config.model.pretrained, initial);
     say("pretrained weights: " + std::to_string(loaded.loaded.size()) + " tensors from " +
-        config.model.pretrained + (loaded.fresh.empty() ? std::string() : ", a fresh head (" +
-        std::to_string(loaded.fresh.size()) + " tensors)") + (loaded.unused.empty() ? std::string()
-        : ", " + std::to_string(loaded.unused.size()) + " tensors of the file unused"));
+        config.model.pretrained +
+        (loaded.fresh.empty()
+             ? std::string()
+             : ", a fresh head (" + std::to_string(loaded.fresh.size()) + " tensors)") +
+        (loaded.unused.empty()
+             ? std::string()
+             : ", " + std::to_string(loaded.unused.size()) + " tensors of the file unused"));
   }
   at::Tensor x = initial.to(device).unsqueeze(0).repeat({k, 1});  // [k, P]
   std::vector<at::Tensor> buffers = model->init_buffers(k);
@@ -478,15 +488,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     check_resumable(resumed->config, to_json(config), file);
     if (resumed->epochs_done >= config.run.epochs) {
       throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its checkpoint has " +
-                        std::to_string(resumed->epochs_done) + " of run.epochs = " +
-                        std::to_string(config.run.epochs) +
+                        std::to_string(resumed->epochs_done) +
+                        " of run.epochs = " + std::to_string(config.run.epochs) +
                         " epochs done; set run.epochs higher to continue it");
     }
     std::ostringstream shapes;
-    shapes << "checkpoint '" << file.string() << "' holds parameters "
-           << resumed->params.sizes() << " and " << resumed->buffers.size()
-           << " buffers; the model has [" << n << ", " << model->num_params() << "] and "
-           << buffers.size();
+    shapes << "checkpoint '" << file.string() << "' holds parameters " << resumed->params.sizes()
+           << " and " << resumed->buffers.size() << " buffers; the model has [" << n << ", "
+           << model->num_params() << "] and " << buffers.size();
     // The checkpoint holds every node; this process takes its rows.
     const auto own_rows = [&](const at::Tensor& all) { return all.narrow(0, hosted.first, k); };
     if (resumed->params.dim() != 2 || resumed->params.size(0) != n ||
@@ -552,12 +561,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
 
   const double gap = graph::spectral_gap(*topology);
   say(format("lpdt %s (%s): %s, %lld nodes on %s (spectral gap %.4f), %s, %lld params/node",
-                  build_info::kVersion, build_info::kGitRevision, dataset_name.c_str(),
-                  static_cast<long long>(n), topology->label().c_str(), gap, model->name().c_str(),
-                  static_cast<long long>(model->num_params())));
+             build_info::kVersion, build_info::kGitRevision, dataset_name.c_str(),
+             static_cast<long long>(n), topology->label().c_str(), gap, model->name().c_str(),
+             static_cast<long long>(model->num_params())));
   say("run folder: " + run_dir.string() + "; " + runtime.description());
   if (cluster.distributed()) {
-    say(format("%s: each rank trains %lld or %lld of the %lld nodes; payloads between ranks are "
+    say(
+        format("%s: each rank trains %lld or %lld of the %lld nodes; payloads between ranks are "
                "real messages",
                cluster.description().c_str(), static_cast<long long>(n / cluster.size()),
                static_cast<long long>((n + cluster.size() - 1) / cluster.size()),
@@ -577,8 +587,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       : text                        ? models::automatic_nodes_per_pass(k, on_gpu, 0.0)
                                     : models::automatic_nodes_per_pass(
                                           *model,
-                                          at::zeros({1, config.data.batch_size,
-                                                     model_options.in_channels,
+                                          at::zeros({1, config.data.batch_size, model_options.in_channels,
                                                      model_options.height, model_options.width}),
                                           k, on_gpu);
   const nn::ConvAlgorithm conv_algorithm = nn::ConvAlgorithm::kGrouped;
@@ -594,6 +603,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   if (on_gpu && config.run.cuda_graph == RunConfig::CudaGraph::kAuto) {
     StepTraits traits;
     traits.int8_model = config.model.precision == ModelConfig::Precision::kInt8;
+    traits.draws_on_device = quant::cuda::kernels_built();
     traits.static_topology = static_graph;
     traits.random_compressor = config.algo.compressor == AlgoConfig::Compressor::kRandomK;
     traits.int8_messages = config.algo.message_values == AlgoConfig::MessageValues::kInt8 &&
@@ -620,15 +630,20 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   at::Tensor node_loss_sum = at::zeros({k}, device_options.dtype(at::kDouble));
   at::Tensor last_loss = at::zeros({k}, device_options.dtype(at::kFloat));
   const bool check_every_step = !on_gpu && !cluster.distributed();
+  // An 8-bit model on a GPU with the CUDA quantizer kernels: the step that keys the stochastic
+  // roundings lives on the device (DrawKey::device_step), set to the first step below and
+  // advanced at the end of every step, eager or replayed, so a captured step draws afresh.
+  at::Tensor draw_step;
   const auto training_step = [&] {
-    const models::GradientResult gradients =
-        models::compute_gradients(*model, x, buffers, step_inputs, step_targets, nodes_per_pass,
-                                  conv_algorithm,
-                                  quant::DrawKey{config.run.seed, step_round, hosted.first});
+    quant::DrawKey draws{config.run.seed, step_round, hosted.first};
+    if (draw_step.defined()) draws.device_step = draw_step.data_ptr<std::int64_t>();
+    const models::GradientResult gradients = models::compute_gradients(
+        *model, x, buffers, step_inputs, step_targets, nodes_per_pass, conv_algorithm, draws);
     torch::NoGradGuard no_grad;
     optimizer.step(x, gradients.grad, step_mixing, step_lr, step_round, ledger);
     node_loss_sum.add_(gradients.loss.to(at::kDouble));
     last_loss.copy_(gradients.loss);
+    if (draw_step.defined()) draw_step.add_(1);
   };
 
   TrainResult result;
@@ -647,8 +662,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     // Every node's batches depend only on how many it has drawn: replay the draws.
     for (std::int64_t r = 0; r < resumed->rounds_done; ++r) loader.next();
     say(format("resumed from %s after epoch %d (%lld steps)",
-                    (run_dir / kCheckpointFile).string().c_str(), resumed->epochs_done,
-                    static_cast<long long>(resumed->rounds_done)));
+               (run_dir / kCheckpointFile).string().c_str(), resumed->epochs_done,
+               static_cast<long long>(resumed->rounds_done)));
   }
   const auto elapsed = [&] { return elapsed_before + seconds_since(start); };
   // Whole-run views on rank 0 (every rank calls these; the others get undefined tensors / an
@@ -669,9 +684,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   const auto all_held_messages = [&]() -> std::map<std::string, at::Tensor> {
     std::map<std::string, at::Tensor> mine = optimizer.faults()->held_state();
     if (!cluster.distributed()) return mine;
-    const std::vector<char> bytes = torch::pickle_save(c10::IValue(std::vector<at::Tensor>{
-        mine["fault_held_meta"], mine["fault_held_weights"], mine["fault_held_values"],
-        mine["fault_known_weights"]}));
+    const std::vector<char> bytes = torch::pickle_save(c10::IValue(
+        std::vector<at::Tensor>{mine["fault_held_meta"], mine["fault_held_weights"],
+                                mine["fault_held_values"], mine["fault_known_weights"]}));
     const auto texts = cluster.gather_text(std::string(bytes.begin(), bytes.end()));
     if (!leader) return {};
     std::vector<at::Tensor> meta, weights, values, known;
@@ -686,8 +701,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
     // The simulator's order: by sent round, then receiver, then sender.
     const at::Tensor all_meta = at::cat(meta);
-    const at::Tensor key = (all_meta.select(1, 2) * n + all_meta.select(1, 0)) * n + all_meta.select(1, 1);
-    const at::Tensor order = std::get<1>(at::sort(key, c10::optional<bool>(true), /*dim=*/0, /*descending=*/false));
+    const at::Tensor key =
+        (all_meta.select(1, 2) * n + all_meta.select(1, 0)) * n + all_meta.select(1, 1);
+    const at::Tensor order =
+        std::get<1>(at::sort(key, c10::optional<bool>(true), /*dim=*/0, /*descending=*/false));
     return {{"fault_known_weights", at::cat(known)},
             {"fault_held_meta", all_meta.index_select(0, order)},
             {"fault_held_weights", at::cat(weights).index_select(0, order)},
@@ -709,15 +726,17 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     return alive;
   };
   // Evaluation of the survivors' models (every node when none died).
-  const auto evaluate_survivors = [&](const at::Tensor& all_x, const std::vector<at::Tensor>& all_buffers,
-                                      bool per_node, std::vector<std::int64_t>& alive) {
+  const auto evaluate_survivors = [&](const at::Tensor& all_x,
+                                      const std::vector<at::Tensor>& all_buffers, bool per_node,
+                                      std::vector<std::int64_t>& alive) {
     alive = survivors();
     if (static_cast<std::int64_t>(alive.size()) == n) {
       return evaluate(*model, all_x, all_buffers, test_batches, per_node);
     }
     const at::Tensor index = at::tensor(alive, at::kLong).to(all_x.device());
     std::vector<at::Tensor> alive_buffers;
-    for (const auto& b : all_buffers) alive_buffers.push_back(b.index_select(0, index.to(b.device())));
+    for (const auto& b : all_buffers)
+      alive_buffers.push_back(b.index_select(0, index.to(b.device())));
     return evaluate(*model, all_x.index_select(0, index), alive_buffers, test_batches, per_node);
   };
   std::set<std::int64_t> deaths_reported;
@@ -725,9 +744,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     if (optimizer.faults() == nullptr) return;
     for (const auto& [node, seen] : optimizer.faults()->counts().dead_nodes) {
       if (!deaths_reported.insert(node).second) continue;
-      const std::string line = format("round %lld: node %lld is dead; its edges are dropped and "
-                                      "its neighbours renormalise (docs/faults.md)",
-                                      static_cast<long long>(seen), static_cast<long long>(node));
+      const std::string line = format(
+          "round %lld: node %lld is dead; its edges are dropped and "
+          "its neighbours renormalise (docs/faults.md)",
+          static_cast<long long>(seen), static_cast<long long>(node));
       if (leader) {
         progress(line);
       } else {
@@ -740,9 +760,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
   };
   const auto save_checkpoint = [&](int epochs_done) {
-    const bool due = config.run.checkpoint_every > 0 &&
-                     (epochs_done % config.run.checkpoint_every == 0 ||
-                      epochs_done == config.run.epochs);
+    const bool due =
+        config.run.checkpoint_every > 0 &&
+        (epochs_done % config.run.checkpoint_every == 0 || epochs_done == config.run.epochs);
     if (!due) return;
     TrainingState state;
     state.epochs_done = epochs_done;
@@ -773,6 +793,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     meter.emplace(steps_per_epoch * config.run.epochs, steps_per_epoch * first_epoch,
                   config.run.epochs, options.progress_bar);
   }
+  if (on_gpu && config.model.precision == ModelConfig::Precision::kInt8 &&
+      quant::cuda::kernels_built()) {
+    draw_step = at::full({1}, round, device_options.dtype(at::kLong));
+  }
   for (int epoch = first_epoch; epoch < config.run.epochs; ++epoch) {
     // Ranks start an epoch together: rank 0's evaluation and checkpoint take time that a peer
     // waiting for its next payload must not take for a death.
@@ -797,10 +821,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
         step_targets = batch.targets.to(device, /*non_blocking=*/true);
       }
       if (killed_rank && round == config.faults.kill_step) {
-        std::fprintf(stderr, "rank %d: injected fault: killing this process (nodes %lld .. %lld) "
-                     "at step %lld (faults.kill_nodes)\n", cluster.rank(),
-                     static_cast<long long>(hosted.first), static_cast<long long>(hosted.end() - 1),
-                     static_cast<long long>(round));
+        std::fprintf(stderr,
+                     "rank %d: injected fault: killing this process (nodes %lld .. %lld) "
+                     "at step %lld (faults.kill_nodes)\n",
+                     cluster.rank(), static_cast<long long>(hosted.first),
+                     static_cast<long long>(hosted.end() - 1), static_cast<long long>(round));
         std::fflush(stderr);
         std::raise(SIGKILL);
       }
@@ -900,15 +925,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
         }
         layers_csv.flush();
       }
-      progress(
-          format("epoch %d/%d  loss %.4f  acc avg-model %.2f%%  %s  consensus %.3g  sent %.4f "
-                 "GB/node  %.0f s%s",
-                 summary.epoch, config.run.epochs, summary.train_loss, ev.average_model_accuracy,
-                 node_accuracy_text(ev).c_str(), ev.consensus_distance,
-                 summary.mean_gb_sent_per_node, summary.elapsed_s,
-                 summary.epoch < config.run.epochs
-                     ? ("  ETA " + format_duration(meter->eta_s())).c_str()
-                     : ""));
+      progress(format(
+          "epoch %d/%d  loss %.4f  acc avg-model %.2f%%  %s  consensus %.3g  sent %.4f "
+          "GB/node  %.0f s%s",
+          summary.epoch, config.run.epochs, summary.train_loss, ev.average_model_accuracy,
+          node_accuracy_text(ev).c_str(), ev.consensus_distance, summary.mean_gb_sent_per_node,
+          summary.elapsed_s,
+          summary.epoch < config.run.epochs ? ("  ETA " + format_duration(meter->eta_s())).c_str()
+                                            : ""));
     }
     result.epochs.push_back(summary);
     save_checkpoint(epoch + 1);
@@ -941,13 +965,12 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   }
   const auto final_ledger = whole_ledger();
   const dist::WireTraffic traffic = cluster.traffic();
-  const std::vector<std::string> traffic_texts = cluster.gather_text(
-      nlohmann::json{{"payloads_sent", traffic.payloads_sent},
-                     {"bytes_sent", traffic.bytes_sent},
-                     {"payloads_received", traffic.payloads_received},
-                     {"bytes_received", traffic.bytes_received},
-                     {"wait_s", traffic.wait_s}}
-          .dump());
+  const std::vector<std::string> traffic_texts = cluster.gather_text(nlohmann::json{
+      {"payloads_sent", traffic.payloads_sent},
+      {"bytes_sent", traffic.bytes_sent},
+      {"payloads_received", traffic.payloads_received},
+      {"bytes_received", traffic.bytes_received},
+      {"wait_s", traffic.wait_s}}.dump());
   report_deaths();
   const std::vector<std::string> fault_texts =
       optimizer.faults() == nullptr
@@ -967,28 +990,29 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   nlohmann::json summary;
   summary["config"] = to_json(config);
   summary["seed"] = config.run.seed;
-  summary["backend"] = {{"engine", "node-batched"},
-                        {"device", device.is_cuda() ? "cuda" : "cpu"},
-                        {"precision", std::string(to_string(config.model.precision))},
-                        {"quant_backend", config.model.precision == ModelConfig::Precision::kInt8
-                                              ? std::string(to_string(config.quant.backend))
-                                              : "none"},
-                        {"integer_kernels",
-                         config.model.precision == ModelConfig::Precision::kInt8 &&
-                                 config.quant.backend == QuantConfig::Backend::kInteger
-                             ? quant::int8_gemm_kernel()
-                             : "none"},
-                        {"runtime", runtime.description()},
-                        {"intra_op_threads", runtime.intra_op_threads},
-                        {"nodes_per_pass", nodes_per_pass},
-                        {"conv_algorithm", "grouped"},
-                        {"cuda_graphs", graphed.graphs()},
-                        {"cuda_graph_obstacle", graph_obstacle}};
+  summary["backend"] = {
+      {"engine", "node-batched"},
+      {"device", device.is_cuda() ? "cuda" : "cpu"},
+      {"precision", std::string(to_string(config.model.precision))},
+      {"quant_backend", config.model.precision == ModelConfig::Precision::kInt8
+                            ? std::string(to_string(config.quant.backend))
+                            : "none"},
+      {"integer_kernels", config.model.precision == ModelConfig::Precision::kInt8 &&
+                                  config.quant.backend == QuantConfig::Backend::kInteger
+                              ? quant::int8_gemm_kernel()
+                              : "none"},
+      {"runtime", runtime.description()},
+      {"intra_op_threads", runtime.intra_op_threads},
+      {"nodes_per_pass", nodes_per_pass},
+      {"conv_algorithm", "grouped"},
+      {"cuda_graphs", graphed.graphs()},
+      {"cuda_graph_obstacle", graph_obstacle}};
   nlohmann::json ranks = nlohmann::json::array();
   for (int r = 0; r < static_cast<int>(traffic_texts.size()); ++r) {
     nlohmann::json rank = traffic_texts[r].empty() ? nlohmann::json{{"dead", true}}
                                                    : nlohmann::json::parse(traffic_texts[r]);
-    const NodeRange block = cluster.distributed() ? dist::hosted_nodes(r, cluster.size(), n) : hosted;
+    const NodeRange block =
+        cluster.distributed() ? dist::hosted_nodes(r, cluster.size(), n) : hosted;
     rank["rank"] = r;
     rank["first_node"] = block.first;
     rank["nodes"] = block.count;
@@ -1020,12 +1044,12 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
     summary["faults"] = f;
     if (faults.messages_late > 0 || !faults.dead_nodes.empty()) {
-      progress(format("faults: %lld messages late (%lld lost and resent, %lld rounds late in all), "
-                      "%zu dead nodes, %lld edge-rounds dropped",
-                      static_cast<long long>(faults.messages_late),
-                      static_cast<long long>(faults.messages_lost),
-                      static_cast<long long>(faults.late_rounds), faults.dead_nodes.size(),
-                      static_cast<long long>(faults.dead_edge_rounds)));
+      progress(format(
+          "faults: %lld messages late (%lld lost and resent, %lld rounds late in all), "
+          "%zu dead nodes, %lld edge-rounds dropped",
+          static_cast<long long>(faults.messages_late),
+          static_cast<long long>(faults.messages_lost), static_cast<long long>(faults.late_rounds),
+          faults.dead_nodes.size(), static_cast<long long>(faults.dead_edge_rounds)));
     }
   }
   summary["build"] = {{"version", build_info::kVersion},

@@ -317,6 +317,8 @@ LPDT_CPU_CLONES void dequantize_block(const std::uint8_t* __restrict codes, floa
 std::vector<std::uint64_t> node_streams(const QuantizeRequest& request, std::int64_t nodes) {
   std::vector<std::uint64_t> streams(static_cast<std::size_t>(nodes), 0);
   if (request.rounding == Rounding::kStochastic) {
+    LPDT_CHECK(request.key.device_step == nullptr,
+               "stochastic rounding on the CPU: DrawKey::device_step is for CUDA kernels only");
     for (std::int64_t i = 0; i < nodes; ++i) streams[i] = draw_stream(request.key, i, request.site);
   }
   return streams;

@@ -9,6 +9,8 @@
 
 namespace lpdt::quant::cuda {
 
+// Whether this build has the kernels (a CUDA LibTorch and nvcc).
+bool kernels_built();
 // Whether this build has the kernels and x is a CUDA tensor they take.
 bool handles(const at::Tensor& x);
 

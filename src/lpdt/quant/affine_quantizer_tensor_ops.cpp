@@ -60,6 +60,9 @@ at::Tensor mix64_lanes(at::Tensor x) {
 // draw_stream(key, i, site) for i in [0, k), computed on the device: no host-to-device copy, so
 // a step that quantizes stochastically can be captured as a CUDA graph. [k] int64.
 at::Tensor draw_streams(std::int64_t k, const DrawKey& key, SiteId site, at::Device device) {
+  LPDT_CHECK(key.device_step == nullptr,
+             "the tensor-operation quantizer keys its draws on DrawKey::step; device_step needs "
+             "the CUDA kernels");
   const at::Tensor seed_part = at::full({k}, as_int64(lpdt::mix64(key.seed ^ 0x51A7E5C0FFEEull)),
                                         at::TensorOptions().dtype(at::kLong).device(device));
   const at::Tensor nodes = at::arange(key.first_node, key.first_node + k,

@@ -9,6 +9,9 @@ void save_request(torch::autograd::AutogradContext* ctx, const QuantizeRequest& 
   ctx->saved_data["request.step"] = r.key.step;
   ctx->saved_data["request.first_node"] = r.key.first_node;
   ctx->saved_data["request.site"] = static_cast<std::int64_t>(r.site);
+  // The device step counter's address (stochastic_draws.h, DrawKey::device_step), 0 for none.
+  ctx->saved_data["request.device_step"] =
+      static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(r.key.device_step));
 }
 
 QuantizeRequest load_request(torch::autograd::AutogradContext* ctx) {
@@ -19,6 +22,8 @@ QuantizeRequest load_request(torch::autograd::AutogradContext* ctx) {
   r.key.step = ctx->saved_data["request.step"].toInt();
   r.key.first_node = ctx->saved_data["request.first_node"].toInt();
   r.site = static_cast<SiteId>(ctx->saved_data["request.site"].toInt());
+  r.key.device_step = reinterpret_cast<const std::int64_t*>(
+      static_cast<std::intptr_t>(ctx->saved_data["request.device_step"].toInt()));
   r.rounding = Rounding::kStochastic;
   return r;
 }

@@ -22,6 +22,11 @@ struct DrawKey {
   std::uint64_t seed = 0;
   std::int64_t step = 0;
   std::int64_t first_node = 0;
+  // Where set, the CUDA quantizer kernels read the step from this int64 in device memory instead
+  // of `step`: a step replayed as a CUDA graph (whose kernel arguments are frozen at capture) then
+  // draws for the step the counter holds, which the graph advances (exp/trainer.cpp). The same
+  // value as `step` on every step, so the same draws. CPU and tensor-operation paths refuse it.
+  const std::int64_t* device_step = nullptr;
 };
 
 // The 64-bit key of one (seed, node, step, site): SplitMix64 finalisers chained. Distinct

@@ -187,9 +187,10 @@ __global__ void quantize_kernel(const float* __restrict__ x, Out* __restrict__ o
     scale_out[node] = p.scale;
     zero_point_out[node] = p.zero_point;
   }
+  DrawKey key = request.key;
+  if (request.stochastic && key.device_step != nullptr) key.step = *key.device_step;
   const std::uint64_t stream =
-      request.stochastic ? draw_stream(request.key, static_cast<std::int64_t>(node), request.site)
-                         : 0;
+      request.stochastic ? draw_stream(key, static_cast<std::int64_t>(node), request.site) : 0;
   const float qmax = static_cast<float>((std::int64_t{1} << request.bits) - 1);
   const Index pairs = (node_numel + 1) / 2;
   for (Index pair = blockIdx.x * kThreads + threadIdx.x; pair < pairs;
