@@ -445,6 +445,45 @@ TEST_P(RangeEvoNormFused, MatchesTheCompositeVersion) {
   EXPECT_LT(relative(grad_p[1], grad_p[0]), 1e-4) << "parameter gradient";
 }
 
+// On a machine with a GPU: the layer on CUDA tensors (the CUDA kernels for the range statistic in
+// builds with them; the composite code otherwise and for "std") against the CPU's fused
+// operation. The range statistic's forward rounds as the CPU kernel does: the same floats.
+TEST_P(RangeEvoNormFused, CudaMatchesTheCpuFusedVersion) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const FusedCase c = GetParam();
+  quant::QuantOptions options = c.int8 ? int8() : quant::QuantOptions{};
+  options.range_evonorm = c.variant;
+  Registry registry;
+  RangeEvoNorm norm(registry, "norm", c.channels, c.groups, options);
+  const std::int64_t k = 2, b = 3;
+  torch::manual_seed(16);
+  const at::Tensor params0 = torch::rand({k, registry.layout().total_numel}) + 0.5;
+  const at::Tensor x0 =
+      torch::randn({b, k * c.channels, c.size, c.size}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor probe0 = torch::randn_like(x0);
+  std::vector<at::Tensor> out, grad_x, grad_p;
+  for (const at::Device device : {at::Device(at::kCPU), at::Device(at::kCUDA)}) {
+    at::Tensor params = params0.to(device).requires_grad_(true);
+    at::Tensor x = x0.to(device).requires_grad_(true);
+    std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+    for (auto& t : buffers) t = t.to(device);
+    Context ctx{&registry.layout(), params, &buffers, k, true};
+    ctx.draws = quant::DrawKey{3, 1, 0};
+    const at::Tensor y = norm.forward(ctx, x);
+    (y * probe0.to(device)).sum().backward();
+    out.push_back(y.detach().cpu());
+    grad_x.push_back(x.grad().cpu());
+    grad_p.push_back(params.grad().cpu());
+  }
+  const auto relative = [](const at::Tensor& a, const at::Tensor& b) {
+    return ((a - b).abs().max() / (b.abs().max() + 1e-12)).item<double>();
+  };
+  EXPECT_LT(relative(out[1], out[0]), 1e-5) << "forward";
+  if (c.variant != "std") EXPECT_TRUE(at::equal(out[1], out[0])) << "forward, bit for bit";
+  EXPECT_LT(relative(grad_x[1], grad_x[0]), 1e-4) << "input gradient";
+  EXPECT_LT(relative(grad_p[1], grad_p[0]), 1e-4) << "parameter gradient";
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Variants, RangeEvoNormFused,
     ::testing::Values(FusedCase{"reference", false, 16, 8, 6},

@@ -54,7 +54,8 @@ RangeEvoNorm::RangeEvoNorm(Registry& registry, const std::string& name, std::int
 
 at::Tensor RangeEvoNorm::forward(const Context& ctx, const at::Tensor& x_in) const {
   const bool q = quant_.low_precision();
-  if (!fused_ || !range_evonorm_fused_supports(x_in) ||
+  const bool on_cuda = x_in.is_cuda();
+  if (!fused_ || !(on_cuda || range_evonorm_fused_supports(x_in)) ||
       (q && quant_.scheme != quant::QuantScheme::kGemmlowp)) {
     return forward_composite(ctx, x_in);
   }
@@ -73,6 +74,9 @@ at::Tensor RangeEvoNorm::forward(const Context& ctx, const at::Tensor& x_in) con
     shape.chunks = range_chunks(group_numel);
     shape.range_factor = range_scale_factor(group_numel / shape.chunks);
   }
+  // On a GPU the CUDA kernels take the range statistic (builds with them); the rest, the
+  // composite code.
+  if (on_cuda && !range_evonorm_cuda_supports(x_in, shape)) return forward_composite(ctx, x_in);
   quant::QuantizedTensor codes;
   if (q) {
     quant::QuantizeRequest request;
@@ -86,7 +90,8 @@ at::Tensor RangeEvoNorm::forward(const Context& ctx, const at::Tensor& x_in) con
   const auto param = [&](ParamRef ref) {
     return (q ? quantized_param(ctx, ref, quant_) : ctx.param(ref)).reshape({kc});
   };
-  return range_evonorm_fused(x_in, codes, param(v_), param(gamma_), param(beta_), shape);
+  const auto fused = on_cuda ? range_evonorm_fused_cuda : range_evonorm_fused;
+  return fused(x_in, codes, param(v_), param(gamma_), param(beta_), shape);
 }
 
 at::Tensor RangeEvoNorm::forward_composite(const Context& ctx, const at::Tensor& x_in) const {

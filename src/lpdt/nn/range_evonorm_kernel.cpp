@@ -395,19 +395,6 @@ LPDT_CPU_CLONES void backward_pass(const float* __restrict dy, const float* __re
   }
 }
 
-at::Tensor quantize_scales(const at::Tensor& s, std::int64_t k, int bits,
-                           quant::QuantScheme scheme) {
-  // s: [b, k, G] -> each node's b x G scales share one range (reference spec 7.2).
-  const at::Tensor node_leading = s.transpose(0, 1).contiguous();  // [k, b, G]
-  quant::QuantizeRequest request;
-  request.bits = bits;
-  request.scheme = scheme;
-  request.rounding = quant::Rounding::kNearest;
-  return quant::fake_quantize(node_leading, k, quant::tensor_range(node_leading, k), request)
-      .transpose(0, 1)
-      .contiguous();
-}
-
 // Where a kernel reads one sample of x: the float tensor itself (fp32 models), or its codes
 // dequantized into a per-thread buffer (8-bit models). The buffer holds one sample of every node
 // (64 KiB for a node's 16 x 32 x 32 activations) and stays in cache between the dequantization
@@ -510,8 +497,9 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
         }
       }
     });
-    const at::Tensor qs =
-        shape.scale_bits > 0 ? quantize_scales(s, k, shape.scale_bits, shape.scale_scheme) : s;
+    const at::Tensor qs = shape.scale_bits > 0
+                              ? quantize_group_scales(s, k, shape.scale_bits, shape.scale_scheme)
+                              : s;
     // Each channel's group scale: [b, k*C].
     const at::Tensor s_c =
         qs.view({b, k * g, 1}).expand({b, k * g, c / g}).reshape({b, k * c}).contiguous();
@@ -681,6 +669,19 @@ SliceRangeStatistic slice_range_statistic_of_codes(const std::uint8_t* codes, fl
                Slice{pixels, pixel_stride, channels}, groups, chunks, factor, r.scale.data(),
                r.arg_max.data(), r.arg_min.data());
   return r;
+}
+
+at::Tensor quantize_group_scales(const at::Tensor& s, std::int64_t k, int bits,
+                                 quant::QuantScheme scheme) {
+  // s: [b, k, G] -> each node's b x G scales share one range (reference spec 7.2).
+  const at::Tensor node_leading = s.transpose(0, 1).contiguous();  // [k, b, G]
+  quant::QuantizeRequest request;
+  request.bits = bits;
+  request.scheme = scheme;
+  request.rounding = quant::Rounding::kNearest;
+  return quant::fake_quantize(node_leading, k, quant::tensor_range(node_leading, k), request)
+      .transpose(0, 1)
+      .contiguous();
 }
 
 bool range_evonorm_fused_supports(const at::Tensor& x) {

@@ -73,4 +73,18 @@ SliceRangeStatistic slice_range_statistic_of_codes(const std::uint8_t* codes, fl
 // Whether the fused operation handles x (float32 CPU, 4-D).
 bool range_evonorm_fused_supports(const at::Tensor& x);
 
+// The same operation on CUDA tensors (cuda/range_evonorm_kernels.h), in builds with the CUDA
+// kernels, for the range statistic (kChunkRanges) with at most 16 chunks: the same forward values
+// as the CPU operation bit for bit, the backward's sums in another order. Same arguments as
+// range_evonorm_fused, on one CUDA device.
+bool range_evonorm_cuda_supports(const at::Tensor& x, const RangeEvoNormShape& shape);
+at::Tensor range_evonorm_fused_cuda(const at::Tensor& x, const quant::QuantizedTensor& x_codes,
+                                    const at::Tensor& qv, const at::Tensor& qgamma,
+                                    const at::Tensor& qbeta, const RangeEvoNormShape& shape);
+
+// Q(s): each node's b x G group scales s [b, k, G] fake-quantized round-to-nearest with one
+// per-node range (reference spec 7.2), as both fused operations quantize them.
+at::Tensor quantize_group_scales(const at::Tensor& s, std::int64_t k, int bits,
+                                 quant::QuantScheme scheme);
+
 }  // namespace lpdt::nn

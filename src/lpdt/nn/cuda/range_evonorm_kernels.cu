@@ -1,0 +1,254 @@
+// Range EvoNorm's CUDA kernels (range_evonorm_kernels.h). Compiled with --fmad=false: the
+// statistic and output must round as the CPU kernel does (built with -ffp-contract=off).
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+#include "lpdt/nn/cuda/range_evonorm_kernels.h"
+
+namespace lpdt::nn::cuda_kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxChunks = 16;  // as the CPU kernel's lanes (range_chunks picks at most 16)
+
+void check_launch(const char* kernel) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string("CUDA Range EvoNorm kernel ") + kernel +
+                             " failed: " + cudaGetErrorString(status));
+  }
+}
+
+void check_geometry(const RangeEvoNormGeometry& g) {
+  const std::int64_t cg = g.groups > 0 ? g.channels / g.groups : 0;
+  if (g.groups < 1 || g.channels % g.groups != 0 || g.chunks < 1 || g.chunks > kMaxChunks ||
+      (cg * g.pixels) % g.chunks != 0 || g.samples > 65535 ||
+      g.pixels * g.nodes * g.channels >= (std::int64_t{1} << 31)) {
+    throw std::invalid_argument(
+        "CUDA Range EvoNorm: unsupported geometry (groups must divide the channels, 1 to 16 "
+        "chunks dividing a group, at most 65,535 samples, a sample under 2^31 elements)");
+  }
+}
+
+// A candidate extreme: its value and its position in the chunk. The first occurrence wins ties,
+// as the CPU kernel's in-order scan (torch.max(dim)) picks it.
+struct Extreme {
+  float value;
+  int at;
+};
+__device__ Extreme higher(Extreme a, Extreme b) {
+  return (b.value > a.value || (b.value == a.value && b.at < a.at)) ? b : a;
+}
+__device__ Extreme lower(Extreme a, Extreme b) {
+  return (b.value < a.value || (b.value == a.value && b.at < a.at)) ? b : a;
+}
+__device__ Extreme shuffle_down(Extreme e, int shift) {
+  return {__shfl_down_sync(0xffffffffu, e.value, shift),
+          __shfl_down_sync(0xffffffffu, e.at, shift)};
+}
+
+// Block (group, node, sample); warp w takes chunks w, w + 8, ...; lane l positions l, l + 32, ...
+__global__ void range_statistic_kernel(const float* __restrict__ x, RangeEvoNormGeometry geo,
+                                       float* __restrict__ scale,
+                                       std::int32_t* __restrict__ arg_max,
+                                       std::int32_t* __restrict__ arg_min) {
+  const int group = blockIdx.x, node = blockIdx.y, n = blockIdx.z;
+  const int cg = static_cast<int>(geo.channels / geo.groups), pixels = static_cast<int>(geo.pixels);
+  const int pixel_stride = static_cast<int>(geo.nodes * geo.channels);
+  const int chunks = static_cast<int>(geo.chunks), m = cg * pixels / chunks;
+  const float* slice = x + (static_cast<std::int64_t>(n) * pixels) * pixel_stride +
+                       static_cast<std::int64_t>(node) * geo.channels + group * cg;
+  __shared__ float hi_of[kMaxChunks], lo_of[kMaxChunks];
+  __shared__ int hi_at_of[kMaxChunks], lo_at_of[kMaxChunks];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int chunk = warp; chunk < chunks; chunk += kWarps) {
+    // Lanes without a position hold (-inf / +inf, INT_MAX): they lose every tie.
+    Extreme hi{-INFINITY, lane < m ? lane : INT_MAX}, lo{INFINITY, lane < m ? lane : INT_MAX};
+    for (int t = lane; t < m; t += 32) {
+      const int e = chunk * m + t;  // the group's element e: channel e / pixels, pixel e % pixels
+      const float v = slice[(e % pixels) * pixel_stride + e / pixels];
+      if (v > hi.value) hi = {v, t};
+      if (v < lo.value) lo = {v, t};
+    }
+    for (int shift = 16; shift > 0; shift /= 2) {
+      hi = higher(hi, shuffle_down(hi, shift));
+      lo = lower(lo, shuffle_down(lo, shift));
+    }
+    if (lane == 0) {
+      hi_of[chunk] = hi.value;
+      lo_of[chunk] = lo.value;
+      hi_at_of[chunk] = hi.at;
+      lo_at_of[chunk] = lo.at;
+    }
+  }
+  __syncthreads();
+  const std::int64_t item = (static_cast<std::int64_t>(n) * geo.nodes + node) * geo.groups + group;
+  if (threadIdx.x < chunks) {
+    const int chunk = threadIdx.x;
+    const int max_e = chunk * m + hi_at_of[chunk], min_e = chunk * m + lo_at_of[chunk];
+    arg_max[item * chunks + chunk] = (max_e % pixels) * pixel_stride + group * cg + max_e / pixels;
+    arg_min[item * chunks + chunk] = (min_e % pixels) * pixel_stride + group * cg + min_e / pixels;
+  }
+  if (threadIdx.x == 0) {
+    float sum = 0.0f;  // in chunk order, in float, as the CPU kernel
+    for (int chunk = 0; chunk < chunks; ++chunk) sum += hi_of[chunk] - lo_of[chunk];
+    const float range = sum / static_cast<float>(chunks);
+    scale[item] = 1.0f / (range * geo.range_factor + 1e-5f);
+  }
+}
+
+// The group scale of channel kc (0 <= kc < k*C) of sample n.
+__device__ float group_scale(const float* qs, const RangeEvoNormGeometry& geo, std::int64_t n,
+                             std::int64_t kc) {
+  const std::int64_t node = kc / geo.channels, cg = geo.channels / geo.groups;
+  const std::int64_t group = (kc - node * geo.channels) / cg;
+  return qs[(n * geo.nodes + node) * geo.groups + group];
+}
+
+__device__ float hard_sigmoid_argument(float x, float v) { return x * v / 6.0f + 0.5f; }
+
+__global__ void output_kernel(const float* __restrict__ x, const float* __restrict__ v,
+                              const float* __restrict__ qs, const float* __restrict__ gamma,
+                              const float* __restrict__ beta, float* __restrict__ out,
+                              RangeEvoNormGeometry geo, std::int64_t total) {
+  const std::int64_t kc_count = geo.nodes * geo.channels, sample = geo.pixels * kc_count;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x; i < total;
+       i += static_cast<std::int64_t>(gridDim.x) * kThreads) {
+    const std::int64_t n = i / sample, kc = i % kc_count;
+    const float value = x[i];
+    float h = hard_sigmoid_argument(value, v[kc]);
+    h = h < 0.0f ? 0.0f : h;  // std::min(std::max(z, 0), 1) written out
+    h = 1.0f < h ? 1.0f : h;
+    out[i] = value * h * group_scale(qs, geo, n, kc) * gamma[kc] + beta[kc];
+  }
+}
+
+// Block (channel tile of 32, sample): thread (tx, ty) takes channel tile * 32 + tx at pixels
+// ty, ty + 8, ...; the CPU kernel's backward_pass per element, its per-channel sums reduced over
+// ty in shared memory.
+constexpr int kTileChannels = 32, kTileRows = kThreads / kTileChannels;
+__global__ void backward_kernel(const float* __restrict__ dy, const float* __restrict__ x,
+                                const float* __restrict__ v, const float* __restrict__ qs,
+                                const float* __restrict__ gamma, float* __restrict__ dx,
+                                float* __restrict__ partial, RangeEvoNormGeometry geo) {
+  const std::int64_t kc_count = geo.nodes * geo.channels, n = blockIdx.y;
+  const std::int64_t kc =
+      static_cast<std::int64_t>(blockIdx.x) * kTileChannels + threadIdx.x % kTileChannels;
+  const int row = threadIdx.x / kTileChannels;
+  float dv = 0.0f, dy_n = 0.0f, dbeta = 0.0f;
+  float s_c = 0.0f, g_c = 0.0f;
+  if (kc < kc_count) {
+    s_c = group_scale(qs, geo, n, kc);
+    g_c = gamma[kc];
+    const float v_c = v[kc], gamma_s = g_c * s_c;
+    constexpr float kSixth = 1.0f / 6.0f;
+    for (std::int64_t p = row; p < geo.pixels; p += kTileRows) {
+      const std::int64_t at = (n * geo.pixels + p) * kc_count + kc;
+      const float value = x[at], d = dy[at];
+      const float z = hard_sigmoid_argument(value, v_c);
+      float h = z < 0.0f ? 0.0f : z;
+      h = 1.0f < h ? 1.0f : h;
+      const float inside = (z >= 0.0f && z <= 1.0f) ? 1.0f : 0.0f;
+      dbeta += d;
+      dy_n += d * (value * h);
+      const float dn = d * gamma_s;
+      const float dz = dn * value * inside * kSixth;
+      dx[at] = dn * h + dz * v_c;
+      dv += dz * value;
+    }
+  }
+  __shared__ float sums[3][kTileRows][kTileChannels];
+  const int column = threadIdx.x % kTileChannels;
+  sums[0][row][column] = dv;
+  sums[1][row][column] = dy_n;
+  sums[2][row][column] = dbeta;
+  __syncthreads();
+  if (row == 0 && kc < kc_count) {
+    float total[3] = {0.0f, 0.0f, 0.0f};
+    for (int q = 0; q < 3; ++q) {
+      for (int r = 0; r < kTileRows; ++r) total[q] += sums[q][r][column];
+    }
+    const std::int64_t plane = geo.samples * kc_count, at = n * kc_count + kc;
+    partial[at] = total[0];                    // dv
+    partial[plane + at] = total[1] * s_c;      // dgamma
+    partial[2 * plane + at] = total[2];        // dbeta
+    partial[3 * plane + at] = total[1] * g_c;  // the group scale's, per channel
+  }
+}
+
+// Thread per (sample, node, group, chunk): its max and min element; a chunk's two positions can
+// be one element (a constant chunk), so the thread applies both in the CPU kernel's order.
+__global__ void statistic_backward_kernel(const std::int32_t* __restrict__ arg_max,
+                                          const std::int32_t* __restrict__ arg_min,
+                                          const float* __restrict__ d_chunk, float* __restrict__ dx,
+                                          RangeEvoNormGeometry geo) {
+  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x;
+  const std::int64_t count = geo.samples * geo.nodes * geo.groups * geo.chunks;
+  if (i >= count) return;
+  const std::int64_t item = i / (geo.groups * geo.chunks);  // sample * nodes + node
+  const std::int64_t n = item / geo.nodes, node = item % geo.nodes;
+  float* slice = dx + n * geo.pixels * geo.nodes * geo.channels + node * geo.channels;
+  const float d = d_chunk[i / geo.chunks];
+  slice[arg_max[i]] += d;
+  slice[arg_min[i]] -= d;
+}
+
+unsigned blocks_for(std::int64_t items) {
+  const std::int64_t blocks = (items + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+}
+
+}  // namespace
+
+void range_statistic(const float* x, const RangeEvoNormGeometry& g, float* scale,
+                     std::int32_t* arg_max, std::int32_t* arg_min, void* stream) {
+  check_geometry(g);
+  if (g.samples == 0) return;
+  const dim3 grid(static_cast<unsigned>(g.groups), static_cast<unsigned>(g.nodes),
+                  static_cast<unsigned>(g.samples));
+  range_statistic_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      x, g, scale, arg_max, arg_min);
+  check_launch("range_statistic");
+}
+
+void range_evonorm_output(const float* x, const float* v, const float* qs, const float* gamma,
+                          const float* beta, float* out, const RangeEvoNormGeometry& g,
+                          void* stream) {
+  check_geometry(g);
+  const std::int64_t total = g.samples * g.pixels * g.nodes * g.channels;
+  if (total == 0) return;
+  output_kernel<<<blocks_for(total), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      x, v, qs, gamma, beta, out, g, total);
+  check_launch("output");
+}
+
+void range_evonorm_backward(const float* dy, const float* x, const float* v, const float* qs,
+                            const float* gamma, float* dx, float* partial,
+                            const RangeEvoNormGeometry& g, void* stream) {
+  check_geometry(g);
+  if (g.samples == 0) return;
+  const std::int64_t kc_count = g.nodes * g.channels;
+  const dim3 grid(static_cast<unsigned>((kc_count + kTileChannels - 1) / kTileChannels),
+                  static_cast<unsigned>(g.samples));
+  backward_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(dy, x, v, qs, gamma, dx,
+                                                                            partial, g);
+  check_launch("backward");
+}
+
+void range_statistic_backward(const std::int32_t* arg_max, const std::int32_t* arg_min,
+                              const float* d_chunk, float* dx, const RangeEvoNormGeometry& g,
+                              void* stream) {
+  check_geometry(g);
+  const std::int64_t count = g.samples * g.nodes * g.groups * g.chunks;
+  if (count == 0) return;
+  const auto blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
+  statistic_backward_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      arg_max, arg_min, d_chunk, dx, g);
+  check_launch("statistic_backward");
+}
+
+}  // namespace lpdt::nn::cuda_kernels

@@ -1,0 +1,163 @@
+// Range EvoNorm's fused operation on CUDA tensors: the autograd function around the kernels of
+// cuda/range_evonorm_kernels.h, saving what the CPU operation saves (range_evonorm_kernel.cpp).
+#include <ATen/record_function.h>
+#include <torch/torch.h>
+
+#include "lpdt/core/error.h"
+#include "lpdt/nn/range_evonorm_kernel.h"
+#include "lpdt/quant/request_io.h"
+
+#if LPDT_HAVE_CUDA_KERNELS
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "lpdt/nn/cuda/range_evonorm_kernels.h"
+#endif
+
+namespace lpdt::nn {
+
+#if LPDT_HAVE_CUDA_KERNELS
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr std::int64_t kMaxChunks = 16;
+
+cuda_kernels::RangeEvoNormGeometry geometry_of(const at::Tensor& x, std::int64_t k,
+                                               std::int64_t channels, std::int64_t groups,
+                                               std::int64_t chunks, double range_factor) {
+  return {x.size(0),
+          k,
+          channels,
+          x.size(2) * x.size(3),
+          groups,
+          chunks,
+          static_cast<float>(range_factor)};
+}
+
+void* current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+
+// The layer input as floats: its codes dequantized (8-bit models), or x itself (fp32).
+at::Tensor input_values(const at::Tensor& x, const quant::QuantizedTensor& q, std::int64_t k) {
+  if (q.codes.defined()) return quant::dequantize(q, k);
+  return x.contiguous(at::MemoryFormat::ChannelsLast);
+}
+
+struct RangeEvoNormCudaFunction : torch::autograd::Function<RangeEvoNormCudaFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& qv,
+                            const at::Tensor& qgamma, const at::Tensor& qbeta,
+                            const at::Tensor& codes, const at::Tensor& code_scale,
+                            const at::Tensor& code_zero, const RangeEvoNormShape& shape) {
+    const c10::cuda::CUDAGuard device_guard(x_in.device());
+    const std::int64_t k = shape.k, b = x_in.size(0), g = shape.groups, j = shape.chunks;
+    const quant::QuantizedTensor q{codes.numel() > 0 ? codes : at::Tensor(), code_scale, code_zero};
+    const at::Tensor x = input_values(x_in.detach(), q, k);
+    const auto geo = geometry_of(x, k, shape.channels, g, j, shape.range_factor);
+    const auto options = x.options();
+    const at::Tensor s = at::empty({b, k, g}, options);
+    const at::Tensor arg_max = at::empty({b, k, g, j}, options.dtype(at::kInt));
+    const at::Tensor arg_min = at::empty_like(arg_max);
+    cuda_kernels::range_statistic(x.data_ptr<float>(), geo, s.data_ptr<float>(),
+                                  arg_max.data_ptr<std::int32_t>(),
+                                  arg_min.data_ptr<std::int32_t>(), current_stream());
+    const at::Tensor qs = shape.scale_bits > 0
+                              ? quantize_group_scales(s, k, shape.scale_bits, shape.scale_scheme)
+                              : s;
+    const at::Tensor v = qv.contiguous(), gamma = qgamma.contiguous(), beta = qbeta.contiguous();
+    at::Tensor out = at::empty(x.sizes(), options.memory_format(at::MemoryFormat::ChannelsLast));
+    cuda_kernels::range_evonorm_output(
+        x.data_ptr<float>(), v.data_ptr<float>(), qs.data_ptr<float>(), gamma.data_ptr<float>(),
+        beta.data_ptr<float>(), out.data_ptr<float>(), geo, current_stream());
+    // 8-bit models keep the input's codes (1 byte per element); fp32 keeps x itself.
+    ctx->save_for_backward(
+        {q.codes.defined() ? codes : x, code_scale, code_zero, v, gamma, s, qs, arg_max, arg_min});
+    ctx->saved_data["k"] = k;
+    ctx->saved_data["channels"] = shape.channels;
+    ctx->saved_data["groups"] = g;
+    ctx->saved_data["chunks"] = j;
+    ctx->saved_data["range_factor"] = shape.range_factor;
+    ctx->saved_data["quantize_output_grad"] = shape.quantize_output_grad;
+    if (shape.quantize_output_grad) quant::save_request(ctx, shape.output_grad_request);
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    RECORD_FUNCTION("lpdt::range_evonorm_backward_cuda", std::vector<c10::IValue>());
+    const auto saved = ctx->get_saved_variables();
+    const std::int64_t k = ctx->saved_data["k"].toInt(), c = ctx->saved_data["channels"].toInt(),
+                       g = ctx->saved_data["groups"].toInt(), j = ctx->saved_data["chunks"].toInt();
+    const double factor = ctx->saved_data["range_factor"].toDouble();
+    const bool codes = saved[0].scalar_type() == at::kByte;
+    const quant::QuantizedTensor q{codes ? saved[0] : at::Tensor(), saved[1], saved[2]};
+    const at::Tensor &v = saved[3], &gamma = saved[4], &s = saved[5], &qs = saved[6],
+                     &arg_max = saved[7], &arg_min = saved[8];
+    const c10::cuda::CUDAGuard device_guard(s.device());
+    at::Tensor dy = grad[0].contiguous(at::MemoryFormat::ChannelsLast);
+    // 8-bit models: the output gradient at grad_bits (per node [min, max], stochastic), the
+    // reference's quantize_grad after the norm.
+    if (ctx->saved_data["quantize_output_grad"].toBool()) {
+      dy = quant::fake_quantize(dy, k, quant::tensor_range(dy, k), quant::load_request(ctx));
+    }
+    const at::Tensor x = codes ? quant::dequantize(q, k) : saved[0];
+    const auto geo = geometry_of(dy, k, c, g, j, factor);
+    const std::int64_t b = dy.size(0), kc = k * c;
+    at::Tensor dx = at::empty_like(dy);
+    const at::Tensor partial = at::empty({4, b, kc}, dy.options());  // dv, dgamma, dbeta, ds_c
+    cuda_kernels::range_evonorm_backward(dy.data_ptr<float>(), x.data_ptr<float>(),
+                                         v.data_ptr<float>(), qs.data_ptr<float>(),
+                                         gamma.data_ptr<float>(), dx.data_ptr<float>(),
+                                         partial.data_ptr<float>(), geo, current_stream());
+    const at::Tensor sums = partial.sum(1);  // [4, k*C]
+    // The group scale's gradient (straight through Q(s)) back to the range statistic:
+    // s = 1 / (R f + eps) -> dR = -ds s^2 f; R = mean_j (max_j - min_j).
+    const at::Tensor ds = partial[3].view({b, k, g, c / g}).sum(-1);  // [b, k, G]
+    const at::Tensor d_chunk = (-ds * s * s * factor / static_cast<double>(j)).contiguous();
+    cuda_kernels::range_statistic_backward(
+        arg_max.data_ptr<std::int32_t>(), arg_min.data_ptr<std::int32_t>(),
+        d_chunk.data_ptr<float>(), dx.data_ptr<float>(), geo, current_stream());
+    return {dx, sums[0], sums[1], sums[2], at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool range_evonorm_cuda_supports(const at::Tensor& x, const RangeEvoNormShape& shape) {
+  if (!(x.defined() && x.dim() == 4 && x.scalar_type() == at::kFloat && x.is_cuda())) return false;
+  const std::int64_t group_numel =
+      shape.groups > 0 ? shape.channels / shape.groups * x.size(2) * x.size(3) : 0;
+  return shape.statistic == GroupStatistic::kChunkRanges && shape.chunks >= 1 &&
+         shape.chunks <= kMaxChunks && shape.groups >= 1 && shape.channels % shape.groups == 0 &&
+         group_numel % shape.chunks == 0 && x.size(1) == shape.k * shape.channels &&
+         x.size(0) <= 65535 && x.numel() / std::max<std::int64_t>(x.size(0), 1) < (1LL << 31);
+}
+
+at::Tensor range_evonorm_fused_cuda(const at::Tensor& x, const quant::QuantizedTensor& x_codes,
+                                    const at::Tensor& qv, const at::Tensor& qgamma,
+                                    const at::Tensor& qbeta, const RangeEvoNormShape& shape) {
+  RECORD_FUNCTION("lpdt::range_evonorm_forward_cuda", std::vector<c10::IValue>());
+  LPDT_CHECK(range_evonorm_cuda_supports(x, shape),
+             "range_evonorm_fused_cuda: x must be a 4-D float32 CUDA tensor [b, k*C, H, W] and "
+             "the statistic chunk ranges (at most 16 chunks dividing a group)");
+  const at::Tensor empty = at::empty({0}, x.options());
+  const bool codes = x_codes.codes.defined();
+  return RangeEvoNormCudaFunction::apply(x, qv, qgamma, qbeta, codes ? x_codes.codes : empty,
+                                         codes ? x_codes.scale : empty,
+                                         codes ? x_codes.zero_point : empty, shape);
+}
+
+#else  // a build without the CUDA kernels: CUDA tensors take the composite ATen code
+
+bool range_evonorm_cuda_supports(const at::Tensor&, const RangeEvoNormShape&) { return false; }
+
+at::Tensor range_evonorm_fused_cuda(const at::Tensor&, const quant::QuantizedTensor&,
+                                    const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                    const RangeEvoNormShape&) {
+  throw InternalError(
+      "the CUDA Range EvoNorm kernels are not in this build (a CUDA LibTorch and nvcc are "
+      "needed); callers check range_evonorm_cuda_supports first");
+}
+
+#endif
+
+}  // namespace lpdt::nn
