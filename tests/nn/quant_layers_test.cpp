@@ -463,8 +463,9 @@ TEST_P(RangeEvoNormFused, CudaMatchesTheCpuFusedVersion) {
   const at::Tensor probe0 = torch::randn_like(x0);
   std::vector<at::Tensor> out, grad_x, grad_p;
   for (const at::Device device : {at::Device(at::kCPU), at::Device(at::kCUDA)}) {
-    at::Tensor params = params0.to(device).requires_grad_(true);
-    at::Tensor x = x0.to(device).requires_grad_(true);
+    // Copies (to(kCPU) would return the tensor itself), so that each device's are leaves.
+    at::Tensor params = params0.to(device, /*non_blocking=*/false, /*copy=*/true).requires_grad_();
+    at::Tensor x = x0.to(device, /*non_blocking=*/false, /*copy=*/true).requires_grad_();
     std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
     for (auto& t : buffers) t = t.to(device);
     Context ctx{&registry.layout(), params, &buffers, k, true};
