@@ -17,6 +17,9 @@ if [ -n "${LPDT_DEPS_PREFIX:-}" ]; then
   zlib=$(find "$LPDT_DEPS_PREFIX" -name libz.a -print -quit)
   [ -n "$zlib" ] && extra+=(-DZLIB_LIBRARY="$zlib" -DZLIB_INCLUDE_DIR="$LPDT_DEPS_PREFIX/include")
 fi
+# The CUDA kernels are built for this machine's GPU unless LPDT_CUDA_ARCHITECTURES names one
+# (e.g. 90 for an H100: needed where the building machine has no GPU).
+[ -n "${LPDT_CUDA_ARCHITECTURES:-}" ] && extra+=(-DLPDT_CUDA_ARCHITECTURES="$LPDT_CUDA_ARCHITECTURES")
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix_path" \
   "${extra[@]}"
 targets=("$@")

@@ -185,17 +185,19 @@ void add_keys(ConfigSchema& s) {
               "before it takes the peer for dead, drops its edges and goes on (docs/faults.md); "
               "rank 0's gathers wait 3 times as long. Never a hang.")
       .greater_than(0);
-  s.add_int("run.nodes_per_pass", d.run.nodes_per_pass,
-            "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (on "
-            "the CPU as many as keep a pass's saved activations within 32 MiB, 1 to 16: "
-            "ResNet-20 1, LeNet-5 16; all nodes on a GPU). The result does not depend on it, up to the "
-            "last bits of float sums on AVX2-only CPUs (docs/mpi.md).")
+  s.add_int(
+       "run.nodes_per_pass", d.run.nodes_per_pass,
+       "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (on "
+       "the CPU as many as keep a pass's saved activations within 32 MiB, 1 to 16: "
+       "ResNet-20 1, LeNet-5 16; all nodes on a GPU). The result does not depend on it, up to the "
+       "last bits of float sums on AVX2-only CPUs (docs/mpi.md).")
       .at_least(0);
   s.add_string(
        "run.cuda_graph", name_of(d.run.cuda_graph),
        "On a GPU, capture the training step (forward, backward, optimizer, gossip) as a "
        "CUDA graph, one per learning-rate value, and replay it: auto = when the step "
-       "allows it (float32 model, static topology, dense messages or top-k with reference "
+       "allows it (a float32 model, or an 8-bit one in a build with the CUDA kernels; static "
+       "topology, dense messages or top-k with reference "
        "byte accounting, no stochastically rounded int8 messages, a constant or multistep "
        "schedule, optim.optimizer = sgd; the log says why not otherwise), off = always run "
        "the step eagerly.")
@@ -488,20 +490,20 @@ void add_checks(ConfigSchema& s) {
                  return std::nullopt;
                }});
 
-  s.add_check(
-      {{"data.pad_to", "data.dataset", "data.synthetic_size", "data.image_size"},
-       [](const Config& c) -> Problem {
-         const std::int64_t pad_to = c.get_int("data.pad_to");
-         const std::string& dataset = c.get_string("data.dataset");
-         const std::int64_t side =
-             image_side(dataset, c.get_int("data.synthetic_size"), c.get_int("data.image_size"));
-         if (pad_to != 0 && pad_to < side) {
-           return "data.pad_to = " + std::to_string(pad_to) + " is smaller than the " +
-                  std::to_string(side) + "x" + std::to_string(side) + " images of " + dataset +
-                  ": expected 0 (no padding) or a side >= " + std::to_string(side);
-         }
-         return std::nullopt;
-       }});
+  s.add_check({{"data.pad_to", "data.dataset", "data.synthetic_size", "data.image_size"},
+               [](const Config& c) -> Problem {
+                 const std::int64_t pad_to = c.get_int("data.pad_to");
+                 const std::string& dataset = c.get_string("data.dataset");
+                 const std::int64_t side = image_side(dataset, c.get_int("data.synthetic_size"),
+                                                      c.get_int("data.image_size"));
+                 if (pad_to != 0 && pad_to < side) {
+                   return "data.pad_to = " + std::to_string(pad_to) + " is smaller than the " +
+                          std::to_string(side) + "x" + std::to_string(side) + " images of " +
+                          dataset +
+                          ": expected 0 (no padding) or a side >= " + std::to_string(side);
+                 }
+                 return std::nullopt;
+               }});
 
   s.add_check({{"data.image_size", "data.dataset"}, [](const Config& c) -> Problem {
                  const std::int64_t image_size = c.get_int("data.image_size");
@@ -530,17 +532,17 @@ void add_checks(ConfigSchema& s) {
                  }
                  return std::nullopt;
                }});
-  s.add_check({{"model.transformer_hidden", "model.transformer_heads"},
-               [](const Config& c) -> Problem {
-                 const std::int64_t hidden = c.get_int("model.transformer_hidden");
-                 const std::int64_t heads = c.get_int("model.transformer_heads");
-                 if (hidden % heads != 0) {
-                   return "model.transformer_hidden = " + std::to_string(hidden) +
-                          " is not divisible by model.transformer_heads = " +
-                          std::to_string(heads) + ": expected a multiple of the heads";
-                 }
-                 return std::nullopt;
-               }});
+  s.add_check(
+      {{"model.transformer_hidden", "model.transformer_heads"}, [](const Config& c) -> Problem {
+         const std::int64_t hidden = c.get_int("model.transformer_hidden");
+         const std::int64_t heads = c.get_int("model.transformer_heads");
+         if (hidden % heads != 0) {
+           return "model.transformer_hidden = " + std::to_string(hidden) +
+                  " is not divisible by model.transformer_heads = " + std::to_string(heads) +
+                  ": expected a multiple of the heads";
+         }
+         return std::nullopt;
+       }});
   s.add_check({{"model.depth", "model.arch"}, [](const Config& c) -> Problem {
                  const std::int64_t depth = c.get_int("model.depth");
                  if (c.get_string("model.arch") == "resnet" && !valid_resnet_depth(depth)) {
@@ -688,29 +690,28 @@ void add_checks(ConfigSchema& s) {
                  return std::nullopt;
                }});
 
-  s.add_check({{"faults.kill_nodes", "graph.nodes"}, [](const Config& c) -> Problem {
-                 const auto& kill = c.get_int_list("faults.kill_nodes");
-                 const std::int64_t nodes = c.get_int("graph.nodes");
-                 for (const std::int64_t node : kill) {
-                   if (node < 0 || node >= nodes) {
-                     return "faults.kill_nodes = " + format_config_value(kill) +
-                            " names node " + std::to_string(node) +
-                            ", but the nodes are 0 .. " + std::to_string(nodes - 1) +
-                            " (graph.nodes = " + std::to_string(nodes) + ")";
-                   }
-                 }
-                 std::vector<std::int64_t> sorted = kill;
-                 std::sort(sorted.begin(), sorted.end());
-                 if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-                   return "faults.kill_nodes = " + format_config_value(kill) +
-                          " names a node twice";
-                 }
-                 if (static_cast<std::int64_t>(sorted.size()) >= nodes) {
-                   return "faults.kill_nodes = " + format_config_value(kill) +
-                          " kills every node: leave at least one alive";
-                 }
-                 return std::nullopt;
-               }});
+  s.add_check(
+      {{"faults.kill_nodes", "graph.nodes"}, [](const Config& c) -> Problem {
+         const auto& kill = c.get_int_list("faults.kill_nodes");
+         const std::int64_t nodes = c.get_int("graph.nodes");
+         for (const std::int64_t node : kill) {
+           if (node < 0 || node >= nodes) {
+             return "faults.kill_nodes = " + format_config_value(kill) + " names node " +
+                    std::to_string(node) + ", but the nodes are 0 .. " + std::to_string(nodes - 1) +
+                    " (graph.nodes = " + std::to_string(nodes) + ")";
+           }
+         }
+         std::vector<std::int64_t> sorted = kill;
+         std::sort(sorted.begin(), sorted.end());
+         if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+           return "faults.kill_nodes = " + format_config_value(kill) + " names a node twice";
+         }
+         if (static_cast<std::int64_t>(sorted.size()) >= nodes) {
+           return "faults.kill_nodes = " + format_config_value(kill) +
+                  " kills every node: leave at least one alive";
+         }
+         return std::nullopt;
+       }});
 
   s.add_check({{"optim.milestones"}, [](const Config& c) -> Problem {
                  const auto& milestones = c.get_int_list("optim.milestones");
