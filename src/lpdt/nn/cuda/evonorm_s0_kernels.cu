@@ -138,6 +138,142 @@ __global__ void backward_kernel(const float* __restrict__ dy, Strides dys,
   }
 }
 
+// Channels-last tensors take tiles instead: a block holds `tile` consecutive channels (whole
+// groups) of one sample, its threads (tile channels) x (kThreads / tile rows of pixels), so that a
+// warp reads consecutive channels of consecutive pixels (whole 128-byte lines when tile is 32).
+// One block per (sample, group) read each pixel's cpg channels (8 bytes for ResNet-20's first
+// stage) a pixel apart, a quarter of every line fetched. Each thread's channel is fixed; sums go
+// per channel over the rows, then per group in shared memory.
+struct TileWalk {
+  int tile, rows, column, row;
+  std::int64_t channel;
+  __device__ explicit TileWalk(int tile_channels)
+      : tile(tile_channels),
+        rows(kThreads / tile_channels),
+        column(threadIdx.x % tile_channels),
+        row(threadIdx.x / tile_channels),
+        channel(static_cast<std::int64_t>(blockIdx.x) * tile_channels +
+                threadIdx.x % tile_channels) {}
+  __device__ std::int64_t offset(const Strides& s, std::int64_t n, std::int64_t pixel) const {
+    return n * s.sample + channel * s.channel + pixel * s.pixel;
+  }
+  // The sum over rows and over the cpg channels of group `local_group` of the tile, in order.
+  __device__ double group_sum(const double* per_thread, int local_group, int cpg) const {
+    double total = 0.0;
+    for (int r = 0; r < rows; ++r) {
+      for (int cl = 0; cl < cpg; ++cl) total += per_thread[r * tile + local_group * cpg + cl];
+    }
+    return total;
+  }
+};
+
+__global__ void forward_tiled_kernel(const float* __restrict__ x, Strides xs,
+                                     const float* __restrict__ v, const float* __restrict__ gamma,
+                                     const float* __restrict__ beta, float* __restrict__ y,
+                                     float* __restrict__ mean_out, float* __restrict__ rstd_out,
+                                     EvoNormShape shape, double eps, int tile) {
+  const std::int64_t n = blockIdx.y, groups = shape.channels / shape.channels_per_group;
+  const int cpg = static_cast<int>(shape.channels_per_group);
+  const TileWalk walk(tile);
+  double sum = 0.0, squares = 0.0;
+  for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
+    const double value = x[walk.offset(xs, n, p)];
+    sum += value;
+    squares += value * value;
+  }
+  __shared__ double sums[kThreads], square_sums[kThreads];
+  __shared__ float group_r[kThreads];
+  sums[threadIdx.x] = sum;
+  square_sums[threadIdx.x] = squares;
+  __syncthreads();
+  if (static_cast<int>(threadIdx.x) < tile / cpg) {
+    const int local_group = threadIdx.x;
+    const double count = static_cast<double>(cpg * shape.pixels);
+    const double mean = walk.group_sum(sums, local_group, cpg) / count;
+    const double variance =
+        fmax(walk.group_sum(square_sums, local_group, cpg) / count - mean * mean, 0.0);
+    const float r = static_cast<float>(1.0 / sqrt(variance + eps));
+    group_r[local_group] = r;
+    const std::int64_t group = static_cast<std::int64_t>(blockIdx.x) * (tile / cpg) + local_group;
+    mean_out[n * groups + group] = static_cast<float>(mean);
+    rstd_out[n * groups + group] = r;
+  }
+  __syncthreads();
+  const float r = group_r[walk.column / cpg];
+  const float vc = v[walk.channel], scale = r * gamma[walk.channel], shift = beta[walk.channel];
+  for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
+    const std::int64_t at = walk.offset(xs, n, p);
+    const float value = x[at];
+    y[at] = value * sigmoid(vc * value) * scale + shift;
+  }
+}
+
+__global__ void backward_tiled_kernel(const float* __restrict__ dy, Strides dys,
+                                      const float* __restrict__ x, Strides xs,
+                                      const float* __restrict__ v, const float* __restrict__ gamma,
+                                      const float* __restrict__ mean_in,
+                                      const float* __restrict__ rstd_in, float* __restrict__ dx,
+                                      float* __restrict__ scratch, EvoNormShape shape, int tile) {
+  const std::int64_t n = blockIdx.y, groups = shape.channels / shape.channels_per_group;
+  const int cpg = static_cast<int>(shape.channels_per_group);
+  const TileWalk walk(tile);
+  const std::int64_t group = walk.channel / cpg;
+  const float mean = mean_in[n * groups + group], r = rstd_in[n * groups + group];
+  const float vc = v[walk.channel], gc = gamma[walk.channel];
+  double dr = 0.0, dv = 0.0, dgamma = 0.0, dbeta = 0.0;
+  for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
+    const float value = x[walk.offset(xs, n, p)];
+    const float grad = dy[walk.offset(dys, n, p)];
+    const float s = sigmoid(vc * value), num = value * s;
+    const float dnum = grad * gc * r;
+    dbeta += grad;
+    dgamma += grad * num * r;
+    dv += dnum * value * value * s * (1.0f - s);
+    dr += grad * gc * num;
+  }
+  __shared__ double per_thread[4][kThreads];
+  __shared__ double group_dr[kThreads];
+  per_thread[0][threadIdx.x] = dr;
+  per_thread[1][threadIdx.x] = dv;
+  per_thread[2][threadIdx.x] = dgamma;
+  per_thread[3][threadIdx.x] = dbeta;
+  __syncthreads();
+  if (static_cast<int>(threadIdx.x) < tile / cpg) {
+    group_dr[threadIdx.x] = walk.group_sum(per_thread[0], threadIdx.x, cpg);
+  }
+  if (walk.row == 0) {  // thread (column, 0): its channel's sums over the rows
+    for (int q = 0; q < 3; ++q) {
+      double total = 0.0;
+      for (int row = 0; row < walk.rows; ++row)
+        total += per_thread[q + 1][row * tile + walk.column];
+      scratch[(q * shape.samples + n) * shape.channels + walk.channel] = static_cast<float>(total);
+    }
+  }
+  __syncthreads();
+  // dvar = -dr r^3 / 2; the variance's gradient reaches x as dvar * 2 (x - mean) / N.
+  const double count = static_cast<double>(cpg * shape.pixels);
+  const float coefficient =
+      static_cast<float>(-0.5 * group_dr[walk.column / cpg] * r * r * r * 2.0 / count);
+  for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
+    const std::int64_t at = walk.offset(xs, n, p);
+    const float value = x[at];
+    const float grad = dy[walk.offset(dys, n, p)];
+    const float s = sigmoid(vc * value);
+    const float dnum = grad * gc * r;
+    dx[at] = dnum * (s + vc * value * s * (1.0f - s)) + coefficient * (value - mean);
+  }
+}
+
+// The tile width for a channels-last tensor: the widest of 32, 16, ... dividing the channel count
+// and holding whole groups; groups wider than 32 channels are a tile each.
+int tile_channels(const EvoNormShape& s) {
+  if (s.channels_per_group > 32) return static_cast<int>(s.channels_per_group);
+  for (int tile = 32; tile > 1; tile /= 2) {
+    if (s.channels % tile == 0 && tile % s.channels_per_group == 0) return tile;
+  }
+  return static_cast<int>(s.channels_per_group);
+}
+
 // Thread per (q, channel): the sum over samples in sample order.
 __global__ void sum_over_samples_kernel(const float* __restrict__ scratch, EvoNormShape shape,
                                         float* dv, float* dgamma, float* dbeta) {
@@ -164,10 +300,20 @@ void evonorm_s0_forward(const float* x, const Strides& xs, const float* v, const
                         const EvoNormShape& shape, double eps, void* stream) {
   check_shape(shape);
   if (shape.samples == 0 || shape.pixels == 0) return;
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  if (xs.channel == 1) {
+    const int tile = tile_channels(shape);
+    const dim3 grid(static_cast<unsigned>(shape.channels / tile),
+                    static_cast<unsigned>(shape.samples));
+    forward_tiled_kernel<<<grid, kThreads, 0, cuda_stream>>>(x, xs, v, gamma, beta, y, mean, rstd,
+                                                             shape, eps, tile);
+    check_launch("forward_tiled");
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(shape.channels / shape.channels_per_group),
                   static_cast<unsigned>(shape.samples));
-  forward_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, xs, v, gamma, beta, y,
-                                                                           mean, rstd, shape, eps);
+  forward_kernel<<<grid, kThreads, 0, cuda_stream>>>(x, xs, v, gamma, beta, y, mean, rstd, shape,
+                                                     eps);
   check_launch("forward");
 }
 
@@ -181,7 +327,14 @@ void evonorm_s0_backward(const float* dy, const Strides& dys, const float* x, co
                          const EvoNormShape& shape, void* stream) {
   check_shape(shape);
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (shape.samples > 0 && shape.pixels > 0) {
+  if (shape.samples > 0 && shape.pixels > 0 && xs.channel == 1 && dys.channel == 1) {
+    const int tile = tile_channels(shape);
+    const dim3 grid(static_cast<unsigned>(shape.channels / tile),
+                    static_cast<unsigned>(shape.samples));
+    backward_tiled_kernel<<<grid, kThreads, 0, cuda_stream>>>(dy, dys, x, xs, v, gamma, mean, rstd,
+                                                              dx, scratch, shape, tile);
+    check_launch("backward_tiled");
+  } else if (shape.samples > 0 && shape.pixels > 0) {
     const dim3 grid(static_cast<unsigned>(shape.channels / shape.channels_per_group),
                     static_cast<unsigned>(shape.samples));
     backward_kernel<<<grid, kThreads, 0, cuda_stream>>>(dy, dys, x, xs, v, gamma, mean, rstd, dx,
