@@ -159,73 +159,87 @@ INSTANTIATE_TEST_SUITE_P(
 namespace lpdt::models {
 namespace {
 
+// A depth-8 ResNet of 4 nodes on 16x16 inputs on the GPU, with deterministic cuDNN and no TF32,
+// its starting parameters and four steps' batches: what the CUDA graph tests replay.
+struct GraphCase {
+  static constexpr std::int64_t k = 4, b = 8, steps = 4;
+  std::unique_ptr<Model> model;
+  at::Tensor x0;
+  std::vector<at::Tensor> batches, labels;
+  GraphCase(const std::string& norm, quant::Precision precision, std::uint64_t seed) {
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+    at::globalContext().setDeterministicCuDNN(true);
+    at::globalContext().setBenchmarkCuDNN(false);
+    ModelOptions options;
+    options.arch = "resnet";
+    options.depth = 8;
+    options.norm = norm;
+    options.in_channels = 3;
+    options.height = options.width = 16;
+    options.quant.precision = precision;
+    model = make_model(options);
+    torch::manual_seed(static_cast<std::int64_t>(seed));
+    x0 = (model->init_params(3).unsqueeze(0).repeat({k, 1}) +
+          0.05 * torch::randn({k, model->num_params()}))
+             .cuda();
+    for (std::int64_t s = 0; s < steps; ++s) {
+      batches.push_back(torch::randn({k, b, 3, 16, 16}).cuda());
+      labels.push_back(torch::randint(0, 10, {k, b}, torch::kLong).cuda());
+    }
+  }
+  std::vector<at::Tensor> fresh_buffers() const {
+    std::vector<at::Tensor> buffers = model->init_buffers(k);
+    for (auto& t : buffers) t = t.cuda();
+    return buffers;
+  }
+  // One local SGD step in place, as the optimizer does.
+  void step(at::Tensor& x, std::vector<at::Tensor>& buffers, const at::Tensor& in,
+            const at::Tensor& target, const quant::DrawKey& draws = {}) const {
+    const GradientResult g =
+        compute_gradients(*model, x, buffers, in, target, 0, nn::ConvAlgorithm::kGrouped, draws);
+    torch::NoGradGuard no_grad;
+    x.sub_(g.grad, 0.05);
+  }
+  // x after the steps replayed, relative to the distance x_eager moved from x0.
+  double relative_error(const at::Tensor& x_graph, const at::Tensor& x_eager) const {
+    return (x_graph - x_eager).norm().item<double>() / (x_eager - x0).norm().item<double>();
+  }
+};
+
 // On a machine with a GPU: a step captured as a CUDA graph and replayed computes what the same
 // step run eagerly computes (deterministic cuDNN, no TF32), over several steps with new inputs
 // copied into the captured input tensors.
 TEST(CudaStepGraph, ReplaysComputeWhatEagerStepsCompute) {
   if (!cuda_graphs_available()) GTEST_SKIP() << "no CUDA graphs in this build or no GPU";
-  at::globalContext().setAllowTF32CuDNN(false);
-  at::globalContext().setAllowTF32CuBLAS(false);
-  at::globalContext().setDeterministicCuDNN(true);
-  at::globalContext().setBenchmarkCuDNN(false);
-  ModelOptions options;
-  options.arch = "resnet";
-  options.depth = 8;
-  options.norm = "batchnorm";  // in-place buffer updates inside the graph too
-  options.in_channels = 3;
-  options.height = options.width = 16;
-  const auto model = make_model(options);
-  const std::int64_t k = 4, b = 8, steps = 4;
-  const auto cuda = at::TensorOptions().device(at::kCUDA);
-  torch::manual_seed(5);
-  const at::Tensor x0 = (model->init_params(3).unsqueeze(0).repeat({k, 1}) +
-                         0.05 * torch::randn({k, model->num_params()}))
-                            .cuda();
-  std::vector<at::Tensor> batches, labels;
-  for (std::int64_t s = 0; s < steps; ++s) {
-    batches.push_back(torch::randn({k, b, 3, 16, 16}).cuda());
-    labels.push_back(torch::randint(0, 10, {k, b}, torch::kLong).cuda());
-  }
-  // One local SGD step in place, as the optimizer does.
-  auto run = [&](at::Tensor& x, std::vector<at::Tensor>& buffers, const at::Tensor& in,
-                 const at::Tensor& target) {
-    const GradientResult g =
-        compute_gradients(*model, x, buffers, in, target, 0, nn::ConvAlgorithm::kGrouped);
-    torch::NoGradGuard no_grad;
-    x.sub_(g.grad, 0.05);
-  };
+  // BatchNorm: in-place buffer updates inside the graph too.
+  const GraphCase c("batchnorm", quant::Precision::kFp32, 5);
+  at::Tensor x_eager = c.x0.clone();
+  std::vector<at::Tensor> buffers_eager = c.fresh_buffers();
+  for (std::int64_t s = 0; s < c.steps; ++s)
+    c.step(x_eager, buffers_eager, c.batches[s], c.labels[s]);
 
-  at::Tensor x_eager = x0.clone();
-  std::vector<at::Tensor> buffers_eager = model->init_buffers(k);
-  for (auto& t : buffers_eager) t = t.cuda();
-  for (std::int64_t s = 0; s < steps; ++s) run(x_eager, buffers_eager, batches[s], labels[s]);
-
-  at::Tensor x_graph = x0.clone();
-  std::vector<at::Tensor> buffers_graph = model->init_buffers(k);
-  for (auto& t : buffers_graph) t = t.cuda();
-  at::Tensor in = at::empty({k, b, 3, 16, 16}, cuda),
-             target = at::empty({k, b}, cuda.dtype(at::kLong));
-  // Warm-up on copies, so that the captured tensors start from x0 too.
-  {
-    at::Tensor x_warm = x0.clone();
-    std::vector<at::Tensor> buffers_warm = model->init_buffers(k);
-    for (auto& t : buffers_warm) t = t.cuda();
-    run(x_warm, buffers_warm, batches[0], labels[0]);
+  at::Tensor x_graph = c.x0.clone();
+  std::vector<at::Tensor> buffers_graph = c.fresh_buffers();
+  at::Tensor in = at::empty_like(c.batches[0]), target = at::empty_like(c.labels[0]);
+  {  // Warm-up on copies, so that the captured tensors start from x0 too.
+    at::Tensor x_warm = c.x0.clone();
+    std::vector<at::Tensor> buffers_warm = c.fresh_buffers();
+    c.step(x_warm, buffers_warm, c.batches[0], c.labels[0]);
   }
   CudaStepGraph graph;
-  in.copy_(batches[0]);
-  target.copy_(labels[0]);
-  graph.capture([&] { run(x_graph, buffers_graph, in, target); });
-  EXPECT_TRUE(at::equal(x_graph, x0)) << "capture must not run the step";
-  for (std::int64_t s = 0; s < steps; ++s) {
-    in.copy_(batches[s]);
-    target.copy_(labels[s]);
+  in.copy_(c.batches[0]);
+  target.copy_(c.labels[0]);
+  graph.capture([&] { c.step(x_graph, buffers_graph, in, target); });
+  EXPECT_TRUE(at::equal(x_graph, c.x0)) << "capture must not run the step";
+  for (std::int64_t s = 0; s < c.steps; ++s) {
+    in.copy_(c.batches[s]);
+    target.copy_(c.labels[s]);
     graph.replay();
   }
   cuda_synchronize();
-  const double error =
-      (x_graph - x_eager).norm().item<double>() / (x_eager - x0).norm().item<double>();
-  EXPECT_LT(error, 1e-4) << "relative to the distance moved in " << steps << " steps";
+  EXPECT_LT(c.relative_error(x_graph, x_eager), 1e-4)
+      << "relative to the distance moved in " << c.steps << " steps";
   for (std::size_t j = 0; j < buffers_eager.size(); ++j) {
     EXPECT_TRUE(torch::allclose(buffers_graph[j], buffers_eager[j], 1e-4, 1e-5)) << j;
   }
@@ -239,77 +253,39 @@ TEST(CudaStepGraph, ReplaysComputeWhatEagerStepsCompute) {
 TEST(CudaStepGraph, Int8ReplaysDrawForTheDeviceStepCounter) {
   if (!cuda_graphs_available()) GTEST_SKIP() << "no CUDA graphs in this build or no GPU";
   if (!quant::cuda::kernels_built()) GTEST_SKIP() << "a build without the CUDA quantizer kernels";
-  at::globalContext().setAllowTF32CuDNN(false);
-  at::globalContext().setAllowTF32CuBLAS(false);
-  at::globalContext().setDeterministicCuDNN(true);
-  at::globalContext().setBenchmarkCuDNN(false);
-  ModelOptions options;
-  options.arch = "resnet";
-  options.depth = 8;
-  options.norm = "evonorm";
-  options.in_channels = 3;
-  options.height = options.width = 16;
-  options.quant.precision = quant::Precision::kInt8;
-  const auto model = make_model(options);
-  const std::int64_t k = 4, b = 8, steps = 4;
-  const auto cuda = at::TensorOptions().device(at::kCUDA);
-  torch::manual_seed(6);
-  const at::Tensor x0 = (model->init_params(3).unsqueeze(0).repeat({k, 1}) +
-                         0.05 * torch::randn({k, model->num_params()}))
-                            .cuda();
-  std::vector<at::Tensor> batches, labels;
-  for (std::int64_t s = 0; s < steps; ++s) {
-    batches.push_back(torch::randn({k, b, 3, 16, 16}).cuda());
-    labels.push_back(torch::randint(0, 10, {k, b}, torch::kLong).cuda());
-  }
-  auto run = [&](at::Tensor& x, std::vector<at::Tensor>& buffers, const at::Tensor& in,
-                 const at::Tensor& target, const quant::DrawKey& draws) {
-    const GradientResult g =
-        compute_gradients(*model, x, buffers, in, target, 0, nn::ConvAlgorithm::kGrouped, draws);
-    torch::NoGradGuard no_grad;
-    x.sub_(g.grad, 0.05);
-  };
-  const auto fresh_buffers = [&] {
-    std::vector<at::Tensor> buffers = model->init_buffers(k);
-    for (auto& t : buffers) t = t.cuda();
-    return buffers;
-  };
-
-  at::Tensor x_eager = x0.clone();
-  std::vector<at::Tensor> buffers_eager = fresh_buffers();
-  for (std::int64_t s = 0; s < steps; ++s) {
-    run(x_eager, buffers_eager, batches[s], labels[s], quant::DrawKey{7, s, 0});
+  const GraphCase c("evonorm", quant::Precision::kInt8, 6);
+  at::Tensor x_eager = c.x0.clone();
+  std::vector<at::Tensor> buffers_eager = c.fresh_buffers();
+  for (std::int64_t s = 0; s < c.steps; ++s) {
+    c.step(x_eager, buffers_eager, c.batches[s], c.labels[s], quant::DrawKey{7, s, 0});
   }
 
-  at::Tensor x_graph = x0.clone();
-  std::vector<at::Tensor> buffers_graph = fresh_buffers();
-  at::Tensor in = at::empty({k, b, 3, 16, 16}, cuda),
-             target = at::empty({k, b}, cuda.dtype(at::kLong));
-  at::Tensor step = at::zeros({1}, cuda.dtype(at::kLong));
+  at::Tensor x_graph = c.x0.clone();
+  std::vector<at::Tensor> buffers_graph = c.fresh_buffers();
+  at::Tensor in = at::empty_like(c.batches[0]), target = at::empty_like(c.labels[0]);
+  at::Tensor step = at::zeros({1}, c.x0.options().dtype(at::kLong));
   // key.step is left at 0: the kernels must read the counter.
   quant::DrawKey draws{7, 0, 0};
   draws.device_step = step.data_ptr<std::int64_t>();
-  const auto graphed_step = [&] {
-    run(x_graph, buffers_graph, in, target, draws);
-    step.add_(1);
-  };
   {
-    at::Tensor x_warm = x0.clone();
-    std::vector<at::Tensor> buffers_warm = fresh_buffers();
-    run(x_warm, buffers_warm, batches[0], labels[0], draws);
+    at::Tensor x_warm = c.x0.clone();
+    std::vector<at::Tensor> buffers_warm = c.fresh_buffers();
+    c.step(x_warm, buffers_warm, c.batches[0], c.labels[0], draws);
   }
   CudaStepGraph graph;
-  graph.capture(graphed_step);
-  for (std::int64_t s = 0; s < steps; ++s) {
-    in.copy_(batches[s]);
-    target.copy_(labels[s]);
+  graph.capture([&] {
+    c.step(x_graph, buffers_graph, in, target, draws);
+    step.add_(1);
+  });
+  for (std::int64_t s = 0; s < c.steps; ++s) {
+    in.copy_(c.batches[s]);
+    target.copy_(c.labels[s]);
     graph.replay();
   }
   cuda_synchronize();
-  EXPECT_EQ(step.item<std::int64_t>(), steps);
-  const double error =
-      (x_graph - x_eager).norm().item<double>() / (x_eager - x0).norm().item<double>();
-  EXPECT_LT(error, 1e-4) << "relative to the distance moved in " << steps << " steps";
+  EXPECT_EQ(step.item<std::int64_t>(), c.steps);
+  EXPECT_LT(c.relative_error(x_graph, x_eager), 1e-4)
+      << "relative to the distance moved in " << c.steps << " steps";
 }
 
 TEST(AutomaticNodesPerPass, FitsTheSavedActivationsOfAPassInTheBudget) {

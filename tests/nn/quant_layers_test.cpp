@@ -410,60 +410,33 @@ struct FusedCase {
 
 class RangeEvoNormFused : public ::testing::TestWithParam<FusedCase> {};
 
-TEST_P(RangeEvoNormFused, MatchesTheCompositeVersion) {
-  const FusedCase c = GetParam();
+quant::QuantOptions options_of(const FusedCase& c) {
   quant::QuantOptions options = c.int8 ? int8() : quant::QuantOptions{};
   options.range_evonorm = c.variant;
-  Registry registry;
-  RangeEvoNorm norm(registry, "norm", c.channels, c.groups, options);
-  const std::int64_t k = 2, b = 3;
-  torch::manual_seed(15);
-  const at::Tensor params0 = torch::rand({k, registry.layout().total_numel}) + 0.5;
-  const at::Tensor x0 =
-      torch::randn({b, k * c.channels, c.size, c.size}).contiguous(at::MemoryFormat::ChannelsLast);
-  at::Tensor probe;
-  std::vector<at::Tensor> out, grad_x, grad_p;
-  for (bool fused : {false, true}) {
-    norm.use_fused_kernel(fused);
-    at::Tensor params = params0.clone().requires_grad_(true);
-    at::Tensor x = x0.clone().requires_grad_(true);
-    std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
-    Context ctx{&registry.layout(), params, &buffers, k, true};
-    ctx.draws = quant::DrawKey{3, 1, 0};
-    const at::Tensor y = norm.forward(ctx, x);
-    if (!probe.defined()) probe = torch::randn_like(y);
-    (y * probe).sum().backward();
-    out.push_back(y.detach());
-    grad_x.push_back(x.grad());
-    grad_p.push_back(params.grad());
-  }
-  const auto relative = [](const at::Tensor& a, const at::Tensor& b) {
-    return ((a - b).abs().max() / (b.abs().max() + 1e-12)).item<double>();
-  };
-  EXPECT_LT(relative(out[1], out[0]), 1e-5) << "forward";
-  EXPECT_LT(relative(grad_x[1], grad_x[0]), 1e-4) << "input gradient";
-  EXPECT_LT(relative(grad_p[1], grad_p[0]), 1e-4) << "parameter gradient";
+  return options;
 }
 
-// On a machine with a GPU: the layer on CUDA tensors (the CUDA kernels for the range statistic in
-// builds with them; the composite code otherwise and for "std") against the CPU's fused
-// operation. The range statistic's forward rounds as the CPU kernel does: the same floats.
-TEST_P(RangeEvoNormFused, CudaMatchesTheCpuFusedVersion) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const FusedCase c = GetParam();
-  quant::QuantOptions options = c.int8 ? int8() : quant::QuantOptions{};
-  options.range_evonorm = c.variant;
+// One forward and backward of the layer against a random probe; results on the CPU.
+struct FusedRun {
+  at::Tensor out, grad_x, grad_p;
+};
+
+// A case's layer (2 nodes) and random parameters, input and probe.
+struct FusedSetup {
+  static constexpr std::int64_t k = 2, b = 3;
   Registry registry;
-  RangeEvoNorm norm(registry, "norm", c.channels, c.groups, options);
-  const std::int64_t k = 2, b = 3;
-  torch::manual_seed(16);
-  const at::Tensor params0 = torch::rand({k, registry.layout().total_numel}) + 0.5;
-  const at::Tensor x0 =
-      torch::randn({b, k * c.channels, c.size, c.size}).contiguous(at::MemoryFormat::ChannelsLast);
-  const at::Tensor probe0 = torch::randn_like(x0);
-  std::vector<at::Tensor> out, grad_x, grad_p;
-  for (const at::Device device : {at::Device(at::kCPU), at::Device(at::kCUDA)}) {
-    // Copies (to(kCPU) would return the tensor itself), so that each device's are leaves.
+  RangeEvoNorm norm;
+  at::Tensor params0, x0, probe;
+  FusedSetup(const FusedCase& c, std::uint64_t seed)
+      : norm(registry, "norm", c.channels, c.groups, options_of(c)) {
+    torch::manual_seed(static_cast<std::int64_t>(seed));
+    params0 = torch::rand({k, registry.layout().total_numel}) + 0.5;
+    x0 = torch::randn({b, k * c.channels, c.size, c.size})
+             .contiguous(at::MemoryFormat::ChannelsLast);
+    probe = torch::randn_like(x0);
+  }
+  FusedRun run(at::Device device) {
+    // Copies (to(kCPU) would return the tensor itself), so that every run's are leaves.
     at::Tensor params = params0.to(device, /*non_blocking=*/false, /*copy=*/true).requires_grad_();
     at::Tensor x = x0.to(device, /*non_blocking=*/false, /*copy=*/true).requires_grad_();
     std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
@@ -471,18 +444,39 @@ TEST_P(RangeEvoNormFused, CudaMatchesTheCpuFusedVersion) {
     Context ctx{&registry.layout(), params, &buffers, k, true};
     ctx.draws = quant::DrawKey{3, 1, 0};
     const at::Tensor y = norm.forward(ctx, x);
-    (y * probe0.to(device)).sum().backward();
-    out.push_back(y.detach().cpu());
-    grad_x.push_back(x.grad().cpu());
-    grad_p.push_back(params.grad().cpu());
+    (y * probe.to(device)).sum().backward();
+    return {y.detach().cpu(), x.grad().cpu(), params.grad().cpu()};
   }
-  const auto relative = [](const at::Tensor& a, const at::Tensor& b) {
-    return ((a - b).abs().max() / (b.abs().max() + 1e-12)).item<double>();
-  };
-  EXPECT_LT(relative(out[1], out[0]), 1e-5) << "forward";
-  if (c.variant != "std") EXPECT_TRUE(at::equal(out[1], out[0])) << "forward, bit for bit";
-  EXPECT_LT(relative(grad_x[1], grad_x[0]), 1e-4) << "input gradient";
-  EXPECT_LT(relative(grad_p[1], grad_p[0]), 1e-4) << "parameter gradient";
+};
+
+double relative_error(const at::Tensor& actual, const at::Tensor& expected) {
+  return ((actual - expected).abs().max() / (expected.abs().max() + 1e-12)).item<double>();
+}
+
+void expect_runs_agree(const FusedRun& actual, const FusedRun& expected) {
+  EXPECT_LT(relative_error(actual.out, expected.out), 1e-5) << "forward";
+  EXPECT_LT(relative_error(actual.grad_x, expected.grad_x), 1e-4) << "input gradient";
+  EXPECT_LT(relative_error(actual.grad_p, expected.grad_p), 1e-4) << "parameter gradient";
+}
+
+// The fused CPU operation against the composite version.
+TEST_P(RangeEvoNormFused, MatchesTheCompositeVersion) {
+  FusedSetup setup(GetParam(), 15);
+  setup.norm.use_fused_kernel(false);
+  const FusedRun composite = setup.run(at::kCPU);
+  setup.norm.use_fused_kernel(true);
+  expect_runs_agree(setup.run(at::kCPU), composite);
+}
+
+// On a machine with a GPU: the layer on CUDA tensors (the CUDA kernels for the range statistic in
+// builds with them; the composite code otherwise and for "std") against the CPU's fused
+// operation. The range statistic's forward rounds as the CPU kernel does: the same floats.
+TEST_P(RangeEvoNormFused, CudaMatchesTheCpuFusedVersion) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  FusedSetup setup(GetParam(), 16);
+  const FusedRun cpu = setup.run(at::kCPU), cuda = setup.run(at::kCUDA);
+  expect_runs_agree(cuda, cpu);
+  if (GetParam().variant != "std") EXPECT_TRUE(at::equal(cuda.out, cpu.out)) << "bit for bit";
 }
 
 INSTANTIATE_TEST_SUITE_P(

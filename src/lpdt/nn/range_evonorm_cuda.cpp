@@ -5,7 +5,7 @@
 
 #include "lpdt/core/error.h"
 #include "lpdt/nn/range_evonorm_kernel.h"
-#include "lpdt/quant/request_io.h"
+#include "lpdt/nn/range_evonorm_saved_shape.h"
 
 #if LPDT_HAVE_CUDA_KERNELS
 #include <c10/cuda/CUDAGuard.h>
@@ -72,22 +72,16 @@ struct RangeEvoNormCudaFunction : torch::autograd::Function<RangeEvoNormCudaFunc
     // 8-bit models keep the input's codes (1 byte per element); fp32 keeps x itself.
     ctx->save_for_backward(
         {q.codes.defined() ? codes : x, code_scale, code_zero, v, gamma, s, qs, arg_max, arg_min});
-    ctx->saved_data["k"] = k;
-    ctx->saved_data["channels"] = shape.channels;
-    ctx->saved_data["groups"] = g;
-    ctx->saved_data["chunks"] = j;
-    ctx->saved_data["range_factor"] = shape.range_factor;
-    ctx->saved_data["quantize_output_grad"] = shape.quantize_output_grad;
-    if (shape.quantize_output_grad) quant::save_request(ctx, shape.output_grad_request);
+    save_shape(ctx, shape);
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     RECORD_FUNCTION("lpdt::range_evonorm_backward_cuda", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
-    const std::int64_t k = ctx->saved_data["k"].toInt(), c = ctx->saved_data["channels"].toInt(),
-                       g = ctx->saved_data["groups"].toInt(), j = ctx->saved_data["chunks"].toInt();
-    const double factor = ctx->saved_data["range_factor"].toDouble();
+    const RangeEvoNormShape shape = load_shape(ctx);
+    const std::int64_t k = shape.k, c = shape.channels, g = shape.groups, j = shape.chunks;
+    const double factor = shape.range_factor;
     const bool codes = saved[0].scalar_type() == at::kByte;
     const quant::QuantizedTensor q{codes ? saved[0] : at::Tensor(), saved[1], saved[2]};
     const at::Tensor &v = saved[3], &gamma = saved[4], &s = saved[5], &qs = saved[6],
@@ -96,8 +90,8 @@ struct RangeEvoNormCudaFunction : torch::autograd::Function<RangeEvoNormCudaFunc
     at::Tensor dy = grad[0].contiguous(at::MemoryFormat::ChannelsLast);
     // 8-bit models: the output gradient at grad_bits (per node [min, max], stochastic), the
     // reference's quantize_grad after the norm.
-    if (ctx->saved_data["quantize_output_grad"].toBool()) {
-      dy = quant::fake_quantize(dy, k, quant::tensor_range(dy, k), quant::load_request(ctx));
+    if (shape.quantize_output_grad) {
+      dy = quant::fake_quantize(dy, k, quant::tensor_range(dy, k), shape.output_grad_request);
     }
     const at::Tensor x = codes ? quant::dequantize(q, k) : saved[0];
     const auto geo = geometry_of(dy, k, c, g, j, factor);

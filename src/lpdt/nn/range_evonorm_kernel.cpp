@@ -14,7 +14,7 @@
 
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
-#include "lpdt/quant/request_io.h"
+#include "lpdt/nn/range_evonorm_saved_shape.h"
 
 namespace lpdt::nn {
 namespace {
@@ -525,22 +525,16 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
       ctx->save_for_backward(
           {x, at::Tensor(), at::Tensor(), v, gamma, s, qs, arg_max, arg_min, mean});
     }
-    ctx->saved_data["k"] = k;
-    ctx->saved_data["channels"] = c;
-    ctx->saved_data["groups"] = g;
-    ctx->saved_data["chunks"] = j;
-    ctx->saved_data["range_factor"] = shape.range_factor;
-    ctx->saved_data["quantize_output_grad"] = shape.quantize_output_grad;
-    if (shape.quantize_output_grad) quant::save_request(ctx, shape.output_grad_request);
+    save_shape(ctx, shape);
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     RECORD_FUNCTION("lpdt::range_evonorm_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
-    const std::int64_t k = ctx->saved_data["k"].toInt(), c = ctx->saved_data["channels"].toInt(),
-                       g = ctx->saved_data["groups"].toInt(), j = ctx->saved_data["chunks"].toInt();
-    const float factor = static_cast<float>(ctx->saved_data["range_factor"].toDouble());
+    const RangeEvoNormShape shape = load_shape(ctx);
+    const std::int64_t k = shape.k, c = shape.channels, g = shape.groups, j = shape.chunks;
+    const auto factor = static_cast<float>(shape.range_factor);
     const bool codes = saved[0].scalar_type() == at::kByte;
     const quant::QuantizedTensor q{codes ? saved[0] : at::Tensor(), saved[1], saved[2]};
     const at::Tensor x = codes ? at::Tensor() : saved[0];
@@ -550,9 +544,9 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
     // 8-bit models: the output gradient at grad_bits (per node [min, max], stochastic), as the
     // reference's quantize_grad after the norm, quantized sample by sample as it is read.
     std::optional<quant::SampleQuantizer> dy_quantizer;
-    if (ctx->saved_data["quantize_output_grad"].toBool()) {
+    if (shape.quantize_output_grad) {
       dy_quantizer.emplace(quant::node_view(dy, k), quant::tensor_range(dy, k),
-                           quant::load_request(ctx));
+                           shape.output_grad_request);
     }
     const std::int64_t b = dy.size(0), kc = k * c;
     const Slice all{dy.size(2) * dy.size(3), kc, kc};

@@ -43,6 +43,41 @@ __device__ double block_sum(double value) {
 
 __device__ float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
 
+// The per-element equations of evonorm_kernel.h, shared by both kernel layouts.
+__device__ float output_of(float x, float v, float scale, float shift) {
+  return x * sigmoid(v * x) * scale + shift;  // scale = r * gamma, shift = beta
+}
+// r = 1 / sqrt(var + eps) from a group's sum and sum of squares over `count` elements.
+__device__ float rstd_of(double sum, double squares, double count, double eps, double& mean) {
+  mean = sum / count;
+  const double variance = fmax(squares / count - mean * mean, 0.0);
+  return static_cast<float>(1.0 / sqrt(variance + eps));
+}
+// Pass 1 of the backward: one element's terms of dr and of the parameter gradients.
+struct BackwardSums {
+  double dr = 0.0, dv = 0.0, dgamma = 0.0, dbeta = 0.0;
+  __device__ void add(float x, float dy, float v, float gamma, float r) {
+    const float s = sigmoid(v * x), num = x * s;
+    const float dnum = dy * gamma * r;
+    dbeta += dy;
+    dgamma += dy * num * r;
+    dv += dnum * x * x * s * (1.0f - s);
+    dr += dy * gamma * num;
+  }
+};
+// dvar = -dr r^3 / 2; the variance's gradient reaches x as dvar * 2 (x - mean) / N: the factor of
+// (x - mean).
+__device__ float deviation_coefficient(double dr, float r, double count) {
+  return static_cast<float>(-0.5 * dr * r * r * r * 2.0 / count);
+}
+// Pass 2: one element's input gradient.
+__device__ float input_gradient(float x, float dy, float v, float gamma, float r, float mean,
+                                float coefficient) {
+  const float s = sigmoid(v * x);
+  const float dnum = dy * gamma * r;
+  return dnum * (s + v * x * s * (1.0f - s)) + coefficient * (x - mean);
+}
+
 // The elements of (sample n, group g) that thread t visits: channel g * cpg + t % cpg (fixed, as
 // cpg divides kThreads) at pixels t / cpg, t / cpg + kThreads / cpg, ...: no divisions in the
 // loops, and consecutive threads read consecutive channels of a pixel in channels-last memory.
@@ -72,9 +107,8 @@ __global__ void forward_kernel(const float* __restrict__ x, Strides xs, const fl
   }
   sum = block_sum(sum);
   squares = block_sum(squares);
-  const double mean = sum / static_cast<double>(count);
-  const double variance = fmax(squares / static_cast<double>(count) - mean * mean, 0.0);
-  const float r = static_cast<float>(1.0 / sqrt(variance + eps));
+  double mean = 0.0;
+  const float r = rstd_of(sum, squares, static_cast<double>(count), eps, mean);
   if (threadIdx.x == 0) {
     mean_out[n * groups + group] = static_cast<float>(mean);
     rstd_out[n * groups + group] = r;
@@ -82,8 +116,7 @@ __global__ void forward_kernel(const float* __restrict__ x, Strides xs, const fl
   const float vc = v[walk.channel], scale = r * gamma[walk.channel], shift = beta[walk.channel];
   for (std::int64_t p = walk.first_pixel; p < shape.pixels; p += walk.pixel_step) {
     const std::int64_t at = walk.offset(xs, n, p);
-    const float value = x[at];
-    y[at] = value * sigmoid(vc * value) * scale + shift;
+    y[at] = output_of(x[at], vc, scale, shift);
   }
 }
 
@@ -101,22 +134,15 @@ __global__ void backward_kernel(const float* __restrict__ dy, Strides dys,
   const std::int64_t cpg = shape.channels_per_group, count = cpg * shape.pixels;
   const float mean = mean_in[n * groups + group], r = rstd_in[n * groups + group];
   const float vc = v[walk.channel], gc = gamma[walk.channel];
-  double dr = 0.0, dv = 0.0, dgamma = 0.0, dbeta = 0.0;
+  BackwardSums sums;
   for (std::int64_t p = walk.first_pixel; p < shape.pixels; p += walk.pixel_step) {
-    const float value = x[walk.offset(xs, n, p)];
-    const float grad = dy[walk.offset(dys, n, p)];
-    const float s = sigmoid(vc * value), num = value * s;
-    const float dnum = grad * gc * r;
-    dbeta += grad;
-    dgamma += grad * num * r;
-    dv += dnum * value * value * s * (1.0f - s);
-    dr += grad * gc * num;
+    sums.add(x[walk.offset(xs, n, p)], dy[walk.offset(dys, n, p)], vc, gc, r);
   }
-  dr = block_sum(dr);
+  const double dr = block_sum(sums.dr);
   __shared__ double per_thread[3][kThreads];
-  per_thread[0][threadIdx.x] = dv;
-  per_thread[1][threadIdx.x] = dgamma;
-  per_thread[2][threadIdx.x] = dbeta;
+  per_thread[0][threadIdx.x] = sums.dv;
+  per_thread[1][threadIdx.x] = sums.dgamma;
+  per_thread[2][threadIdx.x] = sums.dbeta;
   __syncthreads();
   if (threadIdx.x < cpg) {  // thread t sums the threads of its channel, t, t + cpg, ...
     for (int q = 0; q < 3; ++q) {
@@ -125,16 +151,10 @@ __global__ void backward_kernel(const float* __restrict__ dy, Strides dys,
       scratch[(q * shape.samples + n) * shape.channels + walk.channel] = static_cast<float>(total);
     }
   }
-  // dvar = -dr r^3 / 2; the variance's gradient reaches x as dvar * 2 (x - mean) / N.
-  const float coefficient =
-      static_cast<float>(-0.5 * dr * r * r * r * 2.0 / static_cast<double>(count));
+  const float coefficient = deviation_coefficient(dr, r, static_cast<double>(count));
   for (std::int64_t p = walk.first_pixel; p < shape.pixels; p += walk.pixel_step) {
     const std::int64_t at = walk.offset(xs, n, p);
-    const float value = x[at];
-    const float grad = dy[walk.offset(dys, n, p)];
-    const float s = sigmoid(vc * value);
-    const float dnum = grad * gc * r;
-    dx[at] = dnum * (s + vc * value * s * (1.0f - s)) + coefficient * (value - mean);
+    dx[at] = input_gradient(x[at], dy[walk.offset(dys, n, p)], vc, gc, r, mean, coefficient);
   }
 }
 
@@ -188,11 +208,10 @@ __global__ void forward_tiled_kernel(const float* __restrict__ x, Strides xs,
   __syncthreads();
   if (static_cast<int>(threadIdx.x) < tile / cpg) {
     const int local_group = threadIdx.x;
-    const double count = static_cast<double>(cpg * shape.pixels);
-    const double mean = walk.group_sum(sums, local_group, cpg) / count;
-    const double variance =
-        fmax(walk.group_sum(square_sums, local_group, cpg) / count - mean * mean, 0.0);
-    const float r = static_cast<float>(1.0 / sqrt(variance + eps));
+    double mean = 0.0;
+    const float r = rstd_of(walk.group_sum(sums, local_group, cpg),
+                            walk.group_sum(square_sums, local_group, cpg),
+                            static_cast<double>(cpg * shape.pixels), eps, mean);
     group_r[local_group] = r;
     const std::int64_t group = static_cast<std::int64_t>(blockIdx.x) * (tile / cpg) + local_group;
     mean_out[n * groups + group] = static_cast<float>(mean);
@@ -203,8 +222,7 @@ __global__ void forward_tiled_kernel(const float* __restrict__ x, Strides xs,
   const float vc = v[walk.channel], scale = r * gamma[walk.channel], shift = beta[walk.channel];
   for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
     const std::int64_t at = walk.offset(xs, n, p);
-    const float value = x[at];
-    y[at] = value * sigmoid(vc * value) * scale + shift;
+    y[at] = output_of(x[at], vc, scale, shift);
   }
 }
 
@@ -220,23 +238,16 @@ __global__ void backward_tiled_kernel(const float* __restrict__ dy, Strides dys,
   const std::int64_t group = walk.channel / cpg;
   const float mean = mean_in[n * groups + group], r = rstd_in[n * groups + group];
   const float vc = v[walk.channel], gc = gamma[walk.channel];
-  double dr = 0.0, dv = 0.0, dgamma = 0.0, dbeta = 0.0;
+  BackwardSums sums;
   for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
-    const float value = x[walk.offset(xs, n, p)];
-    const float grad = dy[walk.offset(dys, n, p)];
-    const float s = sigmoid(vc * value), num = value * s;
-    const float dnum = grad * gc * r;
-    dbeta += grad;
-    dgamma += grad * num * r;
-    dv += dnum * value * value * s * (1.0f - s);
-    dr += grad * gc * num;
+    sums.add(x[walk.offset(xs, n, p)], dy[walk.offset(dys, n, p)], vc, gc, r);
   }
   __shared__ double per_thread[4][kThreads];
   __shared__ double group_dr[kThreads];
-  per_thread[0][threadIdx.x] = dr;
-  per_thread[1][threadIdx.x] = dv;
-  per_thread[2][threadIdx.x] = dgamma;
-  per_thread[3][threadIdx.x] = dbeta;
+  per_thread[0][threadIdx.x] = sums.dr;
+  per_thread[1][threadIdx.x] = sums.dv;
+  per_thread[2][threadIdx.x] = sums.dgamma;
+  per_thread[3][threadIdx.x] = sums.dbeta;
   __syncthreads();
   if (static_cast<int>(threadIdx.x) < tile / cpg) {
     group_dr[threadIdx.x] = walk.group_sum(per_thread[0], threadIdx.x, cpg);
@@ -250,17 +261,11 @@ __global__ void backward_tiled_kernel(const float* __restrict__ dy, Strides dys,
     }
   }
   __syncthreads();
-  // dvar = -dr r^3 / 2; the variance's gradient reaches x as dvar * 2 (x - mean) / N.
-  const double count = static_cast<double>(cpg * shape.pixels);
-  const float coefficient =
-      static_cast<float>(-0.5 * group_dr[walk.column / cpg] * r * r * r * 2.0 / count);
+  const float coefficient = deviation_coefficient(group_dr[walk.column / cpg], r,
+                                                  static_cast<double>(cpg * shape.pixels));
   for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
     const std::int64_t at = walk.offset(xs, n, p);
-    const float value = x[at];
-    const float grad = dy[walk.offset(dys, n, p)];
-    const float s = sigmoid(vc * value);
-    const float dnum = grad * gc * r;
-    dx[at] = dnum * (s + vc * value * s * (1.0f - s)) + coefficient * (value - mean);
+    dx[at] = input_gradient(x[at], dy[walk.offset(dys, n, p)], vc, gc, r, mean, coefficient);
   }
 }
 
