@@ -1005,6 +1005,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       {"intra_op_threads", runtime.intra_op_threads},
       {"nodes_per_pass", nodes_per_pass},
       {"conv_algorithm", "grouped"},
+      // On a GPU: whether this build's fused CUDA kernels (quantizer, EvoNorm-S0, Range
+      // EvoNorm) ran, or the device-generic tensor operations.
+      {"cuda_kernels", device.is_cuda() && quant::cuda::kernels_built()},
       {"cuda_graphs", graphed.graphs()},
       {"cuda_graph_obstacle", graph_obstacle}};
   nlohmann::json ranks = nlohmann::json::array();

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lpdt/core/cuda/launch_check.h"
 #include "lpdt/nn/cuda/evonorm_s0_kernels.h"
 
 namespace lpdt::nn::cuda_kernels {
@@ -13,11 +14,7 @@ namespace {
 constexpr int kThreads = 256;
 
 void check_launch(const char* kernel) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA EvoNorm-S0 kernel ") + kernel +
-                             " failed: " + cudaGetErrorString(status));
-  }
+  lpdt::cuda_kernels::check_launch(std::string("CUDA EvoNorm-S0 kernel ") + kernel);
 }
 
 void check_shape(const EvoNormShape& s) {

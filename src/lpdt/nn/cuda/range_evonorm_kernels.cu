@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lpdt/core/cuda/launch_check.h"
 #include "lpdt/nn/cuda/range_evonorm_kernels.h"
 
 namespace lpdt::nn::cuda_kernels {
@@ -16,11 +17,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kMaxChunks = 16;  // as the CPU kernel's lanes (range_chunks picks at most 16)
 
 void check_launch(const char* kernel) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA Range EvoNorm kernel ") + kernel +
-                             " failed: " + cudaGetErrorString(status));
-  }
+  lpdt::cuda_kernels::check_launch(std::string("CUDA Range EvoNorm kernel ") + kernel);
 }
 
 void check_geometry(const RangeEvoNormGeometry& g) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lpdt/core/cuda/launch_check.h"
 #include "lpdt/quant/affine_params.h"
 #include "lpdt/quant/cuda/quantizer_kernels.h"
 
@@ -16,11 +17,7 @@ namespace {
 constexpr int kThreads = 256;
 
 void check_launch(const char* kernel) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA quantizer kernel ") + kernel +
-                             " failed: " + cudaGetErrorString(status));
-  }
+  lpdt::cuda_kernels::check_launch(std::string("CUDA quantizer kernel ") + kernel);
 }
 
 // Element e of node n's [samples, rows, cols] order -> its offset. Index is 32-bit when every
