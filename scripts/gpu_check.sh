@@ -6,8 +6,9 @@
 #   scripts/gpu_check.sh [OUTDIR]        (default: gpu-check)
 #
 # LPDT_GPU_BENCH=0 skips the benchmarks. LPDT_GPU_TRAIN=DIR also trains end to end (16-node
-# Fashion-MNIST LP-Choco, 10 epochs, with its files read from DIR; docs/benchmarks.md). LPDT_DEPS_PREFIX
-# as for build_cuda.sh.
+# Fashion-MNIST LP-Choco, 10 epochs in 8 bits, then 3 float32 epochs with batches made on the GPU
+# and on the host; the files read from DIR; docs/benchmarks.md). LPDT_DEPS_PREFIX as for
+# build_cuda.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-check}
@@ -17,7 +18,7 @@ summary="$out/summary.txt"
 note() { echo "$*" | tee -a "$summary"; }
 
 start=$(date +%s)
-if ! scripts/build_cuda.sh lpdt test_quant test_nn test_models >"$out/build.log" 2>&1; then
+if ! scripts/build_cuda.sh lpdt test_quant test_nn test_models test_data >"$out/build.log" 2>&1; then
   grep -E "error|Error" "$out/build.log" | head -40
   tail -30 "$out/build.log"
   note "build: FAILED (see $out/build.log)"
@@ -39,6 +40,7 @@ run_tests() {  # binary, gtest filter
 run_tests test_quant '*Cuda*:QuantizerTensorOps*:StochasticRounding*:FakeQuantize*'
 run_tests test_nn '*Cuda*:EvoNorm*:RangeEvoNorm*'
 run_tests test_models "*Cuda*"
+run_tests test_data "Loader*:Transforms*"
 
 if [ "${LPDT_GPU_BENCH:-1}" != 0 ]; then
   bench() {  # name, bench arguments...
@@ -75,6 +77,9 @@ if [ -n "${LPDT_GPU_TRAIN:-}" ]; then
     fi
   }
   train lp-choco-int8 --set model.precision=int8 --set run.epochs=10
+  # Batches made on the GPU (data.on_device = auto) against the host loader, float32, 3 epochs.
+  train fp32-batches-on-gpu --set run.epochs=3
+  train fp32-batches-on-host --set run.epochs=3 --set data.on_device=off
 fi
 echo
 cat "$summary"

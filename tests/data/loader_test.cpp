@@ -108,6 +108,100 @@ TEST(Loader, DeterministicAndPrefetchEqual) {
   EXPECT_FALSE(torch::equal(other_seed.next().inputs, same_seed.next().inputs));
 }
 
+// A text set whose token rows hold their sample index (every token = index + 1).
+Dataset indexed_text_dataset(int64_t n, int64_t length = 5) {
+  Dataset d;
+  d.name = "indexed-text";
+  d.tokens = (torch::arange(n, torch::kInt64) + 1).view({n, 1}).expand({n, length}).contiguous();
+  d.vocab_size = n + 1;
+  d.labels = torch::arange(n, torch::kInt64) % 4;
+  d.num_classes = 4;
+  return d;
+}
+
+// The loaders' batches, step by step: equal values and shapes, `device`'s batches on `device`.
+void expect_same_batches(NodeBatchedLoader& host, NodeBatchedLoader& on_device,
+                         torch::Device device, int steps) {
+  for (int step = 0; step < steps; ++step) {
+    const Batch a = host.next(), b = on_device.next();
+    ASSERT_EQ(b.inputs.device(), device);
+    ASSERT_EQ(b.targets.device(), device);
+    ASSERT_TRUE(a.inputs.is_cpu());
+    ASSERT_TRUE(torch::equal(a.inputs, b.inputs.cpu())) << "step " << step;
+    ASSERT_TRUE(torch::equal(a.targets, b.targets.cpu())) << "step " << step;
+  }
+}
+
+// Batches made on a device (padded crops by gathers, flips by a select, the normalisation's
+// map on the device) equal the host's, step for step, across the nodes' pass boundaries.
+void expect_device_batches_equal_host_batches(torch::Device device) {
+  const Dataset d =
+      make_synthetic(SyntheticOptions().num_classes(5).samples_per_class(30).height(7).width(9));
+  const Partition p = partition_skew(d.labels, 3, 0.5, 5);
+  AugmentOptions aug;
+  aug.crop_padding = 3;
+  aug.horizontal_flip = true;
+  aug.pad_height = 10;
+  aug.pad_width = 11;
+  const auto options = LoaderOptions().batch_size(16).seed(21).augment(aug);
+  NodeBatchedLoader host(d, p, options);
+  NodeBatchedLoader on_device(d, p, LoaderOptions(options).batches_on(device));
+  expect_same_batches(host, on_device, device, 25);  // 25 * 16 > 150 / 3: several passes
+
+  AugmentOptions none;
+  NodeBatchedLoader plain_host(d, p, LoaderOptions(options).augment(none));
+  NodeBatchedLoader plain_device(d, p, LoaderOptions(options).augment(none).batches_on(device));
+  expect_same_batches(plain_host, plain_device, device, 3);
+
+  const Dataset text = indexed_text_dataset(60);
+  const Partition text_partition = partition_iid(60, 4, 2);
+  NodeBatchedLoader text_host(text, text_partition, LoaderOptions().batch_size(7).seed(3));
+  NodeBatchedLoader text_device(text, text_partition,
+                                LoaderOptions().batch_size(7).seed(3).batches_on(device));
+  expect_same_batches(text_host, text_device, device, 6);
+}
+
+TEST(Loader, BatchesMadeOnTheCpuDeviceEqualHostBatches) {
+  expect_device_batches_equal_host_batches(torch::kCPU);
+}
+
+TEST(Loader, BatchesMadeOnAGpuEqualHostBatches) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  expect_device_batches_equal_host_batches(torch::kCUDA);
+}
+
+TEST(Loader, SkipMovesOnAsNextDoes) {
+  const Dataset d =
+      make_synthetic(SyntheticOptions().num_classes(4).samples_per_class(10).height(6).width(6));
+  const Partition p = partition_iid(40, 2, 9);
+  AugmentOptions aug;
+  aug.crop_padding = 1;
+  aug.horizontal_flip = true;
+  const auto options = LoaderOptions().batch_size(6).seed(8).augment(aug);
+  for (const auto& variant : {LoaderOptions(options), LoaderOptions(options).prefetch(false),
+                              LoaderOptions(options).batches_on(torch::kCPU)}) {
+    NodeBatchedLoader reference(d, p, options);
+    NodeBatchedLoader skipping(d, p, variant);
+    for (int step = 0; step < 9; ++step) reference.next();
+    for (int step = 0; step < 9; ++step) skipping.skip();  // past a pass boundary (20 per node)
+    const Batch a = reference.next(), b = skipping.next();
+    EXPECT_TRUE(torch::equal(a.inputs, b.inputs));
+    EXPECT_TRUE(torch::equal(a.targets, b.targets));
+  }
+}
+
+TEST(Loader, ResizedCropsAreNotMadeOnADevice) {
+  const Dataset d = indexed_dataset(40, 12);
+  AugmentOptions resized;
+  resized.random_resized_crop = 8;
+  testing::expect_error<ConfigError>(
+      [&] {
+        NodeBatchedLoader(d, unequal_partition(),
+                          LoaderOptions().augment(resized).batches_on(torch::kCPU));
+      },
+      {"CPU only", "on the host", "data.on_device"});
+}
+
 TEST(Loader, NodeBatchesDoNotDependOnTheOtherLocalNodes) {
   // Under MPI a rank hosts a subset of nodes: node 2's data must be the same as in the simulator.
   const Dataset d = indexed_dataset(200);

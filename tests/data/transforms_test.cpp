@@ -71,6 +71,26 @@ TEST(Transforms, CropKeepsShapeAndMatchesPerSampleReference) {
   EXPECT_TRUE(torch::equal(apply_crop(images, 4, torch::full({17, 2}, 4, torch::kInt64)), images));
 }
 
+TEST(Transforms, CropByGatherEqualsPerSampleCopies) {
+  // Random pixels and odd sizes, so that a row or column taken from the wrong place shows.
+  torch::manual_seed(5);
+  const auto images = torch::randint(0, 256, {13, 3, 7, 9}, torch::kUInt8);
+  Rng rng = Rng::stream(4, 0, StreamPurpose::kTest);
+  const auto offsets = draw_crop_offsets(13, 3, rng);
+  const auto by_gather = apply_crop_by_gather(images, 3, offsets);
+  EXPECT_EQ(by_gather.sizes(), images.sizes());
+  EXPECT_TRUE(torch::equal(by_gather, crop_reference(images, 3, offsets)));
+  EXPECT_TRUE(torch::equal(by_gather, apply_crop(images, 3, offsets)));
+  EXPECT_TRUE(torch::equal(apply_crop_by_gather(images, 3, torch::full({13, 2}, 3, torch::kInt64)),
+                           images));
+  auto outside = offsets.clone();
+  outside[4][1] = 7;
+  testing::expect_error<InternalError>([&] { apply_crop_by_gather(images, 3, outside); },
+                                       {"out of [0, 2 * padding]"});
+  testing::expect_error<InternalError>([&] { apply_crop(images, 3, outside); },
+                                       {"out of [0, 2 * padding]"});
+}
+
 TEST(Transforms, FlipIsItsOwnInverse) {
   const auto images = ramp_images(9, 2, 4, 5);
   Rng rng = Rng::stream(2, 0, StreamPurpose::kTest);

@@ -193,8 +193,9 @@ TEST(ExperimentConfigErrorTest, KeyWithoutSectionSuggestsItsSection) {
 
 TEST(ExperimentConfigErrorTest, UnknownSectionSuggestsTheClosestSection) {
   const std::string message = load_error("[grph]\nnodes = 4\n");
-  EXPECT_THAT(message, HasSubstr(":1: unknown section [grph]; did you mean [graph]? (sections: "
-                                 "run, data, model, quant, graph, algo, optim, eval, ledger, faults)"));
+  EXPECT_THAT(message,
+              HasSubstr(":1: unknown section [grph]; did you mean [graph]? (sections: "
+                        "run, data, model, quant, graph, algo, optim, eval, ledger, faults)"));
 }
 
 TEST(ExperimentConfigErrorTest, SectionGivenAsAValue) {
@@ -397,6 +398,17 @@ TEST(ExperimentConfigErrorTest, PadToMustNotShrinkImages) {
   EXPECT_EQ(load_experiment_config(std::nullopt, {"data.pad_to=32"}).data.pad_to, 32);
 }
 
+TEST(ExperimentConfigErrorTest, BatchesOnTheDeviceCannotTakeResizedCrops) {
+  EXPECT_THAT(load_error("[data]\ncrop_size = 24\non_device = \"on\"\n"),
+              HasSubstr("data.on_device = \"on\" cannot make fashion-mnist's batches on the "
+                        "device: the random resized crop and the centre crop (data.crop_size, "
+                        "imagenette) run on the CPU only; expected \"auto\" or \"off\""));
+  EXPECT_EQ(load_experiment_config(std::nullopt, {"data.on_device=\"on\""}).data.on_device,
+            DataConfig::OnDevice::kOn);
+  EXPECT_NO_THROW(
+      load_experiment_config(std::nullopt, {"data.crop_size=24", "data.on_device=\"auto\""}));
+}
+
 TEST(ExperimentConfigErrorTest, GraphShapeRules) {
   EXPECT_THAT(load_error("[graph]\ntopology = \"torus\"\ntorus_rows = 3\n"),
               HasSubstr(":3: graph.torus_rows = 3 does not divide graph.nodes = 8"));
@@ -419,8 +431,8 @@ TEST(ExperimentConfigErrorTest, OptimizerRules) {
   EXPECT_THAT(load_error("[optim]\nbeta2 = 1.0\n"), HasSubstr("optim.beta2"));
   EXPECT_THAT(load_error("[optim]\neps = 0.0\n"), HasSubstr("optim.eps"));
   const auto adam = load_experiment_config(
-      std::nullopt, {"optim.optimizer=adamw", "optim.beta1=0.8", "optim.beta2=0.9",
-                     "optim.eps=1e-6"});
+      std::nullopt,
+      {"optim.optimizer=adamw", "optim.beta1=0.8", "optim.beta2=0.9", "optim.eps=1e-6"});
   EXPECT_EQ(adam.optim.optimizer, OptimConfig::Optimizer::kAdamW);
   EXPECT_EQ(adam.optim.beta1, 0.8);
   EXPECT_EQ(adam.optim.beta2, 0.9);
@@ -678,11 +690,12 @@ TEST(ExperimentConfigTest, FaultKeysAreChecked) {
               HasSubstr("names a node twice"));
   EXPECT_THAT(load_error("", {"graph.nodes=2", "faults.kill_nodes=[0, 1]"}),
               HasSubstr("kills every node"));
-  EXPECT_THAT(load_error("[faults]\ndrop_probability = 1.0\n"), HasSubstr("faults.drop_probability"));
+  EXPECT_THAT(load_error("[faults]\ndrop_probability = 1.0\n"),
+              HasSubstr("faults.drop_probability"));
   EXPECT_THAT(load_error("[faults]\ndelay_rounds = 0\n"), HasSubstr("faults.delay_rounds"));
-  const ExperimentConfig ok =
-      load_experiment_config(std::nullopt, {"faults.kill_nodes=[3]", "faults.kill_step=10",
-                                            "faults.drop_probability=0.1"});
+  const ExperimentConfig ok = load_experiment_config(
+      std::nullopt,
+      {"faults.kill_nodes=[3]", "faults.kill_step=10", "faults.drop_probability=0.1"});
   EXPECT_EQ(ok.faults.kill_nodes, std::vector<int>{3});
   EXPECT_EQ(ok.faults.kill_step, 10);
   EXPECT_TRUE(ok.faults.any());

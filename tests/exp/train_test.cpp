@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "lpdt/core/error.h"
 #include "lpdt/exp/checkpoint.h"
@@ -107,9 +107,8 @@ TEST(Train, Int8MessagesLearnAndSendFewerBytes) {
       config.algo.compressor = AlgoConfig::Compressor::kTopK;
       config.algo.keep_fraction = 0.1;
       config.algo.consensus_step = 0.5;
-      config.algo.message_values = std::string(values) == "int8"
-                                       ? AlgoConfig::MessageValues::kInt8
-                                       : AlgoConfig::MessageValues::kFp32;
+      config.algo.message_values = std::string(values) == "int8" ? AlgoConfig::MessageValues::kInt8
+                                                                 : AlgoConfig::MessageValues::kFp32;
       return train(config, quiet);
     };
     const TrainResult fp32 = run("fp32");
@@ -170,7 +169,8 @@ TEST(Train, SurvivesInjectedFaultsAndReportsThem) {
   EXPECT_EQ(faults.at("dead_nodes")[0].at("seen_in_round").get<int>(), 4);
   EXPECT_EQ(faults.at("survivors").get<int>(), 3);
   bool reported = false;
-  for (const auto& line : lines) reported |= line.find("round 4: node 2 is dead") != std::string::npos;
+  for (const auto& line : lines)
+    reported |= line.find("round 4: node 2 is dead") != std::string::npos;
   EXPECT_TRUE(reported);
   fs::remove_all(out);
 }
@@ -288,7 +288,8 @@ TEST_P(ResumeCase, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
   int rows = 0;
   for (std::string line; std::getline(epochs_csv, line);) ++rows;
   EXPECT_EQ(rows, 1 + 3);
-  std::ifstream full_layers(full.run_dir / "layers.csv"), resumed_layers(resumed.run_dir / "layers.csv");
+  std::ifstream full_layers(full.run_dir / "layers.csv"),
+      resumed_layers(resumed.run_dir / "layers.csv");
   const std::string full_text((std::istreambuf_iterator<char>(full_layers)), {});
   const std::string resumed_text((std::istreambuf_iterator<char>(resumed_layers)), {});
   EXPECT_EQ(resumed_text, full_text);
@@ -299,6 +300,35 @@ INSTANTIATE_TEST_SUITE_P(Checkpoint, ResumeCase, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? std::string("WithFaults") : std::string("Plain");
                          });
+
+// data.on_device = "on" on the CPU: the loader's device path (batches gathered, cropped, flipped
+// and normalised with tensor operations on the calling thread) trains bit for bit as the host
+// loader does, and summary.json records where the batches were made.
+TEST(Train, BatchesMadeOnTheDeviceTrainAsHostBatches) {
+  const fs::path out = fresh_dir("on-device");
+  const auto quiet = [](const std::string&) {};
+  ExperimentConfig host = stateful_run(out, 2);
+  host.data.on_device = DataConfig::OnDevice::kOff;
+  ExperimentConfig on_device = stateful_run(out, 2);
+  on_device.data.on_device = DataConfig::OnDevice::kOn;
+  const TrainResult a = train(host, quiet);
+  const TrainResult b = train(on_device, quiet);
+  ASSERT_EQ(a.epochs.size(), 2u);
+  ASSERT_EQ(b.epochs.size(), 2u);
+  for (std::size_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(b.epochs[e].train_loss, a.epochs[e].train_loss) << "epoch " << e + 1;
+    EXPECT_EQ(b.epochs[e].evaluation.node_accuracy, a.epochs[e].evaluation.node_accuracy);
+  }
+  const auto batches_on = [](const TrainResult& r) {
+    std::ifstream in(r.run_dir / "summary.json");
+    return nlohmann::json::parse(in)["backend"]["batches_on"].get<std::string>();
+  };
+  EXPECT_EQ(batches_on(a), "host");
+  EXPECT_EQ(batches_on(b), "cpu");
+  // Auto on the CPU: the host loader, prefetched.
+  EXPECT_EQ(batches_on(train(stateful_run(out, 1), quiet)), "host");
+  fs::remove_all(out);
+}
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -325,11 +355,13 @@ TEST(Checkpoint, CorruptMissingAndForeignFilesAreClearErrors) {
   flipped[bytes.size() / 2] ^= 0x10;
   EXPECT_NE(error_of([&] { read_checkpoint(write(flipped)); }).find("corrupt or truncated"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { read_checkpoint(write(bytes.substr(0, bytes.size() - 100))); })
-                .find("corrupt or truncated"),
+  EXPECT_NE(error_of([&] {
+              read_checkpoint(write(bytes.substr(0, bytes.size() - 100)));
+            }).find("corrupt or truncated"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { read_checkpoint(write("{\"not\": \"a checkpoint\"}........")); })
-                .find("not an lpdt checkpoint"),
+  EXPECT_NE(error_of([&] {
+              read_checkpoint(write("{\"not\": \"a checkpoint\"}........"));
+            }).find("not an lpdt checkpoint"),
             std::string::npos);
   EXPECT_NE(error_of([&] { read_checkpoint(out / "missing.lpdt"); }).find("no checkpoint"),
             std::string::npos);
@@ -370,12 +402,17 @@ TEST(Checkpoint, ResumingAnotherExperimentNamesTheKeys) {
   ExperimentConfig other = stateful_run(out, 2);
   other.optim.lr = 0.2;
   other.graph.nodes = 8;
-  const std::string error = error_of([&] { train(other, [](const std::string&) {}, resume); });
+  const std::string error = error_of([&] {
+    train(
+        other, [](const std::string&) {}, resume);
+  });
   EXPECT_NE(error.find("optim.lr = 0.05 in the checkpoint, 0.2 now"), std::string::npos) << error;
   EXPECT_NE(error.find("graph.nodes = 4 in the checkpoint, 8 now"), std::string::npos) << error;
   // Nothing left to do: a clear error, not a silent no-op.
-  EXPECT_NE(error_of([&] { train(stateful_run(out, 1), [](const std::string&) {}, resume); })
-                .find("set run.epochs higher"),
+  EXPECT_NE(error_of([&] {
+              train(
+                  stateful_run(out, 1), [](const std::string&) {}, resume);
+            }).find("set run.epochs higher"),
             std::string::npos);
   fs::remove_all(out);
 }

@@ -2,7 +2,6 @@
 
 #include <ATen/Parallel.h>
 #include <omp.h>
-
 #include <torch/torch.h>
 
 #include <set>
@@ -21,6 +20,46 @@ struct NodeBatchedLoader::NodeState {
   Rng augment_rng;
 };
 
+namespace {
+
+// Whether any image transform of `aug` applies (pad_to and the centre crop included).
+bool any_transform(const AugmentOptions& aug) {
+  return aug.horizontal_flip || aug.crop_padding > 0 || aug.pad_height > 0 || aug.pad_width > 0 ||
+         aug.random_resized_crop > 0 || aug.center_crop > 0;
+}
+
+// One step's choices, made on the host: which samples, and their augmentation draws.
+struct Plan {
+  torch::Tensor index;  // [k * b] int64, node-major
+  AugmentDraws draws;   // over all k * b samples; members undefined where a transform is off
+};
+
+}  // namespace
+
+struct NodeBatchedLoader::DeviceData {
+  torch::Device device;
+  torch::Tensor images;    // [N, C, H, W] uint8 (image sets)
+  torch::Tensor tokens;    // [N, L] int64 (text sets)
+  torch::Tensor labels;    // [N] int64
+  NormalizeMap normalize;  // image sets
+
+  DeviceData(const Dataset& set, torch::Device on) : device(on), labels(set.labels.to(on)) {
+    if (set.is_text()) {
+      tokens = set.tokens.to(on);
+    } else {
+      images = set.images.to(on);
+      normalize = make_normalize_map(set.mean, set.std, on);
+    }
+  }
+
+  // A host tensor on the device. To a GPU from pinned memory without waiting: the caching host
+  // allocator keeps the pinned block until the copy has run.
+  torch::Tensor upload(const torch::Tensor& host) const {
+    if (!host.defined() || device.is_cpu()) return host;
+    return host.pin_memory().to(device, /*non_blocking=*/true);
+  }
+};
+
 class NodeBatchedLoader::Maker {
  public:
   Maker(const Dataset& train, const Partition& partition, const LoaderOptions& options)
@@ -36,49 +75,80 @@ class NodeBatchedLoader::Maker {
     }
   }
 
-  Batch make() {
+  // The next step's samples and draws; advances every node's order and augmentation stream.
+  Plan plan() {
     if (options_.on_prepare_) options_.on_prepare_(step_);
     ++step_;
-    const auto k = static_cast<int64_t>(nodes_.size());
     const int64_t b = options_.batch_size_;
-    auto index = torch::empty({k * b}, torch::kInt64);  // [k * b] int64, node-major
-    int64_t* out = index.data_ptr<int64_t>();
+    Plan plan;
+    plan.index = torch::empty({num_nodes() * b}, torch::kInt64);
+    int64_t* out = plan.index.data_ptr<int64_t>();
     for (auto& node : nodes_) {
       for (int64_t t = 0; t < b; ++t) {
         if (node.position == node.order.size()) new_pass(node);
         *out++ = node.order[node.position++];
       }
     }
-    auto targets = dataset_.labels.index_select(0, index).view({k, b});
-    if (dataset_.is_text()) {  // token ids, no augmentation: [k, b, L] int64
-      return Batch{dataset_.tokens.index_select(0, index).view({k, b, -1}), targets};
-    }
-    auto images = dataset_.images.index_select(0, index);  // [k * b, C, H, W] uint8
     const AugmentOptions& aug = options_.augment_;
-    if (aug.horizontal_flip || aug.crop_padding > 0 || aug.pad_height > 0 || aug.pad_width > 0 ||
-        aug.random_resized_crop > 0 || aug.center_crop > 0) {
-      // Each node draws from its own stream; the transform itself runs once over all k * b.
-      // The resized crop draws its boxes on the images after pad_to.
-      const int64_t height = aug.pad_height > 0 ? aug.pad_height : dataset_.height();
-      const int64_t width = aug.pad_width > 0 ? aug.pad_width : dataset_.width();
-      std::vector<torch::Tensor> boxes, flips, offsets;
-      for (auto& node : nodes_) {
-        AugmentDraws d = draw_augment(b, aug, node.augment_rng, height, width);
-        if (d.resized_crop_boxes.defined()) boxes.push_back(d.resized_crop_boxes);
-        if (d.flips.defined()) flips.push_back(d.flips);
-        if (d.crop_offsets.defined()) offsets.push_back(d.crop_offsets);
-      }
-      AugmentDraws all;
-      if (!boxes.empty()) all.resized_crop_boxes = torch::cat(boxes);
-      if (!flips.empty()) all.flips = torch::cat(flips);
-      if (!offsets.empty()) all.crop_offsets = torch::cat(offsets);
-      images = apply_augment(images, aug, all);
+    if (dataset_.is_text() || !any_transform(aug)) return plan;
+    // Each node draws from its own stream; the transform itself runs once over all k * b.
+    // The resized crop draws its boxes on the images after pad_to.
+    const int64_t height = aug.pad_height > 0 ? aug.pad_height : dataset_.height();
+    const int64_t width = aug.pad_width > 0 ? aug.pad_width : dataset_.width();
+    std::vector<torch::Tensor> boxes, flips, offsets;
+    for (auto& node : nodes_) {
+      AugmentDraws d = draw_augment(b, aug, node.augment_rng, height, width);
+      if (d.resized_crop_boxes.defined()) boxes.push_back(d.resized_crop_boxes);
+      if (d.flips.defined()) flips.push_back(d.flips);
+      if (d.crop_offsets.defined()) offsets.push_back(d.crop_offsets);
     }
-    auto inputs = normalize(images, dataset_.mean, dataset_.std);  // [k * b, C, H', W'] float32
-    return Batch{inputs.view({k, b, inputs.size(1), inputs.size(2), inputs.size(3)}), targets};
+    if (!boxes.empty()) plan.draws.resized_crop_boxes = torch::cat(boxes);
+    if (!flips.empty()) plan.draws.flips = torch::cat(flips);
+    if (!offsets.empty()) plan.draws.crop_offsets = torch::cat(offsets);
+    return plan;
+  }
+
+  // The next step's batch, made on the host.
+  Batch make() {
+    const Plan p = plan();
+    return make_from(p, dataset_.images, dataset_.tokens, dataset_.labels,
+                     [&](const torch::Tensor& images) {
+                       return normalize(images, dataset_.mean, dataset_.std);
+                     });
+  }
+
+  // The next step's batch, made on `data`'s device from the host's plan.
+  Batch make_on(const DeviceData& data) {
+    const Plan p = plan();
+    const Plan on_device{data.upload(p.index), AugmentDraws{data.upload(p.draws.resized_crop_boxes),
+                                                            data.upload(p.draws.flips),
+                                                            data.upload(p.draws.crop_offsets)}};
+    return make_from(
+        on_device, data.images, data.tokens, data.labels,
+        [&](const torch::Tensor& images) { return normalize(images, data.normalize); });
   }
 
  private:
+  int64_t num_nodes() const { return static_cast<int64_t>(nodes_.size()); }
+
+  // Gathers a plan's samples from images / tokens and labels (all on one device, the plan's
+  // index and draws too), augments and normalises them.
+  template <typename Normalize>
+  Batch make_from(const Plan& plan, const torch::Tensor& images, const torch::Tensor& tokens,
+                  const torch::Tensor& labels, const Normalize& normalise) const {
+    const int64_t k = num_nodes(), b = options_.batch_size_;
+    auto targets = labels.index_select(0, plan.index).view({k, b});
+    if (dataset_.is_text()) {  // token ids, no augmentation: [k, b, L] int64
+      return Batch{tokens.index_select(0, plan.index).view({k, b, -1}), targets};
+    }
+    auto batch = images.index_select(0, plan.index);  // [k * b, C, H, W] uint8
+    if (any_transform(options_.augment_)) {
+      batch = apply_augment(batch, options_.augment_, plan.draws);
+    }
+    auto inputs = normalise(batch);  // [k * b, C, H', W'] float32
+    return Batch{inputs.view({k, b, inputs.size(1), inputs.size(2), inputs.size(3)}), targets};
+  }
+
   void new_pass(NodeState& node) {
     node.order = *node.indices;
     lpdt::shuffle(node.order.begin(), node.order.end(), node.order_rng);
@@ -127,8 +197,7 @@ NodeBatchedLoader::NodeBatchedLoader(const Dataset& train, const Partition& part
   // Fail now, not on the worker thread, if the augmentation cannot apply to these images.
   const AugmentOptions& aug = options_.augment_;
   if (train.is_text()) {  // (the checks below then pass: every size is 0)
-    if (aug.horizontal_flip || aug.crop_padding > 0 || aug.pad_height > 0 || aug.pad_width > 0 ||
-        aug.random_resized_crop > 0 || aug.center_crop > 0) {
+    if (any_transform(aug)) {
       throw ConfigError(who + ": " + train.name +
                         " is a text dataset: image augmentation does not apply (set "
                         "data.augment = false and data.pad_to = 0)");
@@ -151,8 +220,21 @@ NodeBatchedLoader::NodeBatchedLoader(const Dataset& train, const Partition& part
   const int64_t per_step = partition.num_nodes() * options_.batch_size_;
   steps_per_epoch_ = std::max<int64_t>(1, (partition.num_assigned() + per_step - 1) / per_step);
 
+  if (options_.batches_on_ && (aug.random_resized_crop > 0 || aug.center_crop > 0)) {
+    throw ConfigError(who +
+                      ": the random resized crop and the centre crop (data.crop_size, "
+                      "imagenette) run on the CPU only, so these batches cannot be made on " +
+                      options_.batches_on_->str() +
+                      ": make them on the host (data.on_device = "
+                      "\"off\")");
+  }
+
   maker_ = std::make_unique<Maker>(train, partition, options_);
-  if (options_.prefetch_) worker_ = std::thread([this] { worker_loop(); });
+  if (options_.batches_on_) {
+    device_data_ = std::make_unique<DeviceData>(train, *options_.batches_on_);
+  } else if (options_.prefetch_) {
+    worker_ = std::thread([this] { worker_loop(); });
+  }
 }
 
 NodeBatchedLoader::~NodeBatchedLoader() {
@@ -200,9 +282,9 @@ void NodeBatchedLoader::worker_loop() {
 
 Batch NodeBatchedLoader::next() {
   if (error_) std::rethrow_exception(error_);
-  if (!options_.prefetch_) {
+  if (device_data_ || !options_.prefetch_) {
     try {
-      return maker_->make();
+      return device_data_ ? maker_->make_on(*device_data_) : maker_->make();
     } catch (...) {
       error_ = std::current_exception();
       throw;
@@ -221,6 +303,20 @@ Batch NodeBatchedLoader::next() {
     std::rethrow_exception(error_);
   }
   return std::move(slot.batch);
+}
+
+void NodeBatchedLoader::skip() {
+  if (error_) std::rethrow_exception(error_);
+  if (worker_.joinable()) {  // the worker is already making it
+    next();
+    return;
+  }
+  try {
+    maker_->plan();
+  } catch (...) {
+    error_ = std::current_exception();
+    throw;
+  }
 }
 
 }  // namespace lpdt::data

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -44,6 +45,18 @@ struct LoaderOptions {
     nodes_ = std::move(v);
     return *this;
   }
+  // Make batches on this device (a GPU, or the CPU) instead of on the host: the training set (or
+  // its tokens) and labels are copied there once at construction, and next() gathers, augments
+  // and normalises each batch there with tensor operations, on the calling thread, so a GPU gets a
+  // few kernels per step and no host synchronisation (only the step's sample indices and random
+  // draws cross from the host, asynchronously from pinned memory). There is no prefetch thread
+  // then: the host's share is picking indices and drawing. The random resized and centre crops
+  // (AugmentOptions) are CPU-only: a ConfigError. Unset (the default): made on the host,
+  // prefetched. The batches are equal either way (tested).
+  LoaderOptions& batches_on(std::optional<torch::Device> v) {
+    batches_on_ = v;
+    return *this;
+  }
   // Prepare batches on a background thread. Results are identical either way.
   LoaderOptions& prefetch(bool v) {
     prefetch_ = v;
@@ -65,6 +78,7 @@ struct LoaderOptions {
   std::uint64_t seed_ = 0;
   AugmentOptions augment_;
   std::vector<int64_t> nodes_;
+  std::optional<torch::Device> batches_on_;
   bool prefetch_ = true;
   int64_t prefetch_depth_ = 2;
   std::function<void(int64_t)> on_prepare_;
@@ -85,9 +99,13 @@ class NodeBatchedLoader {
   NodeBatchedLoader(const NodeBatchedLoader&) = delete;
   NodeBatchedLoader& operator=(const NodeBatchedLoader&) = delete;
 
-  // The next step's batch. An exception raised while preparing it (also on the prefetch
-  // thread) is rethrown here, and again on every later call.
+  // The next step's batch, on the host or on LoaderOptions::batches_on's device. An exception
+  // raised while preparing it (also on the prefetch thread) is rethrown here, and again on every
+  // later call.
   Batch next();
+  // Moves past the next step's batch as next() would (the same orders and draws afterwards)
+  // without making it where that costs work: resuming a run.
+  void skip();
 
   // ceil(mean partition size over all n nodes / b): the steps of one nominal epoch, the same on
   // every process of a run.
@@ -98,7 +116,8 @@ class NodeBatchedLoader {
 
  private:
   struct NodeState;
-  class Maker;  // the deterministic batch state machine, used by one thread at a time
+  class Maker;        // the deterministic batch state machine, used by one thread at a time
+  struct DeviceData;  // the training set on LoaderOptions::batches_on's device
 
   struct Slot {
     Batch batch;
@@ -109,6 +128,7 @@ class NodeBatchedLoader {
   LoaderOptions options_;
   int64_t steps_per_epoch_ = 0;
   std::unique_ptr<Maker> maker_;
+  std::unique_ptr<DeviceData> device_data_;
 
   std::mutex mutex_;
   std::condition_variable ready_cv_;  // a slot was queued

@@ -1,8 +1,7 @@
 #include "lpdt/data/transforms.h"
 
-#include <torch/torch.h>
-
 #include <ATen/Parallel.h>
+#include <torch/torch.h>
 
 #include <cmath>
 
@@ -12,25 +11,38 @@
 
 namespace lpdt::data {
 
-torch::Tensor normalize(const torch::Tensor& images, const std::vector<double>& mean,
-                        const std::vector<double>& std) {
-  LPDT_CHECK(images.dim() >= 3 && images.scalar_type() == torch::kUInt8,
-             "normalize: images must be [..., C, H, W] uint8");
-  const int64_t c = images.size(-3);
-  LPDT_CHECK(static_cast<int64_t>(mean.size()) == c && static_cast<int64_t>(std.size()) == c,
-             "normalize: need one mean and one std per channel");
-  // Fold 1/255 into the affine map y = x * scale[c] + shift[c], applied in place on the float
-  // copy (addcmul with a broadcast `self` was measured 3-40x slower on [512, 3, 32, 32]).
+NormalizeMap make_normalize_map(const std::vector<double>& mean, const std::vector<double>& std,
+                                torch::Device device) {
+  LPDT_CHECK(mean.size() == std.size() && !mean.empty(),
+             "make_normalize_map: need one mean and one std per channel");
+  const auto c = static_cast<int64_t>(mean.size());
   std::vector<float> scale(c), shift(c);
   for (int64_t i = 0; i < c; ++i) {
     scale[i] = static_cast<float>(1.0 / (255.0 * std[i]));
     shift[i] = static_cast<float>(-mean[i] / std[i]);
   }
-  const auto scale_t = torch::tensor(scale).view({c, 1, 1});  // [C, 1, 1] float32
-  const auto shift_t = torch::tensor(shift).view({c, 1, 1});  // [C, 1, 1] float32
+  return NormalizeMap{torch::tensor(scale).view({c, 1, 1}).to(device),
+                      torch::tensor(shift).view({c, 1, 1}).to(device)};
+}
+
+torch::Tensor normalize(const torch::Tensor& images, const NormalizeMap& map) {
+  LPDT_CHECK(images.dim() >= 3 && images.scalar_type() == torch::kUInt8,
+             "normalize: images must be [..., C, H, W] uint8");
+  LPDT_CHECK(map.scale.defined() && map.scale.size(0) == images.size(-3) &&
+                 map.scale.device() == images.device(),
+             "normalize: need one mean and one std per channel, on the images' device");
+  // Applied in place on the float copy (addcmul with a broadcast `self` was measured 3-40x slower
+  // on [512, 3, 32, 32]).
   auto out = images.to(torch::kFloat32);
-  out.mul_(scale_t).add_(shift_t);
+  out.mul_(map.scale).add_(map.shift);
   return out;
+}
+
+torch::Tensor normalize(const torch::Tensor& images, const std::vector<double>& mean,
+                        const std::vector<double>& std) {
+  LPDT_CHECK(images.dim() >= 3 && static_cast<int64_t>(mean.size()) == images.size(-3),
+             "normalize: need one mean and one std per channel");
+  return normalize(images, make_normalize_map(mean, std, images.device()));
 }
 
 torch::Tensor pad_to(const torch::Tensor& images, int64_t height, int64_t width) {
@@ -55,14 +67,36 @@ torch::Tensor draw_crop_offsets(int64_t n, int64_t padding, Rng& rng) {
   return offsets;
 }
 
+namespace {
+
+void check_crop_arguments(const torch::Tensor& images, const torch::Tensor& offsets,
+                          const char* who) {
+  LPDT_CHECK(images.dim() == 4, std::string(who) + ": images must be [n, C, H, W]");
+  LPDT_CHECK(offsets.dim() == 2 && offsets.size(0) == images.size(0) && offsets.size(1) == 2 &&
+                 offsets.scalar_type() == torch::kInt64,
+             std::string(who) + ": offsets must be [n, 2] int64");
+  LPDT_CHECK(offsets.device() == images.device(),
+             std::string(who) + ": offsets must be on the images' device");
+}
+
+void check_crop_offsets(const torch::Tensor& offsets, int64_t padding, const char* who) {
+  const auto offsets_c = offsets.contiguous();
+  const int64_t* o = offsets_c.data_ptr<int64_t>();
+  for (int64_t i = 0; i < offsets_c.numel(); ++i) {
+    LPDT_CHECK(o[i] >= 0 && o[i] <= 2 * padding,
+               std::string(who) + ": offsets out of [0, 2 * padding]");
+  }
+}
+
+}  // namespace
+
 torch::Tensor apply_crop(const torch::Tensor& images, int64_t padding,
                          const torch::Tensor& offsets) {
-  LPDT_CHECK(images.dim() == 4, "apply_crop: images must be [n, C, H, W]");
+  check_crop_arguments(images, offsets, "apply_crop");
   const int64_t n = images.size(0), h = images.size(2), w = images.size(3);
-  LPDT_CHECK(offsets.dim() == 2 && offsets.size(0) == n && offsets.size(1) == 2 &&
-                 offsets.scalar_type() == torch::kInt64,
-             "apply_crop: offsets must be [n, 2] int64");
   if (padding == 0 || n == 0) return images;
+  if (!images.is_cpu()) return apply_crop_by_gather(images, padding, offsets);
+  check_crop_offsets(offsets, padding, "apply_crop");
   const auto offsets_c = offsets.contiguous();
   const int64_t* o = offsets_c.data_ptr<int64_t>();
   // Pad the whole batch once, then copy each sample's window (one strided copy per sample).
@@ -71,12 +105,25 @@ torch::Tensor apply_crop(const torch::Tensor& images, int64_t padding,
   const auto padded = torch::constant_pad_nd(images, {padding, padding, padding, padding}, 0);
   auto out = torch::empty_like(images);
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t top = o[2 * i], left = o[2 * i + 1];
-    LPDT_CHECK(top >= 0 && top <= 2 * padding && left >= 0 && left <= 2 * padding,
-               "apply_crop: offsets out of [0, 2 * padding]");
-    out[i].copy_(padded[i].narrow(1, top, h).narrow(2, left, w));
+    out[i].copy_(padded[i].narrow(1, o[2 * i], h).narrow(2, o[2 * i + 1], w));
   }
   return out;
+}
+
+torch::Tensor apply_crop_by_gather(const torch::Tensor& images, int64_t padding,
+                                   const torch::Tensor& offsets) {
+  check_crop_arguments(images, offsets, "apply_crop_by_gather");
+  if (offsets.is_cpu()) check_crop_offsets(offsets, padding, "apply_crop_by_gather");
+  const int64_t n = images.size(0), c = images.size(1), h = images.size(2), w = images.size(3);
+  if (padding == 0 || n == 0) return images;
+  const auto padded = torch::constant_pad_nd(images, {padding, padding, padding, padding}, 0);
+  const int64_t padded_w = w + 2 * padding;
+  // Sample i's output row y is padded row top_i + y, its column x padded column left_i + x.
+  const auto rows = offsets.select(1, 0).view({n, 1}) + torch::arange(h, offsets.options());
+  const auto cols = offsets.select(1, 1).view({n, 1}) + torch::arange(w, offsets.options());
+  const auto row_window =
+      padded.gather(2, rows.view({n, 1, h, 1}).expand({n, c, h, padded_w}));  // [n, C, H, W+2p]
+  return row_window.gather(3, cols.view({n, 1, 1, w}).expand({n, c, h, w}));  // [n, C, H, W]
 }
 
 torch::Tensor random_crop(const torch::Tensor& images, int64_t padding, Rng& rng) {
@@ -95,11 +142,8 @@ torch::Tensor apply_flips(const torch::Tensor& images, const torch::Tensor& mask
   LPDT_CHECK(
       mask.dim() == 1 && mask.size(0) == images.size(0) && mask.scalar_type() == torch::kBool,
       "apply_flips: mask must be [n] bool");
-  const auto selected = mask.nonzero().view({-1});  // [m] int64
-  if (selected.numel() == 0) return images;
-  auto out = images.clone();
-  out.index_copy_(0, selected, images.index_select(0, selected).flip({3}));
-  return out;
+  LPDT_CHECK(mask.device() == images.device(), "apply_flips: mask must be on the images' device");
+  return torch::where(mask.view({-1, 1, 1, 1}), images.flip({3}), images);
 }
 
 torch::Tensor random_horizontal_flip(const torch::Tensor& images, Rng& rng) {
@@ -115,7 +159,8 @@ void draw_resized_crop_box(int64_t height, int64_t width, Rng& rng, int64_t* out
   const double log_min = std::log(kResizedCropMinRatio), log_max = std::log(kResizedCropMaxRatio);
   for (int attempt = 0; attempt < kResizedCropAttempts; ++attempt) {
     const double target_area =
-        area * (kResizedCropMinScale + (kResizedCropMaxScale - kResizedCropMinScale) * rng.uniform());
+        area *
+        (kResizedCropMinScale + (kResizedCropMaxScale - kResizedCropMinScale) * rng.uniform());
     const double ratio = std::exp(log_min + (log_max - log_min) * rng.uniform());
     // Python's round(): halves to even, which nearbyint gives in the default rounding mode.
     const auto w = static_cast<int64_t>(std::nearbyint(std::sqrt(target_area * ratio)));
@@ -175,7 +220,8 @@ torch::Tensor apply_resized_crop(const torch::Tensor& images, const torch::Tenso
   at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t* box = b + 4 * i;
-      const auto window = images.narrow(0, i, 1).narrow(2, box[0], box[2]).narrow(3, box[1], box[3]);
+      const auto window =
+          images.narrow(0, i, 1).narrow(2, box[0], box[2]).narrow(3, box[1], box[3]);
       out.narrow(0, i, 1).copy_(resize_bilinear(window, size, size));
     }
   });
@@ -219,6 +265,11 @@ torch::Tensor apply_augment(const torch::Tensor& images, const AugmentOptions& o
   if (options.pad_height > 0 || options.pad_width > 0) {
     out = pad_to(out, options.pad_height > 0 ? options.pad_height : out.size(2),
                  options.pad_width > 0 ? options.pad_width : out.size(3));
+  }
+  if ((draws.resized_crop_boxes.defined() || options.center_crop > 0) && !out.is_cpu()) {
+    throw ConfigError(
+        "the random resized crop and the centre crop (data.crop_size, imagenette) run on the "
+        "CPU only: prepare these batches on the host (data.on_device = \"off\")");
   }
   if (draws.resized_crop_boxes.defined()) {
     out = apply_resized_crop(out, draws.resized_crop_boxes, options.random_resized_crop);

@@ -2,7 +2,9 @@
 // Batch image transforms. Random transforms are split into "draw" (consumes the caller's Rng,
 // one draw per sample in sample order) and "apply" (batched tensor ops, no per-pixel C++
 // loop), so a node-batched loader can draw from each node's own stream and still transform all
-// k*b samples at once.
+// k*b samples at once. Draws are made on the host; normalize, pad_to, apply_flips and apply_crop
+// run on the images' device (a GPU included: a few kernels per batch, no host synchronisation,
+// draws passed in on that device); the resized and centre crops run on the CPU only.
 #include <torch/types.h>
 
 #include <vector>
@@ -17,6 +19,16 @@ namespace lpdt::data {
 // images: [..., C, H, W] uint8 -> same shape float32. mean/std: C values in [0, 1] units.
 torch::Tensor normalize(const torch::Tensor& images, const std::vector<double>& mean,
                         const std::vector<double>& std);
+// normalize()'s per-channel affine map y = x * scale[c] + shift[c] (1/255 folded into scale) as
+// tensors on one device, made once: normalising a batch on a GPU then copies nothing from the host.
+struct NormalizeMap {
+  torch::Tensor scale;  // [C, 1, 1] float32
+  torch::Tensor shift;  // [C, 1, 1] float32
+};
+NormalizeMap make_normalize_map(const std::vector<double>& mean, const std::vector<double>& std,
+                                torch::Device device);
+// images: [..., C, H, W] uint8 on the map's device -> same shape float32
+torch::Tensor normalize(const torch::Tensor& images, const NormalizeMap& map);
 
 // Centred zero padding up to height x width (e.g. Fashion-MNIST 28x28 -> 32x32, 2 pixels each
 // side; an odd difference puts the extra row/column at the bottom/right). A target smaller than
@@ -28,15 +40,24 @@ torch::Tensor pad_to(const torch::Tensor& images, int64_t height, int64_t width)
 // Offsets: [n, 2] int64 rows (top, left), each in [0, 2p]; drawn per sample as
 // top = rng.below(2p + 1), left = rng.below(2p + 1) (torchvision draws top first too).
 torch::Tensor draw_crop_offsets(int64_t n, int64_t padding, Rng& rng);  // [n, 2] int64
-// Pads the whole batch once, then copies every sample's window out of it.
-// images: [n, C, H, W] (any dtype) -> [n, C, H, W]; offsets: [n, 2] int64
+// Pads the whole batch once, then copies every sample's window out of it: on the CPU one copy per
+// sample, elsewhere apply_crop_by_gather.
+// images: [n, C, H, W] (any dtype) -> [n, C, H, W]; offsets: [n, 2] int64 on the images' device
 torch::Tensor apply_crop(const torch::Tensor& images, int64_t padding,
                          const torch::Tensor& offsets);
+// The same windows as two gathers over the padded batch (rows, then columns): a fixed number of
+// kernels whatever n, the form for a GPU (on the CPU the per-sample copies were measured faster).
+// Offsets are checked against [0, 2 * padding] only when they are on the CPU (reading them on a
+// GPU would synchronise with it); out-of-range offsets on a GPU are a caller's bug.
+torch::Tensor apply_crop_by_gather(const torch::Tensor& images, int64_t padding,
+                                   const torch::Tensor& offsets);
 torch::Tensor random_crop(const torch::Tensor& images, int64_t padding, Rng& rng);
 
 // Random horizontal flip with probability 1/2 per sample: flip_i = rng.uniform() < 0.5.
 torch::Tensor draw_flips(int64_t n, Rng& rng);  // [n] bool
-// Flips (last dim) the samples whose mask is true. images: [n, C, H, W]; mask: [n] bool
+// Flips (last dim) the samples whose mask is true, as one select between the batch and its
+// mirror image (no count of the flipped samples, so no host synchronisation on a GPU).
+// images: [n, C, H, W]; mask: [n] bool on the images' device
 torch::Tensor apply_flips(const torch::Tensor& images, const torch::Tensor& mask);
 torch::Tensor random_horizontal_flip(const torch::Tensor& images, Rng& rng);
 
@@ -97,7 +118,8 @@ struct AugmentDraws {
 AugmentDraws draw_augment(int64_t n, const AugmentOptions& options, Rng& rng, int64_t height = 0,
                           int64_t width = 0);
 // pad_to (if asked), then the random resized crop (or else the centre crop, if asked), then
-// flips, then padded crops. images: [n, C, H, W] uint8 -> [n, C, H', W'] uint8
+// flips, then padded crops. images: [n, C, H, W] uint8 -> [n, C, H', W'] uint8; draws on the
+// images' device. A resized or centre crop needs images on the CPU (ConfigError otherwise).
 torch::Tensor apply_augment(const torch::Tensor& images, const AugmentOptions& options,
                             const AugmentDraws& draws);
 

@@ -84,6 +84,7 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("data.synthetic_size", c.data.synthetic_size);
   v("data.image_size", c.data.image_size);
   v("data.crop_size", c.data.crop_size);
+  v("data.on_device", c.data.on_device);
   v("data.vocab", c.data.vocab);
   v("data.max_length", c.data.max_length);
 
@@ -260,6 +261,14 @@ void add_keys(ConfigSchema& s) {
             "crop_size / 0.875 and takes the centre crop; 0 = off (imagenette then crops "
             "randomly to its stored size and evaluates the stored images).")
       .at_least(0);
+  s.add_string("data.on_device", name_of(d.data.on_device),
+               "Where training batches are made: on = gathered, augmented and normalised on "
+               "run.device with tensor operations (the training set copied there once as uint8; "
+               "on a GPU a few kernels per step and no host synchronisation); off = on the host, "
+               "prepared ahead on a loader thread and copied; auto = on for run.device = 'cuda' "
+               "unless data.crop_size or imagenette asks for the resized crops, which run on "
+               "the CPU only. The batches are the same either way.")
+      .one_of(choices<DataConfig::OnDevice>());
   s.add_string("data.vocab", d.data.vocab,
                "Text datasets: the WordPiece vocab.txt of the tokenizer (the pretrained model's); "
                "\"\" = synthetic-text's own vocabulary.");
@@ -504,6 +513,19 @@ void add_checks(ConfigSchema& s) {
                  }
                  return std::nullopt;
                }});
+
+  s.add_check(
+      {{"data.on_device", "data.dataset", "data.crop_size"}, [](const Config& c) -> Problem {
+         const std::string& dataset = c.get_string("data.dataset");
+         if (c.get_string("data.on_device") == "on" &&
+             (c.get_int("data.crop_size") > 0 || dataset == "imagenette")) {
+           return "data.on_device = \"on\" cannot make " + dataset +
+                  "'s batches on the device: the random resized crop and the centre "
+                  "crop (data.crop_size, imagenette) run on the CPU only; expected "
+                  "\"auto\" or \"off\"";
+         }
+         return std::nullopt;
+       }});
 
   s.add_check({{"data.image_size", "data.dataset"}, [](const Config& c) -> Problem {
                  const std::int64_t image_size = c.get_int("data.image_size");

@@ -47,6 +47,7 @@ struct DataConfig {
                        kAgNews, kSentlen, kSyntheticText };
   enum class Partition { kSkew, kDirichlet, kShards, kIid };
   enum class SkewMode { kLpdt, kReference };
+  enum class OnDevice { kAuto, kOn, kOff };
 
   Dataset dataset = Dataset::kFashionMnist;
   std::string dir;  // "" = the dataset's default location
@@ -66,6 +67,8 @@ struct DataConfig {
   // Image folders (docs/data.md, "Imagenette").
   int image_size = 0;  // stored side S; 0 = the dataset's own (imagenette: 160)
   int crop_size = 0;   // random-resized-crop side in training, centre crop in evaluation; 0 = off
+  // Where training batches are made (data::LoaderOptions::batches_on).
+  OnDevice on_device = OnDevice::kAuto;
   // Text datasets (docs/data.md, "Text datasets").
   std::string vocab;    // WordPiece vocab.txt; "" = synthetic-text's own vocabulary
   int max_length = 128;  // tokens per sequence, [CLS] and [SEP] included
@@ -254,6 +257,7 @@ LPDT_CONFIG_ENUM_NAMES(DataConfig::Dataset, "fashion-mnist", "mnist", "cifar10",
                        "synthetic", "imagenette", "ag-news", "sentlen", "synthetic-text")
 LPDT_CONFIG_ENUM_NAMES(DataConfig::Partition, "skew", "dirichlet", "shards", "iid")
 LPDT_CONFIG_ENUM_NAMES(DataConfig::SkewMode, "lpdt", "reference")
+LPDT_CONFIG_ENUM_NAMES(DataConfig::OnDevice, "auto", "on", "off")
 LPDT_CONFIG_ENUM_NAMES(ModelConfig::Arch, "resnet", "vgg11", "lenet5", "mlp", "resnet18",
                        "resnet34", "mobilenetv2", "distilbert", "transformer")
 LPDT_CONFIG_ENUM_NAMES(ModelConfig::Norm, "evonorm", "batchnorm", "groupnorm", "rangeevonorm",

@@ -176,6 +176,23 @@ at::Device resolve_device(const ExperimentConfig& config) {
   return at::kCUDA;
 }
 
+// data.on_device: whether the loader makes batches on `device` rather than on the host. Auto puts
+// them on a GPU, where the host would otherwise augment and normalise every image and copy the
+// floats over, unless the resized crops (CPU-only) are asked for; the config check has already
+// refused "on" with those.
+bool resolve_batches_on_device(const ExperimentConfig& config, at::Device device,
+                               bool resized_crops) {
+  switch (config.data.on_device) {
+    case DataConfig::OnDevice::kOn:
+      return true;
+    case DataConfig::OnDevice::kOff:
+      return false;
+    case DataConfig::OnDevice::kAuto:
+      return device.is_cuda() && !resized_crops;
+  }
+  return false;
+}
+
 // What a multi-process run cannot do (yet), as configuration errors every rank detects alike.
 void check_multi_process(const ExperimentConfig& config, const dist::Cluster& cluster,
                          bool static_topology) {
@@ -421,12 +438,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     augment.horizontal_flip = true;
   }
   if (text) augment = {};  // image transforms (data.augment, data.pad_to) do not apply to tokens
-  data::NodeBatchedLoader loader(train_set, partition,
-                                 data::LoaderOptions()
-                                     .batch_size(config.data.batch_size)
-                                     .seed(config.run.seed)
-                                     .augment(augment)
-                                     .nodes(hosted_ids));
+  const bool batches_on_device = resolve_batches_on_device(config, device, resized_crops);
+  data::NodeBatchedLoader loader(
+      train_set, partition,
+      data::LoaderOptions()
+          .batch_size(config.data.batch_size)
+          .seed(config.run.seed)
+          .augment(augment)
+          .nodes(hosted_ids)
+          .batches_on(batches_on_device ? std::optional<at::Device>(device) : std::nullopt));
   const data::EvalBatches test_batches(test_set, config.data.eval_batch_size, augment);
 
   // Topology and model.
@@ -660,7 +680,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     elapsed_before = resumed->elapsed_s;
     result.epochs = epochs_from_json(resumed->epochs);
     // Every node's batches depend only on how many it has drawn: replay the draws.
-    for (std::int64_t r = 0; r < resumed->rounds_done; ++r) loader.next();
+    for (std::int64_t r = 0; r < resumed->rounds_done; ++r) loader.skip();
     say(format("resumed from %s after epoch %d (%lld steps)",
                (run_dir / kCheckpointFile).string().c_str(), resumed->epochs_done,
                static_cast<long long>(resumed->rounds_done)));
@@ -1009,6 +1029,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       // EvoNorm) ran, or the device-generic tensor operations.
       {"cuda_kernels", device.is_cuda() && quant::cuda::kernels_built()},
       {"cuda_graphs", graphed.graphs()},
+      // Where training batches were made (data.on_device): "host" or the device.
+      {"batches_on", batches_on_device ? device.str() : "host"},
       {"cuda_graph_obstacle", graph_obstacle}};
   nlohmann::json ranks = nlohmann::json::array();
   for (int r = 0; r < static_cast<int>(traffic_texts.size()); ++r) {
