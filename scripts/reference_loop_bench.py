@@ -383,8 +383,8 @@ def lpdt_images_per_s(args, precision):
         common = ["--nodes", str(args.lpdt_nodes), "--steps", str(args.steps), "--warmup",
                   str(args.warmup), "--channels", str(args.channels), "--size", str(args.size),
                   "--batch", str(args.batch), "--threads", str(args.lpdt_threads), "--json", out]
-        if precision == "fp32":
-            cmd = [args.lpdt, "bench", *common]
+        if precision in ("fp32", "bf16"):
+            cmd = [args.lpdt, "bench", "--model-precision", precision, *common]
         else:
             cmd = [args.lpdt, "bench", "--precision", "--modes", "int8-integer", *common]
         run = subprocess.run(cmd, capture_output=True, text=True)
@@ -393,7 +393,7 @@ def lpdt_images_per_s(args, precision):
         with open(out) as f:
             result = json.load(f)
     row = result["rows"][0]
-    if precision == "fp32":
+    if precision in ("fp32", "bf16"):
         return row["batched_images_per_s"], result.get("build", {}).get("git_revision", "?")
     return row["images_per_s"], result.get("build", {}).get("git_revision", "?")
 
@@ -441,6 +441,9 @@ def main():
     parser.add_argument("--lpdt", help="also time this lpdt binary's `bench` in alternation")
     parser.add_argument("--lpdt-nodes", type=int, default=8, help="nodes of the lpdt measurement")
     parser.add_argument("--lpdt-threads", type=int, default=0, help="lpdt's threads (0: all)")
+    parser.add_argument("--lpdt-precision", choices=["fp32", "bf16"], default="fp32",
+                        help="against the fp32 reference: lpdt's engine in float32, or with its "
+                             "convolutions in bfloat16 (model.precision = bf16)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="alternating rounds of the reference loop and lpdt")
     parser.add_argument("--json", help="also write the results here")
@@ -455,6 +458,9 @@ def main():
     cores = os.cpu_count() or 1
     if args.threads == 0:
         args.threads = cores if args.layout == "in-turn" else max(1, cores // args.nodes)
+    if args.precision != "fp32" and args.lpdt_precision != "fp32":
+        fail(f"--lpdt-precision {args.lpdt_precision} compares with the fp32 reference loop: "
+             f"drop it, or set --precision fp32")
     if args.lpdt and not os.access(args.lpdt, os.X_OK):
         fail(f"--lpdt {args.lpdt}: not an executable file")
 
@@ -465,13 +471,14 @@ def main():
         row = {"round": r + 1, "reference_step_ms": ms,
                "reference_images_per_s": args.nodes * args.batch / (ms / 1e3)}
         if args.lpdt:
-            row["lpdt_images_per_s"], row["lpdt_revision"] = lpdt_images_per_s(args, args.precision)
+            lpdt_precision = args.lpdt_precision if args.precision == "fp32" else args.precision
+            row["lpdt_images_per_s"], row["lpdt_revision"] = lpdt_images_per_s(args, lpdt_precision)
             row["ratio"] = row["lpdt_images_per_s"] / row["reference_images_per_s"]
         rows.append(row)
         line = (f"round {r + 1}: reference loop {args.precision} {args.layout}, {args.nodes} nodes: "
                 f"{ms:.1f} ms/step, {row['reference_images_per_s']:.0f} img/s")
         if args.lpdt:
-            mode = "engine fp32" if args.precision == "fp32" else "int8-integer"
+            mode = f"engine {args.lpdt_precision}" if args.precision == "fp32" else "int8-integer"
             line += (f" | lpdt {mode}, {args.lpdt_nodes} nodes: {row['lpdt_images_per_s']:.0f} "
                      f"img/s | ratio {row['ratio']:.2f}x")
         print(line, flush=True)

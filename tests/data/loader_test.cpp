@@ -38,6 +38,16 @@ torch::Tensor sample_ids(const Batch& batch) {
   return (centre.select(2, 0) + 256 * centre.select(2, 1)).round().to(torch::kInt64);
 }
 
+// Flips and padded crops after zero padding to height x width.
+AugmentOptions pad_flip_and_crop(int64_t padding, int64_t height, int64_t width) {
+  AugmentOptions aug;
+  aug.crop_padding = padding;
+  aug.horizontal_flip = true;
+  aug.pad_height = height;
+  aug.pad_width = width;
+  return aug;
+}
+
 Partition unequal_partition() {
   Partition p;
   p.node_indices = {{0, 1, 2, 3, 4}, {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, {30, 31, 32}};
@@ -87,12 +97,7 @@ TEST(Loader, DeterministicAndPrefetchEqual) {
   const Dataset d =
       make_synthetic(SyntheticOptions().num_classes(5).samples_per_class(40).height(8).width(8));
   const Partition p = partition_skew(d.labels, 4, 0.5, 7);
-  AugmentOptions aug;
-  aug.crop_padding = 2;
-  aug.horizontal_flip = true;
-  aug.pad_height = 10;
-  aug.pad_width = 12;
-  auto options = LoaderOptions().batch_size(8).seed(11).augment(aug);
+  auto options = LoaderOptions().batch_size(8).seed(11).augment(pad_flip_and_crop(2, 10, 12));
   NodeBatchedLoader with(d, p, LoaderOptions(options).prefetch(true));
   NodeBatchedLoader without(d, p, LoaderOptions(options).prefetch(false));
   NodeBatchedLoader deep(d, p, LoaderOptions(options).prefetch(true).prefetch_depth(5));
@@ -138,12 +143,8 @@ void expect_device_batches_equal_host_batches(torch::Device device) {
   const Dataset d =
       make_synthetic(SyntheticOptions().num_classes(5).samples_per_class(30).height(7).width(9));
   const Partition p = partition_skew(d.labels, 3, 0.5, 5);
-  AugmentOptions aug;
-  aug.crop_padding = 3;
-  aug.horizontal_flip = true;
-  aug.pad_height = 10;
-  aug.pad_width = 11;
-  const auto options = LoaderOptions().batch_size(16).seed(21).augment(aug);
+  const auto options =
+      LoaderOptions().batch_size(16).seed(21).augment(pad_flip_and_crop(3, 10, 11));
   NodeBatchedLoader host(d, p, options);
   NodeBatchedLoader on_device(d, p, LoaderOptions(options).batches_on(device));
   expect_same_batches(host, on_device, device, 25);  // 25 * 16 > 150 / 3: several passes
