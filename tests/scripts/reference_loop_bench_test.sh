@@ -23,6 +23,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "$py" "$script" --nodes 2 --steps 1 --warmup 0 --precision fp32 --layout in-turn \
   --lpdt "$lpdt" --lpdt-nodes 1 --json "$work/fp32.json" > "$work/fp32.txt"
+"$py" "$script" --nodes 2 --steps 1 --warmup 0 --precision fp32 --layout in-turn \
+  --lpdt "$lpdt" --lpdt-nodes 1 --lpdt-precision bf16 --json "$work/bf16.json" > "$work/bf16.txt"
 "$py" "$script" --nodes 2 --steps 1 --warmup 0 --precision int8 --layout in-turn \
   --lpdt "$lpdt" --lpdt-nodes 1 --json "$work/int8.json" > "$work/int8.txt"
 "$py" "$script" --nodes 2 --steps 1 --warmup 0 --precision fp32 --layout processes \
@@ -30,7 +32,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$py" - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
-for name, lpdt in (("fp32", True), ("int8", True), ("processes", False)):
+for name, lpdt in (("fp32", True), ("bf16", True), ("int8", True), ("processes", False)):
     result = json.load(open(f"{work}/{name}.json"))
     for key in ("date", "revision", "machine", "torch", "threads", "config"):
         assert key in result, f"{name}.json lacks {key}"
@@ -45,6 +47,7 @@ for name, lpdt in (("fp32", True), ("int8", True), ("processes", False)):
 print("json ok")
 PY
 grep -q "reference loop int8 in-turn, 2 nodes" "$work/int8.txt" || fail "int8 line: $(cat "$work/int8.txt")"
+grep -q "lpdt engine bf16, 1 nodes" "$work/bf16.txt" || fail "bf16 line: $(cat "$work/bf16.txt")"
 
 expect_refused() {  # expect_refused MESSAGE ARGS...: exits non-zero and says MESSAGE
   local message="$1"
@@ -56,4 +59,5 @@ expect_refused "needs 32" --size 28
 expect_refused "expected at least 1" --nodes 0
 expect_refused "not an executable file" --lpdt "$work/no-such-binary"
 expect_refused "needs at least 2 nodes" --nodes 1 --layout processes
+expect_refused "compares with the fp32 reference loop" --precision int8 --lpdt-precision bf16
 echo "reference_loop_bench: ok"
