@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "finite_difference.h"
+#include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/nn/q_conv2d.h"
 #include "lpdt/nn/q_linear.h"
 #include "lpdt/nn/range_batch_norm.h"
@@ -460,12 +461,17 @@ void expect_runs_agree(const FusedRun& actual, const FusedRun& expected) {
 }
 
 // The fused CPU operation against the composite version.
+// At every vector level this CPU runs (core/cpu_dispatch.h).
 TEST_P(RangeEvoNormFused, MatchesTheCompositeVersion) {
   FusedSetup setup(GetParam(), 15);
   setup.norm.use_fused_kernel(false);
   const FusedRun composite = setup.run(at::kCPU);
   setup.norm.use_fused_kernel(true);
-  expect_runs_agree(setup.run(at::kCPU), composite);
+  for (const SimdLevel level : cpu_simd_levels()) {
+    ScopedSimdLevel scoped(level);
+    SCOPED_TRACE(simd_level_name(level));
+    expect_runs_agree(setup.run(at::kCPU), composite);
+  }
 }
 
 // On a machine with a GPU: the layer on CUDA tensors (the CUDA kernels for the range statistic in
@@ -520,6 +526,7 @@ std::string slice_case(const SliceShape& shape, int trial, std::int64_t node) {
          std::to_string(node);
 }
 
+// At every vector level this CPU runs, each equal to the baseline level's too.
 TEST(RangeEvoNorm, VectorisedRangeStatisticEqualsTheSequentialOne) {
   using Shape = SliceShape;
   torch::manual_seed(21);
@@ -546,16 +553,27 @@ TEST(RangeEvoNorm, VectorisedRangeStatisticEqualsTheSequentialOne) {
           return slice_range_statistic(slice, pixels, stride, shape.channels, shape.groups, chunks,
                                        0.3f, sequential);
         };
-        const SliceRangeStatistic fast = args(false), reference = args(true);
-        const std::string where = slice_case(shape, trial, node);
-        EXPECT_EQ(fast.arg_max, reference.arg_max) << where;
-        EXPECT_EQ(fast.arg_min, reference.arg_min) << where;
-        ASSERT_EQ(fast.scale.size(), reference.scale.size());
-        for (std::size_t g = 0; g < fast.scale.size(); ++g) {
-          if (std::isnan(reference.scale[g])) {
-            EXPECT_TRUE(std::isnan(fast.scale[g])) << where;
-          } else {
-            EXPECT_EQ(fast.scale[g], reference.scale[g]) << where << ", group " << g;
+        SliceRangeStatistic baseline;
+        {
+          ScopedSimdLevel scoped(SimdLevel::kBaseline);
+          baseline = args(true);
+        }
+        for (const SimdLevel level : cpu_simd_levels()) {
+          ScopedSimdLevel scoped(level);
+          const SliceRangeStatistic fast = args(false), reference = args(true);
+          const std::string where = slice_case(shape, trial, node) + ", " + simd_level_name(level);
+          EXPECT_EQ(reference.arg_max, baseline.arg_max) << where;
+          EXPECT_EQ(reference.arg_min, baseline.arg_min) << where;
+          EXPECT_EQ(fast.arg_max, reference.arg_max) << where;
+          EXPECT_EQ(fast.arg_min, reference.arg_min) << where;
+          ASSERT_EQ(fast.scale.size(), reference.scale.size());
+          for (std::size_t g = 0; g < fast.scale.size(); ++g) {
+            if (std::isnan(reference.scale[g])) {
+              EXPECT_TRUE(std::isnan(fast.scale[g])) << where;
+            } else {
+              EXPECT_EQ(fast.scale[g], reference.scale[g]) << where << ", group " << g;
+              EXPECT_EQ(reference.scale[g], baseline.scale[g]) << where << ", group " << g;
+            }
           }
         }
       }
@@ -584,16 +602,19 @@ TEST(RangeEvoNorm, RangeStatisticOfCodesEqualsTheOneOfTheirValues) {
       for (std::int64_t node = 0; node < shape.nodes; ++node) {
         const float code_scale = 0.013f * static_cast<float>(node + 1), zero_point = 97.0f + node;
         const at::Tensor values = (codes.to(at::kFloat) - zero_point) * code_scale;
-        const SliceRangeStatistic of_codes = slice_range_statistic_of_codes(
-            codes.data_ptr<std::uint8_t>() + node * shape.channels, code_scale, zero_point, pixels,
-            stride, shape.channels, shape.groups, chunks, 0.3f);
-        const SliceRangeStatistic reference =
-            slice_range_statistic(values.data_ptr<float>() + node * shape.channels, pixels, stride,
-                                  shape.channels, shape.groups, chunks, 0.3f, /*sequential=*/true);
-        const std::string where = slice_case(shape, trial, node);
-        EXPECT_EQ(of_codes.arg_max, reference.arg_max) << where;
-        EXPECT_EQ(of_codes.arg_min, reference.arg_min) << where;
-        EXPECT_EQ(of_codes.scale, reference.scale) << where;
+        for (const SimdLevel level : cpu_simd_levels()) {
+          ScopedSimdLevel scoped(level);
+          const SliceRangeStatistic of_codes = slice_range_statistic_of_codes(
+              codes.data_ptr<std::uint8_t>() + node * shape.channels, code_scale, zero_point,
+              pixels, stride, shape.channels, shape.groups, chunks, 0.3f);
+          const SliceRangeStatistic reference = slice_range_statistic(
+              values.data_ptr<float>() + node * shape.channels, pixels, stride, shape.channels,
+              shape.groups, chunks, 0.3f, /*sequential=*/true);
+          const std::string where = slice_case(shape, trial, node) + ", " + simd_level_name(level);
+          EXPECT_EQ(of_codes.arg_max, reference.arg_max) << where;
+          EXPECT_EQ(of_codes.arg_min, reference.arg_min) << where;
+          EXPECT_EQ(of_codes.scale, reference.scale) << where;
+        }
       }
     }
   }

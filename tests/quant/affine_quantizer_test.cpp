@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/quant/fake_quant_ops.h"
 #include "lpdt/quant/stochastic_draws.h"
 
@@ -58,27 +59,33 @@ struct Case {
 
 class FakeQuantizeVsReference : public ::testing::TestWithParam<Case> {};
 
+// At every vector level this CPU runs (core/cpu_dispatch.h): the AVX2 and baseline kernels are
+// checked on an AVX-512 machine too.
 TEST_P(FakeQuantizeVsReference, EveryElementOfEveryNode) {
   const Case c = GetParam();
-  // Channels per node with 3 nodes: shorter than the kernels' 16-element chunks, exactly one
-  // chunk, and two chunks plus a remainder (each pixel's channels are one strided run of the
-  // block); a node alone: its block is one long run (the kernels' plain loops).
-  for (const auto& [k, channels] :
-       {std::pair<std::int64_t, std::int64_t>{3, 5}, {3, 16}, {3, 37}, {1, 37}}) {
-    const at::Tensor x = random_activation(2, k * channels, 3, 7, 11);
-    QuantizeRequest request{c.bits, c.scheme, c.rounding, DrawKey{42, 7, 4}, 3};
-    const NodeRange range = tensor_range(x, k);
-    const at::Tensor out = fake_quantize(x, k, range, request);
-    for (std::int64_t i = 0; i < k; ++i) {
-      const at::Tensor xi = node_elements(x, k, i);
-      const float lo = xi.min().item<float>(), hi = xi.max().item<float>();
-      EXPECT_EQ(range.min[i].item<float>(), lo);
-      EXPECT_EQ(range.max[i].item<float>(), hi);
-      const at::Tensor expected =
-          reference_fake_quantize(xi, lo, hi, c.bits, c.scheme, c.rounding == Rounding::kStochastic,
-                                  draw_stream(request.key, i, request.site));
-      EXPECT_TRUE(at::equal(node_elements(out, k, i), expected))
-          << "node " << i << " of " << k << ", " << channels << " channels";
+  for (const SimdLevel level : cpu_simd_levels()) {
+    ScopedSimdLevel scoped(level);
+    SCOPED_TRACE(simd_level_name(level));
+    // Channels per node with 3 nodes: shorter than the kernels' 16-element chunks, exactly one
+    // chunk, and two chunks plus a remainder (each pixel's channels are one strided run of the
+    // block); a node alone: its block is one long run (the kernels' plain loops).
+    for (const auto& [k, channels] :
+         {std::pair<std::int64_t, std::int64_t>{3, 5}, {3, 16}, {3, 37}, {1, 37}}) {
+      const at::Tensor x = random_activation(2, k * channels, 3, 7, 11);
+      QuantizeRequest request{c.bits, c.scheme, c.rounding, DrawKey{42, 7, 4}, 3};
+      const NodeRange range = tensor_range(x, k);
+      const at::Tensor out = fake_quantize(x, k, range, request);
+      for (std::int64_t i = 0; i < k; ++i) {
+        const at::Tensor xi = node_elements(x, k, i);
+        const float lo = xi.min().item<float>(), hi = xi.max().item<float>();
+        EXPECT_EQ(range.min[i].item<float>(), lo);
+        EXPECT_EQ(range.max[i].item<float>(), hi);
+        const at::Tensor expected = reference_fake_quantize(
+            xi, lo, hi, c.bits, c.scheme, c.rounding == Rounding::kStochastic,
+            draw_stream(request.key, i, request.site));
+        EXPECT_TRUE(at::equal(node_elements(out, k, i), expected))
+            << "node " << i << " of " << k << ", " << channels << " channels";
+      }
     }
   }
 }
@@ -96,30 +103,33 @@ INSTANTIATE_TEST_SUITE_P(SchemesBitsRoundings, FakeQuantizeVsReference,
 // node's elements in order, stochastic and nearest. The whole-node operations loop over a node's
 // short "samples" as one run; the element indices (and so the draws) must not change.
 TEST(FakeQuantize, NodeLeadingTensorsMatchTheReference) {
-  torch::manual_seed(31);
-  const std::vector<std::vector<std::int64_t>> shapes = {
-      {3, 37}, {1, 64}, {3, 5, 4, 3, 3}, {2, 16, 16, 3, 3}, {2, 4, 300}};
-  for (const auto& shape : shapes) {
-    const at::Tensor x = torch::randn(shape) * 1.5 + 0.2;
-    const std::int64_t k = shape[0];
-    for (Rounding rounding : {Rounding::kNearest, Rounding::kStochastic}) {
-      const QuantizeRequest request{8, QuantScheme::kGemmlowp, rounding, DrawKey{5, 3, 1}, 9};
-      const NodeRange range = tensor_range(x, k);
-      const at::Tensor out = fake_quantize(x, k, range, request);
-      const at::Tensor codes_back = dequantize(quantize(x, k, range, request), k);
-      for (std::int64_t i = 0; i < k; ++i) {
-        const at::Tensor xi = x[i].contiguous().view(-1);
-        const float lo = xi.min().item<float>(), hi = xi.max().item<float>();
-        ASSERT_EQ(range.min[i].item<float>(), lo) << "shape " << x.sizes() << ", node " << i;
-        ASSERT_EQ(range.max[i].item<float>(), hi) << "shape " << x.sizes() << ", node " << i;
-        const at::Tensor expected =
-            reference_fake_quantize(xi, lo, hi, 8, QuantScheme::kGemmlowp,
-                                    rounding == Rounding::kStochastic,
-                                    draw_stream(request.key, i, request.site));
-        EXPECT_TRUE(at::equal(out[i].contiguous().view(-1), expected))
-            << "shape " << x.sizes() << ", node " << i;
-        EXPECT_TRUE(at::equal(codes_back[i].contiguous().view(-1), expected))
-            << "codes, shape " << x.sizes() << ", node " << i;
+  for (const SimdLevel level : cpu_simd_levels()) {
+    ScopedSimdLevel scoped(level);
+    SCOPED_TRACE(simd_level_name(level));
+    torch::manual_seed(31);
+    const std::vector<std::vector<std::int64_t>> shapes = {
+        {3, 37}, {1, 64}, {3, 5, 4, 3, 3}, {2, 16, 16, 3, 3}, {2, 4, 300}};
+    for (const auto& shape : shapes) {
+      const at::Tensor x = torch::randn(shape) * 1.5 + 0.2;
+      const std::int64_t k = shape[0];
+      for (Rounding rounding : {Rounding::kNearest, Rounding::kStochastic}) {
+        const QuantizeRequest request{8, QuantScheme::kGemmlowp, rounding, DrawKey{5, 3, 1}, 9};
+        const NodeRange range = tensor_range(x, k);
+        const at::Tensor out = fake_quantize(x, k, range, request);
+        const at::Tensor codes_back = dequantize(quantize(x, k, range, request), k);
+        for (std::int64_t i = 0; i < k; ++i) {
+          const at::Tensor xi = x[i].contiguous().view(-1);
+          const float lo = xi.min().item<float>(), hi = xi.max().item<float>();
+          ASSERT_EQ(range.min[i].item<float>(), lo) << "shape " << x.sizes() << ", node " << i;
+          ASSERT_EQ(range.max[i].item<float>(), hi) << "shape " << x.sizes() << ", node " << i;
+          const at::Tensor expected = reference_fake_quantize(
+              xi, lo, hi, 8, QuantScheme::kGemmlowp, rounding == Rounding::kStochastic,
+              draw_stream(request.key, i, request.site));
+          EXPECT_TRUE(at::equal(out[i].contiguous().view(-1), expected))
+              << "shape " << x.sizes() << ", node " << i;
+          EXPECT_TRUE(at::equal(codes_back[i].contiguous().view(-1), expected))
+              << "codes, shape " << x.sizes() << ", node " << i;
+        }
       }
     }
   }
@@ -220,16 +230,20 @@ TEST(StochasticRounding, DrawsAreUniformAndUncorrelated) {
 TEST(StochasticRounding, WindowsOfDrawsEqualTheScalarDraws) {
   const std::uint64_t stream = draw_stream(DrawKey{11, 2, 5}, 1, 7);
   std::vector<float> window(kMaxDrawsAtOnce);
-  for (std::uint64_t index0 : {0ull, 1ull, 6ull, 17ull, (1ull << 33) + 3}) {
-    for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{15}, std::int64_t{16},
-                           std::int64_t{33}, kMaxDrawsAtOnce}) {
-      std::fill(window.begin(), window.end(), 7.0f);
-      centered_uniforms(stream, index0, n, window.data());
-      for (std::int64_t e = 0; e < n; ++e) {
-        ASSERT_EQ(window[e], centered_uniform(stream, index0 + static_cast<std::uint64_t>(e)))
-            << "index0 " << index0 << ", n " << n << ", element " << e;
+  for (const SimdLevel level : cpu_simd_levels()) {
+    ScopedSimdLevel scoped(level);
+    SCOPED_TRACE(simd_level_name(level));
+    for (std::uint64_t index0 : {0ull, 1ull, 6ull, 17ull, (1ull << 33) + 3}) {
+      for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{15}, std::int64_t{16},
+                             std::int64_t{33}, kMaxDrawsAtOnce}) {
+        std::fill(window.begin(), window.end(), 7.0f);
+        centered_uniforms(stream, index0, n, window.data());
+        for (std::int64_t e = 0; e < n; ++e) {
+          ASSERT_EQ(window[e], centered_uniform(stream, index0 + static_cast<std::uint64_t>(e)))
+              << "index0 " << index0 << ", n " << n << ", element " << e;
+        }
+        for (std::int64_t e = n; e < kMaxDrawsAtOnce; ++e) ASSERT_EQ(window[e], 7.0f) << "past n";
       }
-      for (std::int64_t e = n; e < kMaxDrawsAtOnce; ++e) ASSERT_EQ(window[e], 7.0f) << "past n";
     }
   }
   EXPECT_THROW(centered_uniforms(stream, 0, kMaxDrawsAtOnce + 1, window.data()), std::exception);
@@ -255,16 +269,21 @@ TEST(StochasticRounding, DrawsDoNotDependOnHowNodesAreGrouped) {
 }
 
 TEST(Quantize, CodesDequantizeToTheFakeQuantizedValues) {
-  // Below, at and past a 16-element chunk, and one long run (a node alone).
-  for (const auto& [k, channels] :
-       {std::pair<std::int64_t, std::int64_t>{3, 8}, {3, 16}, {3, 37}, {1, 37}}) {
-    const at::Tensor x = random_activation(4, k * channels, 6, 6, 21);
-    QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{3, 1, 0}, 5};
-    const NodeRange range = sample_mean_range(x, k);
-    const QuantizedTensor q = quantize(x, k, range, request);
-    EXPECT_EQ(q.codes.scalar_type(), at::kByte);
-    EXPECT_TRUE(at::equal(dequantize(q, k), fake_quantize(x, k, range, request)))
-        << k << " nodes, " << channels << " channels";
+  for (const SimdLevel level : cpu_simd_levels()) {
+    ScopedSimdLevel scoped(level);
+    SCOPED_TRACE(simd_level_name(level));
+    // Below, at and past a 16-element chunk, and one long run (a node alone).
+    for (const auto& [k, channels] :
+         {std::pair<std::int64_t, std::int64_t>{3, 8}, {3, 16}, {3, 37}, {1, 37}}) {
+      const at::Tensor x = random_activation(4, k * channels, 6, 6, 21);
+      QuantizeRequest request{8, QuantScheme::kGemmlowp, Rounding::kStochastic, DrawKey{3, 1, 0},
+                              5};
+      const NodeRange range = sample_mean_range(x, k);
+      const QuantizedTensor q = quantize(x, k, range, request);
+      EXPECT_EQ(q.codes.scalar_type(), at::kByte);
+      EXPECT_TRUE(at::equal(dequantize(q, k), fake_quantize(x, k, range, request)))
+          << k << " nodes, " << channels << " channels";
+    }
   }
 }
 

@@ -39,35 +39,48 @@ constexpr std::int64_t kChunkLanes = 16;  // >= the reference's 16 chunks (range
 // starting from -inf (+inf) at position 0. Without NaN that is each chunk's max (min) and its
 // first occurrence; with a NaN (a diverged step) it is the sequential rule itself, so the
 // positions always name an element of the chunk. chunked: [m, kChunkLanes]; outputs [kChunkLanes].
-LPDT_CPU_CLONES void scan_chunks(const float* __restrict chunked, std::int64_t m,
-                                 float* __restrict hi_out, float* __restrict lo_out,
-                                 std::int32_t* __restrict hi_at_out,
-                                 std::int32_t* __restrict lo_at_out) {
-  using Lanes = float __attribute__((vector_size(kChunkLanes * sizeof(float))));
-  using Positions = std::int32_t __attribute__((vector_size(kChunkLanes * sizeof(std::int32_t))));
-  Lanes hi, lo;
-  Positions hi_at{}, lo_at{};
-  for (std::int64_t j = 0; j < kChunkLanes; ++j) {
-    hi[j] = -std::numeric_limits<float>::infinity();
-    lo[j] = std::numeric_limits<float>::infinity();
+// The chunks' lanes go kLanes at a time, one register of the level (core/cpu_dispatch.h).
+struct ScanChunks {
+  template <int kLanes>
+  [[gnu::always_inline]] static void run(const float* __restrict chunked, std::int64_t m,
+                                         float* __restrict hi_out, float* __restrict lo_out,
+                                         std::int32_t* __restrict hi_at_out,
+                                         std::int32_t* __restrict lo_at_out) {
+    static_assert(kChunkLanes % kLanes == 0, "the chunk lanes are whole registers");
+    constexpr int kVectors = kChunkLanes / kLanes;
+    using Lanes = Simd<float, kLanes>;
+    using Positions = Simd<std::int32_t, kLanes>;
+    Lanes hi[kVectors], lo[kVectors];
+    Positions hi_at[kVectors], lo_at[kVectors];
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    for (int u = 0; u < kVectors; ++u) {
+      hi[u] = Lanes{} - kInf;
+      lo[u] = Lanes{} + kInf;
+      hi_at[u] = Positions{};
+      lo_at[u] = Positions{};
+    }
+    for (std::int64_t t = 0; t < m; ++t) {
+      const Positions position = Positions{} + static_cast<std::int32_t>(t);
+      for (int u = 0; u < kVectors; ++u) {
+        Lanes v;
+        std::memcpy(&v, chunked + t * kChunkLanes + u * kLanes, sizeof v);
+        const Positions up = ~(v <= hi[u]), down = ~(v >= lo[u]);
+        hi[u] = up ? v : hi[u];
+        hi_at[u] = up ? position : hi_at[u];
+        lo[u] = down ? v : lo[u];
+        lo_at[u] = down ? position : lo_at[u];
+      }
+    }
+    for (int u = 0; u < kVectors; ++u) {
+      for (int j = 0; j < kLanes; ++j) {
+        hi_out[u * kLanes + j] = hi[u][j];
+        lo_out[u * kLanes + j] = lo[u][j];
+        hi_at_out[u * kLanes + j] = hi_at[u][j];
+        lo_at_out[u * kLanes + j] = lo_at[u][j];
+      }
+    }
   }
-  for (std::int64_t t = 0; t < m; ++t) {
-    Lanes v;
-    std::memcpy(&v, chunked + t * kChunkLanes, sizeof v);
-    const Positions position = Positions{} + static_cast<std::int32_t>(t);
-    const Positions up = ~(v <= hi), down = ~(v >= lo);
-    hi = up ? v : hi;
-    hi_at = up ? position : hi_at;
-    lo = down ? v : lo;
-    lo_at = down ? position : lo_at;
-  }
-  for (std::int64_t j = 0; j < kChunkLanes; ++j) {
-    hi_out[j] = hi[j];
-    lo_out[j] = lo[j];
-    hi_at_out[j] = hi_at[j];
-    lo_at_out[j] = lo_at[j];
-  }
-}
+};
 
 // Range statistic of every group of one slice (reference spec 7.3): the groups' elements in
 // NCHW order (channel-major), split into `chunks` chunks of m; for each chunk the first max and
@@ -96,7 +109,7 @@ void group_ranges_sequential(const float* x, const Slice& s, std::int64_t groups
         if (++t == m) t = 0, ++j;
       }
     }
-    scan_chunks(chunked.data(), m, hi, lo, hi_at, lo_at);
+    run_simd_kernel<ScanChunks>(chunked.data(), m, hi, lo, hi_at, lo_at);
     float sum = 0.0f;
     for (std::int64_t c = 0; c < chunks; ++c) {
       // Element c * m + t of the group: channel g * cg + e / pixels, pixel e % pixels.
@@ -131,7 +144,7 @@ inline __attribute__((always_inline)) void for_each_channel(std::int64_t channel
 constexpr std::int64_t kMinRun = 4;
 
 // Per-channel extremes of one slice's runs of pixels [r * run, (r + 1) * run), each by
-// scan_chunks' sequential rule (a channel takes v when !(v <= hi), resp. !(v >= lo), from -inf
+// ScanChunks' sequential rule (a channel takes v when !(v <= hi), resp. !(v >= lo), from -inf
 // resp. +inf at the run's first pixel), reading each pixel's contiguous channels as one vector.
 // hi, lo: [runs, C]; hi_at, lo_at: the pixels. Returns whether the slice holds a NaN.
 // Element types: float (the activations), or 8-bit codes read as int32 lanes (8-bit models: a

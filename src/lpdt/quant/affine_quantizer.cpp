@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,41 +23,44 @@ namespace {
 // The min and max of a block of `rows` runs of `cols` contiguous floats, row_stride apart (one
 // node's part of a sample: in a k-node channels-last tensor, a node's C channels of every pixel).
 // One call per block, not per run: runs are as short as C = 16 floats.
-LPDT_CPU_CLONES void block_min_max(const float* __restrict p, std::int64_t rows, std::int64_t cols,
-                                   std::int64_t row_stride, float& lo_out, float& hi_out) {
-  // Sixteen lanes as a GCC vector: with `omp simd` min/max reductions, or plain lane arrays at -O3,
-  // GCC emits one scalar vminss per element (measured: 19% of an integer-backend step); this form
-  // is vminps/vmaxps. `v < lo ? v : lo` is the scalar std::min(lo, v) in every lane, so a NaN is
-  // skipped as before.
-  using Lanes = float __attribute__((vector_size(64)));
-  constexpr int kLanes = 16;
-  Lanes lo, hi;
-  for (int j = 0; j < kLanes; ++j) {
-    lo[j] = lo_out;
-    hi[j] = hi_out;
-  }
-  float l = lo_out, h = hi_out;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* __restrict run = p + r * row_stride;
-    std::int64_t c = 0;
-    for (; c + kLanes <= cols; c += kLanes) {
-      Lanes v;
-      std::memcpy(&v, run + c, sizeof v);
-      lo = v < lo ? v : lo;
-      hi = v > hi ? v : hi;
+struct BlockMinMax {
+  // kLanes floats as a GCC vector, one register of the level (core/cpu_dispatch.h): with `omp
+  // simd` min/max reductions, or plain lane arrays at -O3, GCC emits one scalar vminss per element
+  // (measured: 19% of an integer-backend step); this form is vminps/vmaxps. `v < lo ? v : lo` is
+  // the scalar std::min(lo, v) in every lane, so a NaN is skipped as before.
+  template <int kLanes>
+  [[gnu::always_inline]] static void run(const float* __restrict p, std::int64_t rows,
+                                         std::int64_t cols, std::int64_t row_stride, float& lo_out,
+                                         float& hi_out) {
+    using Lanes = Simd<float, kLanes>;
+    Lanes lo, hi;
+    for (int j = 0; j < kLanes; ++j) {
+      lo[j] = lo_out;
+      hi[j] = hi_out;
     }
-    for (; c < cols; ++c) {
-      l = run[c] < l ? run[c] : l;
-      h = run[c] > h ? run[c] : h;
+    float l = lo_out, h = hi_out;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* __restrict run = p + r * row_stride;
+      std::int64_t c = 0;
+      for (; c + kLanes <= cols; c += kLanes) {
+        Lanes v;
+        std::memcpy(&v, run + c, sizeof v);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+      }
+      for (; c < cols; ++c) {
+        l = run[c] < l ? run[c] : l;
+        h = run[c] > h ? run[c] : h;
+      }
     }
+    for (int j = 0; j < kLanes; ++j) {
+      l = lo[j] < l ? lo[j] : l;
+      h = hi[j] > h ? hi[j] : h;
+    }
+    lo_out = l;
+    hi_out = h;
   }
-  for (int j = 0; j < kLanes; ++j) {
-    l = lo[j] < l ? lo[j] : l;
-    h = hi[j] > h ? hi[j] : h;
-  }
-  lo_out = l;
-  hi_out = h;
-}
+};
 
 // The rows of one (node, sample) block as the loops below take them. Rows that lie back to back
 // (one node in the tensor) are one long run: longer loops for the vectoriser. The element index
@@ -82,7 +86,8 @@ void sample_min_max(const at::Tensor& xc, const NodeView& v, std::vector<float>&
       float lo = std::numeric_limits<float>::infinity();
       float hi = -lo;
       const Block b = block_of(v);
-      block_min_max(x + v.offset(node, sample, 0), b.rows, b.cols, b.row_stride, lo, hi);
+      run_simd_kernel<BlockMinMax>(x + v.offset(node, sample, 0), b.rows, b.cols, b.row_stride, lo,
+                                   hi);
       mins[item] = lo;
       maxs[item] = hi;
     }
@@ -102,22 +107,45 @@ inline float scaled_value(float x, float scale, float zero_point, float min,
 // scalar by GCC's vectoriser (its vector loop wants more iterations than one row has; measured:
 // 13x slower per element in an 8-node pass), while a fixed 16 is exactly one AVX-512 vector.
 constexpr std::int64_t kChunk = 16;
-using Floats16 = float __attribute__((vector_size(kChunk * sizeof(float))));
-using Ints16 = std::int32_t __attribute__((vector_size(kChunk * sizeof(std::int32_t))));
-using Bytes16 = std::uint8_t __attribute__((vector_size(kChunk)));
-using Shorts16 = std::uint16_t __attribute__((vector_size(kChunk * sizeof(std::uint16_t))));
-// Conversions between 16 codes and 16 floats (by reference: a vector argument or result would tie
-// these helpers to an ABI). GCC 12 lowers a byte -> int __builtin_convertvector to 16 scalar
-// extractions, and a shuffle of the 16 bytes into a 64-byte vector through the stack (a 64-byte
-// load of a 16-byte store, which waits for it: docs/benchmarks.md, low precision item 26); byte ->
-// 16-bit -> 32-bit conversions stay in registers (vpmovzxbw, vpmovzxwd). The other way, int ->
-// byte, is one vpmovdb.
-inline void floats_of(const Bytes16& codes, Floats16& out) {
-  const Shorts16 wide = __builtin_convertvector(codes, Shorts16);
-  out = __builtin_convertvector(__builtin_convertvector(wide, Ints16), Floats16);
+// Conversions between kLanes codes and kLanes floats, one register of the level
+// (core/cpu_dispatch.h), through memory (a vector argument or result would tie these helpers to
+// an ABI). Codes to floats widen byte -> 16-bit -> 32-bit: GCC 12 lowers a byte -> int
+// __builtin_convertvector to scalar extractions, and a shuffle of 16 bytes into a 64-byte vector
+// through the stack (a 64-byte load of a 16-byte store, which waits for it: docs/benchmarks.md,
+// low precision item 26), while vpmovzxbw / vpmovzxwd stay in registers.
+template <int kLanes>
+[[gnu::always_inline]] inline void load_code_floats(const std::uint8_t* __restrict in,
+                                                    Simd<float, kLanes>& out) {
+  Simd<std::uint8_t, kLanes> codes;
+  std::memcpy(&codes, in, sizeof codes);
+  const auto wide = __builtin_convertvector(codes, Simd<std::uint16_t, kLanes>);
+  out = __builtin_convertvector(__builtin_convertvector(wide, Simd<std::int32_t, kLanes>),
+                                Simd<float, kLanes>);
 }
-inline void codes_of(const Floats16& rounded, Bytes16& out) {  // exact for the integers 0..255
-  out = __builtin_convertvector(__builtin_convertvector(rounded, Ints16), Bytes16);
+// Floats holding the integers 0..255 to codes. AVX-512 narrows int32 to bytes in one vpmovdb;
+// below it GCC extracts every lane, so the codes are picked as the low byte of each int32 lane
+// (little-endian) by one byte shuffle (vpshufb and a lane permute on AVX2).
+template <int kLanes>
+[[gnu::always_inline]] inline void store_codes(const Simd<float, kLanes>& rounded,
+                                               std::uint8_t* __restrict out) {
+  using Ints = Simd<std::int32_t, kLanes>;
+  using Codes = Simd<std::uint8_t, kLanes>;
+  const Ints ints = __builtin_convertvector(rounded, Ints);
+  Codes codes;
+  if constexpr (kLanes == kSimdFloatLanes<SimdLevel::kAvx512> ||
+                std::endian::native != std::endian::little) {
+    codes = __builtin_convertvector(ints, Codes);
+  } else if constexpr (kLanes == 8) {
+    using Bytes = Simd<std::uint8_t, 4 * kLanes>;
+    const Bytes bytes = reinterpret_cast<Bytes>(ints);
+    codes = __builtin_shufflevector(bytes, bytes, 0, 4, 8, 12, 16, 20, 24, 28);
+  } else {
+    static_assert(kLanes == 4, "lanes of a level");
+    using Bytes = Simd<std::uint8_t, 4 * kLanes>;
+    const Bytes bytes = reinterpret_cast<Bytes>(ints);
+    codes = __builtin_shufflevector(bytes, bytes, 0, 4, 8, 12);
+  }
+  std::memcpy(out, &codes, sizeof codes);
 }
 // Rows at least this long (a node alone in its pass: the whole block is one run) take plain
 // loops, which GCC vectorises with wider steps and its own remainders: measured 25% faster there
@@ -216,59 +244,62 @@ LPDT_CPU_CLONES void fake_quantize_block(const float* __restrict x, float* __res
 // rounded values are staged as floats first: with the 8-bit store in the same loop GCC sizes every
 // vector by the 16 bytes of codes (xmm registers, 4 floats and 2 hashes each); staged, the floats
 // and hashes fill AVX-512 registers.
-LPDT_CPU_CLONES void quantize_codes_block(const float* __restrict x, std::uint8_t* __restrict out,
-                                          std::int64_t rows, std::int64_t cols,
-                                          std::int64_t row_stride, float scale, float zero_point,
-                                          float qmax, bool stochastic, std::uint64_t stream,
-                                          std::uint64_t index0) {
-  const auto code = [&](std::int64_t r, std::int64_t c, float draw) {
-    const float y = scaled_value(x[r * row_stride + c], scale, zero_point, 0.0f,
-                                 /*reference_scheme=*/false) +
-                    draw;
-    return round_half_even(std::min(std::max(y, 0.0f), qmax));
-  };
-  if (cols >= kLongRun) {
-    const auto store = [&](std::int64_t r, std::int64_t c, float draw) {
-      out[r * row_stride + c] = static_cast<std::uint8_t>(code(r, c, draw));
+struct QuantizeCodesBlock {
+  template <int kLanes>
+  [[gnu::always_inline]] static void run(const float* __restrict x, std::uint8_t* __restrict out,
+                                         std::int64_t rows, std::int64_t cols,
+                                         std::int64_t row_stride, float scale, float zero_point,
+                                         float qmax, bool stochastic, std::uint64_t stream,
+                                         std::uint64_t index0) {
+    const auto code = [&](std::int64_t r, std::int64_t c, float draw) {
+      const float y = scaled_value(x[r * row_stride + c], scale, zero_point, 0.0f,
+                                   /*reference_scheme=*/false) +
+                      draw;
+      return round_half_even(std::min(std::max(y, 0.0f), qmax));
     };
-    if (stochastic) return for_each_with_draws(rows, cols, stream, index0, store);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const float y = scaled_value(x[r * row_stride + c], scale, zero_point, 0.0f,
-                                     /*reference_scheme=*/false);
-        out[r * row_stride + c] =
-            static_cast<std::uint8_t>(round_half_even(std::min(std::max(y, 0.0f), qmax)));
+    if (cols >= kLongRun) {
+      const auto store = [&](std::int64_t r, std::int64_t c, float draw) {
+        out[r * row_stride + c] = static_cast<std::uint8_t>(code(r, c, draw));
+      };
+      if (stochastic) return for_each_with_draws(rows, cols, stream, index0, store);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const float y = scaled_value(x[r * row_stride + c], scale, zero_point, 0.0f,
+                                       /*reference_scheme=*/false);
+          out[r * row_stride + c] =
+              static_cast<std::uint8_t>(round_half_even(std::min(std::max(y, 0.0f), qmax)));
+        }
       }
+      return;
     }
-    return;
-  }
-  // Short rows: each chunk of 16 staged as floats, then stored as 16 codes at once.
-  alignas(64) float draws[kMaxDrawsAtOnce] = {};
-  const std::int64_t window_rows = std::max<std::int64_t>(1, kMaxDrawsAtOnce / cols);
-  for (std::int64_t r0 = 0; r0 < rows; r0 += window_rows) {
-    const std::int64_t r_end = std::min(rows, r0 + window_rows);
-    if (stochastic) {
-      centered_uniforms(stream, index0 + static_cast<std::uint64_t>(r0 * cols), (r_end - r0) * cols,
-                        draws);
-    }
-    for (std::int64_t r = r0; r < r_end; ++r) {
-      const float* __restrict row_draws = draws + (stochastic ? (r - r0) * cols : 0);
-      std::uint8_t* __restrict o = out + r * row_stride;
-      std::int64_t c = 0;
-      for (; c + kChunk <= cols; c += kChunk) {
-        float staged[kChunk];
+    // Short rows: each chunk of 16 staged as floats, then stored as 16 codes at once.
+    alignas(64) float draws[kMaxDrawsAtOnce] = {};
+    const std::int64_t window_rows = std::max<std::int64_t>(1, kMaxDrawsAtOnce / cols);
+    for (std::int64_t r0 = 0; r0 < rows; r0 += window_rows) {
+      const std::int64_t r_end = std::min(rows, r0 + window_rows);
+      if (stochastic) {
+        centered_uniforms(stream, index0 + static_cast<std::uint64_t>(r0 * cols),
+                          (r_end - r0) * cols, draws);
+      }
+      for (std::int64_t r = r0; r < r_end; ++r) {
+        const float* __restrict row_draws = draws + (stochastic ? (r - r0) * cols : 0);
+        std::uint8_t* __restrict o = out + r * row_stride;
+        std::int64_t c = 0;
+        for (; c + kChunk <= cols; c += kChunk) {
+          float staged[kChunk];
 #pragma omp simd
-        for (std::int64_t j = 0; j < kChunk; ++j) staged[j] = code(r, c + j, row_draws[c + j]);
-        Floats16 rounded;
-        std::memcpy(&rounded, staged, sizeof rounded);
-        Bytes16 codes;
-        codes_of(rounded, codes);
-        std::memcpy(o + c, &codes, sizeof codes);
+          for (std::int64_t j = 0; j < kChunk; ++j) staged[j] = code(r, c + j, row_draws[c + j]);
+          for (std::int64_t j = 0; j < kChunk; j += kLanes) {
+            Simd<float, kLanes> rounded;
+            std::memcpy(&rounded, staged + j, sizeof rounded);
+            store_codes<kLanes>(rounded, o + c + j);
+          }
+        }
+        for (; c < cols; ++c) o[c] = static_cast<std::uint8_t>(code(r, c, row_draws[c]));
       }
-      for (; c < cols; ++c) o[c] = static_cast<std::uint8_t>(code(r, c, row_draws[c]));
     }
   }
-}
+};
 
 void quantize_block(const float* x, float* out, const NodeView& v, const AffineParams& p,
                     float qmax, bool stochastic, std::uint64_t stream, std::uint64_t index0) {
@@ -279,39 +310,41 @@ void quantize_block(const float* x, float* out, const NodeView& v, const AffineP
 void quantize_block(const float* x, std::uint8_t* out, const NodeView& v, const AffineParams& p,
                     float qmax, bool stochastic, std::uint64_t stream, std::uint64_t index0) {
   const Block b = block_of(v);
-  quantize_codes_block(x, out, b.rows, b.cols, b.row_stride, p.scale, p.zero_point, qmax,
-                       stochastic, stream, index0);
+  run_simd_kernel<QuantizeCodesBlock>(x, out, b.rows, b.cols, b.row_stride, p.scale, p.zero_point,
+                                      qmax, stochastic, stream, index0);
 }
 
 // Codes back to real values, (q - z) * s, for one block (as above).
-LPDT_CPU_CLONES void dequantize_block(const std::uint8_t* __restrict codes, float* __restrict out,
-                                      std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
-                                      float scale, float zero_point) {
-  if (cols >= kLongRun) {
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const std::int64_t at = r * row_stride + c;
-        out[at] = (static_cast<float>(codes[at]) - zero_point) * scale;
+struct DequantizeBlock {
+  template <int kLanes>
+  [[gnu::always_inline]] static void run(const std::uint8_t* __restrict codes,
+                                         float* __restrict out, std::int64_t rows,
+                                         std::int64_t cols, std::int64_t row_stride, float scale,
+                                         float zero_point) {
+    if (cols >= kLongRun) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const std::int64_t at = r * row_stride + c;
+          out[at] = (static_cast<float>(codes[at]) - zero_point) * scale;
+        }
       }
+      return;
     }
-    return;
-  }
-  // GCC vectors for the chunks: as a loop, the 16 bytes of codes size every vector to xmm.
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const std::uint8_t* __restrict in = codes + r * row_stride;
-    float* __restrict o = out + r * row_stride;
-    std::int64_t c = 0;
-    for (; c + kChunk <= cols; c += kChunk) {
-      Bytes16 q;
-      std::memcpy(&q, in + c, sizeof q);
-      Floats16 values;
-      floats_of(q, values);
-      values = (values - zero_point) * scale;
-      std::memcpy(o + c, &values, sizeof values);
+    // GCC vectors for the chunks: as a loop, the kLanes bytes of codes size every vector to xmm.
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::uint8_t* __restrict in = codes + r * row_stride;
+      float* __restrict o = out + r * row_stride;
+      std::int64_t c = 0;
+      for (; c + kLanes <= cols; c += kLanes) {
+        Simd<float, kLanes> values;
+        load_code_floats<kLanes>(in + c, values);
+        values = (values - zero_point) * scale;
+        std::memcpy(o + c, &values, sizeof values);
+      }
+      for (; c < cols; ++c) o[c] = (static_cast<float>(in[c]) - zero_point) * scale;
     }
-    for (; c < cols; ++c) o[c] = (static_cast<float>(in[c]) - zero_point) * scale;
   }
-}
+};
 
 // Each node's stream of stochastic-rounding draws (zeros when rounding to nearest).
 std::vector<std::uint64_t> node_streams(const QuantizeRequest& request, std::int64_t nodes) {
@@ -478,8 +511,9 @@ void dequantize_sample(const QuantizedTensor& q, const NodeView& v, std::int64_t
   const Block b = block_of(v);
   for (std::int64_t node = 0; node < v.nodes; ++node) {
     const std::int64_t offset = v.offset(node, 0, 0);
-    dequantize_block(codes + offset, out + offset, b.rows, b.cols, b.row_stride,
-                     q.scale.data_ptr<float>()[node], q.zero_point.data_ptr<float>()[node]);
+    run_simd_kernel<DequantizeBlock>(codes + offset, out + offset, b.rows, b.cols, b.row_stride,
+                                     q.scale.data_ptr<float>()[node],
+                                     q.zero_point.data_ptr<float>()[node]);
   }
 }
 
@@ -499,8 +533,8 @@ at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
     for (std::int64_t item = begin; item < end; ++item) {
       const std::int64_t node = item / v.samples, sample = item % v.samples;
       const std::int64_t offset = v.offset(node, sample, 0);
-      dequantize_block(codes + offset, o + offset, b.rows, b.cols, b.row_stride, scales[node],
-                       zero_points[node]);
+      run_simd_kernel<DequantizeBlock>(codes + offset, o + offset, b.rows, b.cols, b.row_stride,
+                                       scales[node], zero_points[node]);
     }
   });
   return out;

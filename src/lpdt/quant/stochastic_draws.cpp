@@ -2,12 +2,50 @@
 
 #include <bit>
 #include <cstring>
+#include <utility>
 
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/rng.h"
 
 namespace lpdt::quant {
+
+namespace {
+
+// The first n / kLanes * kLanes draws of a window that starts on a pair (index0 even): kLanes / 2
+// mixes as one vector of 64-bit lanes, read as kLanes 32-bit halves in element order; returns how
+// many it wrote. kLanes floats fill one register of the level (core/cpu_dispatch.h); a wider
+// vector would be lowered through the stack on a narrower CPU.
+struct WholePairDraws {
+  template <int kLanes>
+  [[gnu::always_inline]] static std::int64_t run(std::uint64_t stream, std::uint64_t first_pair,
+                                                 std::int64_t n, float* __restrict out) {
+    constexpr int kPairs = kLanes / 2;
+    using Mixes = Simd<std::uint64_t, kPairs>;
+    using Halves = Simd<std::uint32_t, kLanes>;
+    using Ints = Simd<std::int32_t, kLanes>;
+    using Draws = Simd<float, kLanes>;
+    Mixes lane;
+    for (int j = 0; j < kPairs; ++j) lane[j] = static_cast<std::uint64_t>(j);
+    std::int64_t e0 = 0;
+    for (; e0 + kLanes <= n; e0 += kLanes) {
+      Mixes h = (first_pair + static_cast<std::uint64_t>(e0 / 2)) + lane;
+      mix_pairs(stream, h);
+      Halves halves;
+      std::memcpy(&halves, &h, sizeof halves);
+      if constexpr (std::endian::native != std::endian::little) {
+        for (int j = 0; j < kLanes; j += 2) std::swap(halves[j], halves[j + 1]);
+      }
+      // 24-bit values: exact as signed 32-bit integers, whose conversion every level has.
+      const Ints top = reinterpret_cast<Ints>(halves >> 8);
+      const Draws d = __builtin_convertvector(top, Draws) * kTwoToMinus24 - 0.5f;
+      std::memcpy(out + e0, &d, sizeof d);
+    }
+    return e0;
+  }
+};
+
+}  // namespace
 
 LPDT_CPU_CLONES void centered_uniforms(std::uint64_t stream, std::uint64_t index0, std::int64_t n,
                                        float* __restrict out) {
@@ -17,27 +55,8 @@ LPDT_CPU_CLONES void centered_uniforms(std::uint64_t stream, std::uint64_t index
   const std::uint64_t first_pair = index0 >> 1;
   const std::int64_t skip = static_cast<std::int64_t>(index0 & 1);
   const std::int64_t pairs = (skip + n + 1) / 2;
-  std::int64_t e0 = 0;
-  if (skip == 0) {
-    // Eight mixes as one vector of 64-bit lanes, read as sixteen 32-bit halves in element order.
-    using Mixes = std::uint64_t __attribute__((vector_size(64)));
-    using Halves = std::uint32_t __attribute__((vector_size(64)));
-    using Draws = float __attribute__((vector_size(64)));
-    const Mixes lane = {0, 1, 2, 3, 4, 5, 6, 7};
-    for (; e0 + 16 <= n; e0 += 16) {
-      Mixes h = (first_pair + static_cast<std::uint64_t>(e0 / 2)) + lane;
-      mix_pairs(stream, h);
-      Halves halves;
-      if constexpr (std::endian::native == std::endian::little) {
-        std::memcpy(&halves, &h, sizeof halves);
-      } else {
-        halves = __builtin_shufflevector(reinterpret_cast<Halves>(h), reinterpret_cast<Halves>(h),
-                                         1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-      }
-      const Draws d = __builtin_convertvector(halves >> 8, Draws) * kTwoToMinus24 - 0.5f;
-      std::memcpy(out + e0, &d, sizeof d);
-    }
-  }
+  const std::int64_t e0 =
+      skip == 0 ? run_simd_kernel<WholePairDraws>(stream, first_pair, n, out) : 0;
   std::uint32_t halves[kMaxDrawsAtOnce + 2];
   for (std::int64_t p = (skip + e0) / 2; p < pairs; ++p) {
     const std::uint64_t h = pair_hash(stream, first_pair + static_cast<std::uint64_t>(p));
