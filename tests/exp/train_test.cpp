@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/experiment_config.h"
@@ -56,6 +57,7 @@ TEST(Train, SyntheticRunWritesRunFolderAndLearns) {
   const nlohmann::json summary = nlohmann::json::parse(in);
   EXPECT_EQ(summary["seed"], 1234);
   EXPECT_TRUE(summary["build"].contains("git_revision"));
+  EXPECT_EQ(summary["backend"]["cpu_kernels"], simd_level_name(cpu_simd_level()));
   EXPECT_EQ(summary["config"]["graph"]["nodes"], 4);
   EXPECT_NEAR(summary["final"]["average_model_accuracy"].get<double>(),
               result.final_evaluation.average_model_accuracy, 1e-9);

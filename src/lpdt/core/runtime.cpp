@@ -6,15 +6,19 @@
 
 #include <thread>
 
+#include "lpdt/core/cpu_dispatch.h"
+
 namespace lpdt {
 
 std::string RuntimeInfo::description() const {
   return std::to_string(intra_op_threads) + " intra-op threads" +
-         (malloc_tuned ? ", malloc mmap threshold 1 GiB" : "");
+         (malloc_tuned ? ", malloc mmap threshold 1 GiB" : "") + ", " + cpu_kernels +
+         " CPU kernels";
 }
 
 RuntimeInfo configure_runtime(int threads) {
   RuntimeInfo info;
+  info.cpu_kernels = simd_level_name(simd_level());
   info.intra_op_threads =
       threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(info.intra_op_threads);

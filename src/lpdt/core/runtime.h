@@ -7,6 +7,10 @@ namespace lpdt {
 struct RuntimeInfo {
   int intra_op_threads = 1;
   bool malloc_tuned = false;
+  // The vector level the project's CPU kernels run at (core/cpu_dispatch.h): "avx512", "avx2" or
+  // "baseline". Runs at different levels agree up to the last bits of float sums (oneDNN's
+  // kernels and fused multiply-adds differ by level); runs at one level are bit-identical.
+  std::string cpu_kernels = "baseline";
   std::string description() const;
 };
 

@@ -1023,6 +1023,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                               : "none"},
       {"runtime", runtime.description()},
       {"intra_op_threads", runtime.intra_op_threads},
+      // The vector level of the project's CPU kernels (core/cpu_dispatch.h).
+      {"cpu_kernels", runtime.cpu_kernels},
       {"nodes_per_pass", nodes_per_pass},
       {"conv_algorithm", "grouped"},
       // On a GPU: whether this build's fused CUDA kernels (quantizer, EvoNorm-S0, Range
