@@ -58,6 +58,7 @@ TEST(Train, SyntheticRunWritesRunFolderAndLearns) {
   EXPECT_EQ(summary["seed"], 1234);
   EXPECT_TRUE(summary["build"].contains("git_revision"));
   EXPECT_EQ(summary["backend"]["cpu_kernels"], simd_level_name(cpu_simd_level()));
+  EXPECT_TRUE(summary["warnings"].is_array());
   EXPECT_EQ(summary["config"]["graph"]["nodes"], 4);
   EXPECT_NEAR(summary["final"]["average_model_accuracy"].get<double>(),
               result.final_evaluation.average_model_accuracy, 1e-9);

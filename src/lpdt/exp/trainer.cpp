@@ -31,6 +31,7 @@
 #include "lpdt/exp/graphed_steps.h"
 #include "lpdt/exp/progress_meter.h"
 #include "lpdt/exp/run_folder.h"
+#include "lpdt/exp/slow_setting_warnings.h"
 #include "lpdt/graph/export.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/spectral.h"
@@ -585,6 +586,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
              static_cast<long long>(n), topology->label().c_str(), gap, model->name().c_str(),
              static_cast<long long>(model->num_params())));
   say("run folder: " + run_dir.string() + "; " + runtime.description());
+  const std::vector<std::string> warnings =
+      slow_setting_warnings(config, CpuCapabilities::of_this_machine());
+  for (const std::string& warning : warnings) say("warning: " + warning);
   if (cluster.distributed()) {
     say(
         format("%s: each rank trains %lld or %lld of the %lld nodes; payloads between ranks are "
@@ -1010,6 +1014,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   nlohmann::json summary;
   summary["config"] = to_json(config);
   summary["seed"] = config.run.seed;
+  summary["warnings"] = warnings;
   summary["backend"] = {
       {"engine", "node-batched"},
       {"device", device.is_cuda() ? "cuda" : "cpu"},
