@@ -53,7 +53,8 @@ TEST(Int8Gemm, ExactFloatPathMatchesTheReferenceLoops) {
       const std::int64_t m = 23, n = 17, k = 3 * kExactFloatChunk + 88, lda = k + 5;
       const std::int64_t ldb = transposed ? k + 3 : n + 2;
       at::Tensor a = torch::randint(0, 256, {m, lda}, torch::kInt).to(at::kByte);
-      at::Tensor b = torch::randint(-128, 128, {transposed ? n : k, ldb}, torch::kInt).to(at::kChar);
+      at::Tensor b =
+          torch::randint(-128, 128, {transposed ? n : k, ldb}, torch::kInt).to(at::kChar);
       std::uint8_t a_zero = 131;
       std::int8_t b_zero = -7;
       if (extreme) {  // (255 - 0) * (-128 - 127) = -65,025 in every product
@@ -111,9 +112,8 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
   const at::Tensor w_real =
       dequantize(qw, k).view({k * g.out_channels, g.group_in(), g.kernel, g.kernel});
   const at::Tensor y = int8_conv2d(qx, qw, bias, g, k);
-  const at::Tensor expected =
-      at::conv2d(x_real, w_real, bias, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1},
-                 conv_groups);
+  const at::Tensor expected = at::conv2d(x_real, w_real, bias, {g.stride, g.stride},
+                                         {g.padding, g.padding}, {1, 1}, conv_groups);
   ASSERT_EQ(y.sizes(), expected.sizes());
   expect_close(y, expected, "forward");
 
@@ -127,23 +127,19 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
   expect_close(dx, expected_dx, "layer gradient");
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Int8ConvVsFloat,
-                         ::testing::Values(ConvCase{3, 1, 1, false}, ConvCase{3, 2, 1, true},
-                                           ConvCase{1, 2, 0, false}, ConvCase{5, 1, 2, true},
-                                           ConvCase{3, 1, 0, false},
-                                           // 1x1, stride 1: the GEMM reads the codes in place.
-                                           ConvCase{1, 1, 0, true},
-                                           ConvCase{1, 1, 0, false, 2, 6, 4},
-                                           // Grouped: one GEMM per group ("same" and strided).
-                                           ConvCase{3, 1, 1, true, 2, 6, 4},
-                                           ConvCase{3, 2, 1, false, 2, 4, 6},
-                                           // Depthwise: the direct kernel, stride 1 and 2, 5x5.
-                                           ConvCase{3, 1, 1, true, 6, 6, 6},
-                                           ConvCase{3, 2, 1, false, 6, 6, 6},
-                                           ConvCase{5, 1, 2, false, 4, 4, 4},
-                                           ConvCase{3, 2, 0, true, 5, 5, 5},
-                                           // Depth multiplier 2: GEMMs, not the direct kernel.
-                                           ConvCase{3, 1, 1, false, 3, 3, 6}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Int8ConvVsFloat,
+    ::testing::Values(ConvCase{3, 1, 1, false}, ConvCase{3, 2, 1, true}, ConvCase{1, 2, 0, false},
+                      ConvCase{5, 1, 2, true}, ConvCase{3, 1, 0, false},
+                      // 1x1, stride 1: the GEMM reads the codes in place.
+                      ConvCase{1, 1, 0, true}, ConvCase{1, 1, 0, false, 2, 6, 4},
+                      // Grouped: one GEMM per group ("same" and strided).
+                      ConvCase{3, 1, 1, true, 2, 6, 4}, ConvCase{3, 2, 1, false, 2, 4, 6},
+                      // Depthwise: the direct kernel, stride 1 and 2, 5x5.
+                      ConvCase{3, 1, 1, true, 6, 6, 6}, ConvCase{3, 2, 1, false, 6, 6, 6},
+                      ConvCase{5, 1, 2, false, 4, 4, 4}, ConvCase{3, 2, 0, true, 5, 5, 5},
+                      // Depth multiplier 2: GEMMs, not the direct kernel.
+                      ConvCase{3, 1, 1, false, 3, 3, 6}));
 
 TEST(Int8Linear, ForwardAndLayerGradientMatchFloat) {
   if (!have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";

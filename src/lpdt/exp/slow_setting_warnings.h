@@ -10,19 +10,16 @@
 
 namespace lpdt::exp {
 
-// What the warnings are decided from: this CPU's vector level and whether oneDNN's int8 kernels
-// sum exactly on it (AVX-512 VNNI). A struct so that tests can ask about other CPUs.
+// What the warnings are decided from: this CPU's vector level. A struct so that tests can ask
+// about other CPUs.
 struct CpuCapabilities {
   SimdLevel simd = SimdLevel::kBaseline;
-  bool exact_int8_kernels = false;
   static CpuCapabilities of_this_machine();
 };
 
 // The warnings for `config` training on the CPU (none for a GPU run): bfloat16 convolutions
 // without AVX-512 (oneDNN has no bfloat16 kernels below it and takes its reference
-// implementation: 16x slower than float32 on an AVX2 CPU, docs/benchmarks.md), and the integer
-// backend without VNNI (exact int32 sums through float32 GEMMs: 0.3-0.45x float32 there, where
-// the simulated backend computes the same function at 0.75-0.8x).
+// implementation: 16x slower than float32 on an AVX2 CPU, docs/benchmarks.md, "AVX2 CPUs").
 std::vector<std::string> slow_setting_warnings(const ExperimentConfig& config,
                                                const CpuCapabilities& cpu);
 

@@ -8,6 +8,7 @@
 
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
+#include "lpdt/quant/exact_float_conv.h"
 #include "lpdt/quant/int8_depthwise_conv.h"
 #include "lpdt/quant/int8_direct_conv.h"
 #include "lpdt/quant/int8_gemm.h"
@@ -173,6 +174,18 @@ at::Tensor convolve_nodes(const QuantizedTensor& x, const QuantizedTensor& w,
       write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
                    b ? b + node * cout : nullptr, out + node * cout, k * cout,
                    z != 0 ? sums.data() : nullptr, z);
+    }
+    return y;
+  }
+  if (g.groups == 1 && have_int8_gemm() && !int8_gemm_is_exact_in_onednn() &&
+      exact_float_conv_available()) {
+    // No exact int8 kernels on this CPU: the same sums from float32 direct convolutions.
+    for (std::int64_t node = 0; node < k; ++node) {
+      exact_float_conv_s32(codes + node * cin, k * cin, activation_zero(x, node),
+                           shifted.data_ptr<std::int8_t>() + node * node_weights,
+                           weight_zero(w, node), g, acc);
+      write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
+                   b ? b + node * cout : nullptr, out + node * cout, k * cout);
     }
     return y;
   }

@@ -1,7 +1,8 @@
 #pragma once
 // Integer convolution and linear layers of the integer backend (design.md, "two arithmetic
-// backends"): per node, oneDNN's int8 direct convolution (int8_direct_conv.h) or im2col over
-// uint8 codes and one int8 GEMM, with zero points.
+// backends"): per node, oneDNN's int8 direct convolution (int8_direct_conv.h), its float32 one
+// over input-channel chunks where oneDNN's int8 kernels are not exact (exact_float_conv.h), or
+// im2col over uint8 codes and one int8 GEMM, with zero points.
 //
 //   forward:     y = s_x s_w * sum (q_x - z_x)(q_w - z_w)  (+ bias)       [int32 accumulation]
 //   layer grad:  dx = s_g s_w * col2im( sum (q_g - z_g)(q_w - z_w) )
@@ -67,7 +68,8 @@ at::Tensor pack_conv_weight(const at::Tensor& shifted, std::int64_t groups = 1);
 // x: codes [b, k*Cin, H, W] channels-last uint8 (per-node scale/zero point); w: codes
 // [k, Cout, Cin/groups, kh, kw]; bias: [k*Cout] float32 or undefined -> [b, k*Cout, Ho, Wo]
 // float32 channels-last. Dense convolutions run oneDNN's int8 direct convolution where it is
-// exact (int8_direct_conv.h), the rest im2col + GEMM; both give the same int32 sums.
+// exact (int8_direct_conv.h), its float32 one elsewhere (exact_float_conv.h), the rest im2col +
+// GEMM; all give the same int32 sums.
 at::Tensor int8_conv2d(const QuantizedTensor& x, const QuantizedTensor& w, const at::Tensor& bias,
                        const ConvGeometry& g, std::int64_t k);
 // gy: codes [b, k*Cout, Ho, Wo] channels-last -> dx [b, k*Cin, H, W] float32 channels-last.

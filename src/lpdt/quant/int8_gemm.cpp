@@ -28,26 +28,27 @@ std::string int8_gemm_kernel() {
   if (!have_int8_gemm()) return "none (no oneDNN)";
   return int8_gemm_is_exact_in_onednn()
              ? "oneDNN int8 direct convolution (dense convolutions) and u8s8s32 GEMM (AVX-512 VNNI)"
-             : "float32 GEMM over K-chunks of " + std::to_string(kExactFloatChunk) +
-                   " (exact; no AVX-512 VNNI)";
+             : "float32 direct convolutions over input-channel chunks (dense convolutions) and "
+               "float32 GEMM over K-chunks of " +
+                   std::to_string(kExactFloatChunk) + " (exact; no AVX-512 VNNI)";
 }
 
-void gemm_u8s8s32_exact_float(std::int64_t m, std::int64_t n, std::int64_t k,
-                              const std::uint8_t* a, std::int64_t lda, std::uint8_t a_zero,
-                              const std::int8_t* b, std::int64_t ldb, bool b_transposed,
-                              std::int8_t b_zero, std::int32_t* c, std::int64_t ldc) {
+void gemm_u8s8s32_exact_float(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint8_t* a,
+                              std::int64_t lda, std::uint8_t a_zero, const std::int8_t* b,
+                              std::int64_t ldb, bool b_transposed, std::int8_t b_zero,
+                              std::int32_t* c, std::int64_t ldc) {
   // Every factor (a - a_zero), (b - b_zero) lies in [-255, 255], so a product is an integer of
   // magnitude <= 65,025 and a sum of kExactFloatChunk of them stays below 2^24: float32 holds
   // each partial sum exactly, in any summation order, FMA or not. Chunks add up in int32.
   static_assert(kExactFloatChunk * 255 * 255 < (1 << 24), "a chunk's sum must stay below 2^24");
   const at::Tensor a_codes = at::from_blob(const_cast<std::uint8_t*>(a), {m, k}, {lda, 1},
                                            at::TensorOptions().dtype(at::kByte));
-  const at::Tensor b_codes =
-      b_transposed ? at::from_blob(const_cast<std::int8_t*>(b), {n, k}, {ldb, 1},
-                                   at::TensorOptions().dtype(at::kChar))
-                         .t()
-                   : at::from_blob(const_cast<std::int8_t*>(b), {k, n}, {ldb, 1},
-                                   at::TensorOptions().dtype(at::kChar));
+  const at::Tensor b_codes = b_transposed
+                                 ? at::from_blob(const_cast<std::int8_t*>(b), {n, k}, {ldb, 1},
+                                                 at::TensorOptions().dtype(at::kChar))
+                                       .t()
+                                 : at::from_blob(const_cast<std::int8_t*>(b), {k, n}, {ldb, 1},
+                                                 at::TensorOptions().dtype(at::kChar));
   const at::Tensor a_real = a_codes.to(at::kFloat) - static_cast<float>(a_zero);  // [m, k]
   const at::Tensor b_real = b_codes.to(at::kFloat) - static_cast<float>(b_zero);  // [k, n]
   at::Tensor sum = at::zeros({m, n}, at::TensorOptions().dtype(at::kInt));
