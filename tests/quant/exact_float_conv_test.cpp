@@ -1,7 +1,7 @@
 // The float32 formulation of the integer convolution (exact_float_conv.h) against plain loops over
-// the same codes, bit for bit: random codes and extreme ones (every product 255 x 255, the largest
-// sums a chunk can hold), channel counts at and across the chunk boundary, a node's slice of a
-// wider channels-last tensor. Runs on every CPU.
+// the same codes, bit for bit: random codes and extreme ones (every product of magnitude 65,025,
+// the largest sums a chunk can hold), channel counts at and across the chunk boundary, a node's
+// slice of a wider channels-last tensor. Runs on every CPU.
 #include "lpdt/quant/exact_float_conv.h"
 
 #include <gtest/gtest.h>
@@ -22,25 +22,11 @@ class ExactFloatConv : public ::testing::TestWithParam<ExactCase> {};
 TEST_P(ExactFloatConv, MatchesTheReferenceLoopsBitForBit) {
   if (!exact_float_conv_available()) GTEST_SKIP() << "needs a LibTorch built with oneDNN";
   const ExactCase c = GetParam();
-  ConvGeometry g;
-  g.batch = 2, g.in_channels = c.in_channels, g.out_channels = c.out_channels, g.height = 9,
-  g.width = 7, g.kernel = c.kernel, g.stride = c.stride, g.padding = c.padding;
+  const ConvGeometry g =
+      test_geometry(2, c.in_channels, c.out_channels, c.kernel, c.stride, c.padding);
   torch::manual_seed(11);
   for (const bool extreme : {false, true}) {
-    at::Tensor x =
-        torch::randint(0, 256, {g.batch * g.height * g.width * c.pixel_stride}, torch::kInt)
-            .to(at::kByte);
-    at::Tensor w =
-        torch::randint(-128, 128, {g.out_channels, g.in_channels, g.kernel, g.kernel}, torch::kInt)
-            .to(at::kChar);
-    std::uint8_t x_zero = 131;
-    std::int8_t w_zero = 17;
-    if (extreme) {  // every product (255 - 0) * (127 - (-128)) = 65,025
-      x.fill_(255);
-      w.fill_(127);
-      x_zero = 0;
-      w_zero = -128;
-    }
+    const auto [x, w, x_zero, w_zero] = test_conv_codes(g, c.pixel_stride, extreme);
     at::Tensor fast = at::empty({g.positions(), g.out_channels}, at::kInt);
     exact_float_conv_s32(x.data_ptr<std::uint8_t>(), c.pixel_stride, x_zero,
                          w.data_ptr<std::int8_t>(), w_zero, g, fast.data_ptr<std::int32_t>());

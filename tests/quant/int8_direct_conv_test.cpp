@@ -20,25 +20,11 @@ class Int8DirectConv : public ::testing::TestWithParam<DirectCase> {};
 TEST_P(Int8DirectConv, MatchesTheReferenceLoopsBitForBit) {
   if (!int8_direct_conv_available()) GTEST_SKIP() << "needs oneDNN and AVX-512 VNNI";
   const DirectCase c = GetParam();
-  ConvGeometry g;
-  g.batch = 3, g.in_channels = c.in_channels, g.out_channels = c.out_channels, g.height = 9,
-  g.width = 7, g.kernel = c.kernel, g.stride = c.stride, g.padding = c.padding;
+  const ConvGeometry g =
+      test_geometry(3, c.in_channels, c.out_channels, c.kernel, c.stride, c.padding);
   torch::manual_seed(7);
   for (const bool extreme : {false, true}) {
-    at::Tensor x =
-        torch::randint(0, 256, {g.batch * g.height * g.width * c.pixel_stride}, torch::kInt)
-            .to(at::kByte);
-    at::Tensor w =
-        torch::randint(-128, 128, {g.out_channels, g.in_channels, g.kernel, g.kernel}, torch::kInt)
-            .to(at::kChar);
-    std::uint8_t x_zero = 97;
-    std::int8_t w_zero = -31;
-    if (extreme) {  // every product (255 - 0) * (-128 - 127): the largest sums in magnitude
-      x.fill_(255);
-      w.fill_(-128);
-      x_zero = 0;
-      w_zero = 127;
-    }
+    const auto [x, w, x_zero, w_zero] = test_conv_codes(g, c.pixel_stride, extreme);
     at::Tensor fast = at::empty({g.positions(), g.out_channels}, at::kInt);
     int8_direct_conv_s32(x.data_ptr<std::uint8_t>(), c.pixel_stride, x_zero,
                          w.data_ptr<std::int8_t>(), w_zero, g, fast.data_ptr<std::int32_t>());

@@ -40,4 +40,39 @@ inline at::Tensor reference_conv(const at::Tensor& x, std::int64_t pixel_stride,
   return acc;
 }
 
+// A test case's geometry: a 9x7 image, so that rows and columns differ.
+inline ConvGeometry test_geometry(std::int64_t batch, std::int64_t in_channels,
+                                  std::int64_t out_channels, std::int64_t kernel,
+                                  std::int64_t stride, std::int64_t padding) {
+  ConvGeometry g;
+  g.batch = batch, g.in_channels = in_channels, g.out_channels = out_channels, g.height = 9,
+  g.width = 7, g.kernel = kernel, g.stride = stride, g.padding = padding;
+  return g;
+}
+
+// One node's codes for g: x as a channels-last slice with `pixel_stride`, w [Cout, Cin, k, k]
+// int8 (codes - 128), and their zero points.
+struct ConvCodes {
+  at::Tensor x, w;
+  std::uint8_t x_zero;
+  std::int8_t w_zero;
+};
+// Random codes with zero points 97 and -31, or extreme ones: every product (255 - 0) * (-128 -
+// 127), the largest sums in magnitude.
+inline ConvCodes test_conv_codes(const ConvGeometry& g, std::int64_t pixel_stride, bool extreme) {
+  ConvCodes c{
+      torch::randint(0, 256, {g.batch * g.height * g.width * pixel_stride}, torch::kInt)
+          .to(at::kByte),
+      torch::randint(-128, 128, {g.out_channels, g.in_channels, g.kernel, g.kernel}, torch::kInt)
+          .to(at::kChar),
+      97, -31};
+  if (extreme) {
+    c.x.fill_(255);
+    c.w.fill_(-128);
+    c.x_zero = 0;
+    c.w_zero = 127;
+  }
+  return c;
+}
+
 }  // namespace lpdt::quant
