@@ -13,7 +13,7 @@
 //    has to follow the level: a vector wider than the target's registers is lowered one element
 //    at a time through the stack wherever it is compared, selected or converted (measured on an
 //    AVX2 CPU: sixteen-lane min/max reductions ran as scalar vminss with a store per lane,
-//    docs/benchmarks.md, "AVX2"). Kernel is a struct with
+//    docs/benchmarks.md, "AVX2 CPUs"). Kernel is a struct with
 //        template <int kLanes> [[gnu::always_inline]] static R run(Args...);
 //    run with kSimdFloatLanes of each level: 16 float lanes for AVX-512, 8 for AVX2, 4 for
 //    baseline x86-64 (SSE2), each instantiation compiled for its level. Unlike clones, the level

@@ -312,9 +312,10 @@ void add_keys(ConfigSchema& s) {
   s.add_string("model.precision", name_of(d.model.precision),
                "fp32; bf16: fp32 with bfloat16 convolutions (inputs and weights rounded to "
                "bfloat16, float32 sums; parameters, gradients, optimizer and norms float32; "
-               "fast on CPUs with AVX-512 BF16 or AMX and on GPUs); or int8: the paper's 8-bit "
-               "training (weights, activations and layer gradients quantized; evonorm becomes "
-               "Range EvoNorm, batchnorm Range BatchNorm).")
+               "fast on CPUs with AVX-512 BF16 or AMX and on GPUs; without AVX-512, oneDNN's "
+               "reference kernels, about 16x slower than fp32, and a run warns); or int8: the "
+               "paper's 8-bit training (weights, activations and layer gradients quantized; "
+               "evonorm becomes Range EvoNorm, batchnorm Range BatchNorm).")
       .one_of(choices<ModelConfig::Precision>());
   s.add_string("model.residual_init", name_of(d.model.residual_init),
                "gamma of the last norm of each residual branch at the start (resnet, resnet18/34, "

@@ -11,7 +11,7 @@
 // (fused multiply-adds included) is an integer below 2^24: exact in float32. Chunks add up in
 // int32. Padding is a float 0, which is the code z_x's real value, so padded taps are exact too.
 // Against the im2col + float32 GEMM formulation this reads each code once instead of kernel^2
-// times and runs the direct kernel (65 GFLOP/s on an AVX2 core, docs/benchmarks.md, "AVX2").
+// times and runs the direct kernel (65 GFLOP/s on an AVX2 core, docs/benchmarks.md, "AVX2 CPUs").
 // Only direct convolution algorithms keep the sums exact (Winograd's transforms round), so it
 // calls oneDNN's direct convolution (LibTorch's mkldnn_convolution) and nothing else.
 #include <cstdint>
