@@ -116,6 +116,18 @@ LPDT_CPU_CLONES void scale_position(const std::int32_t* __restrict acc, std::int
   }
 }
 
+// The same from sums held exactly in float32 (exact_float_conv.h): dst[o] = s * sum[o] (+ bias[o]),
+// bit for bit what scale_position gives for the same sums as int32.
+LPDT_CPU_CLONES void scale_float_position(const float* __restrict sums, std::int64_t channels,
+                                          float s, const float* __restrict bias,
+                                          float* __restrict dst) {
+  if (bias == nullptr) {
+    for (std::int64_t c = 0; c < channels; ++c) dst[c] = s * sums[c];
+  } else {
+    for (std::int64_t c = 0; c < channels; ++c) dst[c] = s * sums[c] + bias[c];
+  }
+}
+
 // Requantization stage: int32 -> real, s * (acc - z_w S[p]) (+ bias), for `channels` channels of
 // every position p: acc [positions, channels] into out + p * out_stride. window_sums = S, the
 // direct convolution's weight-zero-point correction (int8_direct_conv.h) folded into this pass;
@@ -127,6 +139,22 @@ void write_scaled(const std::int32_t* acc, std::int64_t positions, std::int64_t 
     for (std::int64_t p = begin; p < end; ++p) {
       const std::int32_t correction = window_sums ? weight_zero * window_sums[p] : 0;
       scale_position(acc + p * channels, channels, s, correction, bias, out + p * out_stride);
+    }
+  });
+}
+
+// write_scaled for exact_float_conv's sums [positions, channels], float32 or int32.
+void write_scaled_sums(const at::Tensor& sums, float s, const float* bias, float* out,
+                       std::int64_t out_stride) {
+  const std::int64_t positions = sums.size(0), channels = sums.size(1);
+  if (sums.scalar_type() == at::kInt) {
+    write_scaled(sums.data_ptr<std::int32_t>(), positions, channels, s, bias, out, out_stride);
+    return;
+  }
+  const float* data = sums.data_ptr<float>();
+  at::parallel_for(0, positions, 256, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t p = begin; p < end; ++p) {
+      scale_float_position(data + p * channels, channels, s, bias, out + p * out_stride);
     }
   });
 }
@@ -161,6 +189,19 @@ at::Tensor convolve_nodes(const QuantizedTensor& x, const QuantizedTensor& w,
     }
     return y;
   }
+  if (g.groups == 1 && !int8_direct_conv_available() && have_int8_gemm() &&
+      !int8_gemm_is_exact_in_onednn() && exact_float_conv_available()) {
+    // No exact int8 kernels on this CPU: the same sums from float32 direct convolutions.
+    for (std::int64_t node = 0; node < k; ++node) {
+      const at::Tensor sums =
+          exact_float_conv(codes + node * cin, k * cin, activation_zero(x, node),
+                           shifted.data_ptr<std::int8_t>() + node * node_weights,
+                           weight_zero(w, node), g);
+      write_scaled_sums(sums, scale_of(x, node) * scale_of(w, node),
+                        b ? b + node * cout : nullptr, out + node * cout, k * cout);
+    }
+    return y;
+  }
   const at::Tensor acc_buffer = at::empty({n * (cout / g.groups)}, at::kInt);
   std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
   if (g.groups == 1 && int8_direct_conv_available()) {
@@ -174,18 +215,6 @@ at::Tensor convolve_nodes(const QuantizedTensor& x, const QuantizedTensor& w,
       write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
                    b ? b + node * cout : nullptr, out + node * cout, k * cout,
                    z != 0 ? sums.data() : nullptr, z);
-    }
-    return y;
-  }
-  if (g.groups == 1 && have_int8_gemm() && !int8_gemm_is_exact_in_onednn() &&
-      exact_float_conv_available()) {
-    // No exact int8 kernels on this CPU: the same sums from float32 direct convolutions.
-    for (std::int64_t node = 0; node < k; ++node) {
-      exact_float_conv_s32(codes + node * cin, k * cin, activation_zero(x, node),
-                           shifted.data_ptr<std::int8_t>() + node * node_weights,
-                           weight_zero(w, node), g, acc);
-      write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
-                   b ? b + node * cout : nullptr, out + node * cout, k * cout);
     }
     return y;
   }
