@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

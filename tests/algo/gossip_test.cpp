@@ -1,7 +1,8 @@
 // Gossip algorithms: batched D-PSGD / DeepSqueeze / Choco against the official per-node equations,
 // their reductions to D-PSGD, consensus and push-sum properties.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "graphs.h"
 #include "lpdt/algo/consensus.h"

@@ -1,7 +1,7 @@
 #pragma once
 // Small mixing matrices for the algorithm tests (W[i][j]: weight of edge j -> i,
 // column-stochastic).
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <vector>
 

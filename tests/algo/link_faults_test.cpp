@@ -3,7 +3,8 @@
 // still agree on the exact average; a dead node's survivors keep a column-stochastic W (their
 // mass is conserved) and agree; no fault changes nothing bit for bit.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

@@ -1,6 +1,7 @@
 // Local optimizers (SGD / Nesterov, QGM) and the DecentralizedOptimizer's options, state, bytes.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "graphs.h"
 #include "lpdt/algo/decentralized_optimizer.h"

@@ -3,7 +3,7 @@
 // official code runs it (reference spec 4.1, 4.2, 5.1-5.3): message passing over in-edges,
 // Choco's running neighbour sum s_i, the gossip copy gps of the push-sum weight, QGM in its
 // two-part official form. Doubles throughout. The batched implementation is tested against it.
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,8 @@
 // ranks, tests/dist/), follow the simulator's trajectory bit for bit, and their byte ledgers add
 // up to the simulator's.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <barrier>
 #include <thread>

@@ -4,7 +4,8 @@
 #include "lpdt/comm/message_codec.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <map>
 

@@ -2,7 +2,8 @@
 #include "lpdt/compress/compressor.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <numeric>

@@ -3,7 +3,8 @@
 // invariants the wire format relies on (dropped positions exactly 0, codes that dequantize to the
 // values the algorithm sees).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <cstring>

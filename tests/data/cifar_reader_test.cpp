@@ -2,7 +2,7 @@
 #include "lpdt/data/cifar_reader.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <filesystem>
 

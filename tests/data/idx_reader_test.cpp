@@ -3,7 +3,7 @@
 #include "lpdt/data/idx_reader.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <filesystem>
 

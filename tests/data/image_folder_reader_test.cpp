@@ -1,7 +1,7 @@
 #include "lpdt/data/image_folder_reader.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <filesystem>
 

@@ -1,7 +1,7 @@
 #include "lpdt/data/jpeg_decoder.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "jpeg_test_util.h"
 #include "lpdt/core/error.h"

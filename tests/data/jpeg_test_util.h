@@ -2,7 +2,7 @@
 // JPEG writers for the data module's tests: images with known pixels, encoded by libjpeg itself
 // (quality 100, no chroma subsampling) so that decoding lands within a few levels of them.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <cstdio>

@@ -2,7 +2,8 @@
 #include "lpdt/data/loader.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
 
 #include <set>
 

@@ -1,6 +1,6 @@
 // Dirichlet, shards and IID partitioners; partition files.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // RandomResizedCrop, the evaluation centre crop and the antialiased resize behind them, each
 // against a plain reference written from torchvision's / PIL's description.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <chrono>
 #include <cmath>

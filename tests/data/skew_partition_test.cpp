@@ -2,7 +2,7 @@
 #include "lpdt/data/skew_partition.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <filesystem>
 #include <fstream>

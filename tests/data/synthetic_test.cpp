@@ -1,7 +1,7 @@
 #include "lpdt/data/synthetic.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "lpdt/core/error.h"
 #include "test_util.h"

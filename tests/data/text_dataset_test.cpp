@@ -3,7 +3,7 @@
 #include "lpdt/data/text_dataset.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <fstream>
 

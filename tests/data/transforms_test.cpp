@@ -1,7 +1,8 @@
 #include "lpdt/data/transforms.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "lpdt/core/error.h"
 #include "lpdt/core/rng.h"

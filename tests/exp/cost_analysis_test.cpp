@@ -5,7 +5,8 @@
 #include "lpdt/exp/cost_analysis.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <filesystem>

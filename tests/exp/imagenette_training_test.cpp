@@ -4,7 +4,8 @@
 // MobileNetV2 on the integer backend (depthwise int8 kernels). The classes differ in colour, so a
 // working pipeline tells them apart well above chance (25%).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 #include <unistd.h>
 
 #include <filesystem>

@@ -4,7 +4,7 @@
 
 #include <ATen/record_function.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <chrono>
 #include <thread>

@@ -1,7 +1,7 @@
 // The byte ledger's `reference` accounting reproduces the paper's Table 3 "Data (GB)" column from
 // the real ResNet-20 / ResNet-54 parameter layouts and the real gossip rounds (spec 3.4).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "lpdt/algo/decentralized_optimizer.h"
 #include "lpdt/compress/compressor.h"

@@ -3,7 +3,7 @@
 // at fp32 and at 8 bits. The classes are told apart by topic words, so a working pipeline learns
 // them well above chance (25%).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 #include <unistd.h>
 
 #include <filesystem>

@@ -1,6 +1,6 @@
 // End to end: a small run on synthetic data writes a complete run folder and learns.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 #include <unistd.h>
 
 #include <filesystem>

@@ -3,7 +3,7 @@
 #include "lpdt/metrics/byte_ledger.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,7 @@
 // The batched engine must compute exactly what k separate models compute (design.md).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "lpdt/models/model.h"
 

@@ -3,7 +3,8 @@
 // per-layer trace of depthwise convolutions. That the node-batched models equal k separate ones
 // is checked with every other model in batched_model_test.cpp.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "lpdt/core/error.h"
 #include "lpdt/core/layer_trace.h"

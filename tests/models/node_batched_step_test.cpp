@@ -3,7 +3,9 @@
 #include "lpdt/models/node_batched_step.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

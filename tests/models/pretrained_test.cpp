@@ -1,7 +1,8 @@
 // Pretrained DistilBERT weights from safetensors (models/pretrained.h): a tiny random DistilBERT
 // that the test writes under Hugging Face's names loads into the node-batched model exactly.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 #include <unistd.h>
 
 #include <filesystem>

@@ -4,7 +4,8 @@
 #include "lpdt/models/safetensors.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 #include <unistd.h>
 
 #include <cstdint>

@@ -2,7 +2,8 @@
 // models, against a plain single-node implementation of DistilBERT's equations, against finite
 // differences, padding invariance, and its 8-bit integer backend against the simulated one.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <map>

@@ -2,7 +2,8 @@
 // layer computes float32 sums of bfloat16-rounded inputs, weights and bias, rounded to bfloat16,
 // and returns float32; its gradients arrive in float32 for the float32 parameters.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "lpdt/nn/conv2d.h"
 

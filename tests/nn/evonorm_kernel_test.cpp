@@ -3,7 +3,10 @@
 #include "lpdt/nn/evonorm_kernel.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <string>

@@ -1,7 +1,8 @@
 #pragma once
 // Central finite differences, in float64, shared by the layer tests.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 namespace lpdt::nn::testing {
 

@@ -3,7 +3,8 @@
 // initialisation fan, and the 8-bit QConv2d (simulated backend) against the float path on the
 // same quantized inputs.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // Layers against central finite differences, in float64.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "finite_difference.h"
 #include "lpdt/nn/batch_norm.h"

@@ -1,7 +1,8 @@
 // nn/many_small_matmuls.h against at::bmm: products and both gradients, for batch counts that do
 // and do not divide evenly over the threads.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "lpdt/nn/many_small_matmuls.h"
 

@@ -3,7 +3,9 @@
 // formulas (reference spec 7.3 / 7.4) written out for one node.
 #include <ATen/record_function.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <limits>

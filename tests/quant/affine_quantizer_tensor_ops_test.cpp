@@ -4,7 +4,9 @@
 #include "lpdt/quant/affine_quantizer_tensor_ops.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "lpdt/quant/affine_quantizer_cuda.h"
 

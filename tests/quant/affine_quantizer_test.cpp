@@ -3,7 +3,8 @@
 #include "lpdt/quant/affine_quantizer.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

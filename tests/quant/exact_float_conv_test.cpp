@@ -6,7 +6,8 @@
 #include "lpdt/quant/exact_float_conv.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "lpdt/quant/int8_gemm.h"
 #include "reference_conv.h"

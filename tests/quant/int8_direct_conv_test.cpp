@@ -4,7 +4,8 @@
 #include "lpdt/quant/int8_direct_conv.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "reference_conv.h"
 

@@ -2,7 +2,8 @@
 // loops, the integer convolution / linear layer and their layer gradients against float
 // arithmetic on the dequantized codes (what the simulated backend computes).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "lpdt/quant/int8_conv.h"
 #include "lpdt/quant/int8_gemm.h"

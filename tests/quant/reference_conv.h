@@ -1,7 +1,7 @@
 #pragma once
 // The plain-loop reference for one node's 8-bit convolution sums, shared by the tests of the
 // integer backend's convolution kernels (int8_direct_conv.h, exact_float_conv.h).
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 

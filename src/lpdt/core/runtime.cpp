@@ -2,7 +2,8 @@
 
 #include <malloc.h>
 #include <omp.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <thread>
 

@@ -1,6 +1,6 @@
 #include "lpdt/data/dirichlet_partition.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cmath>

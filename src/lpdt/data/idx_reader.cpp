@@ -1,6 +1,6 @@
 #include "lpdt/data/idx_reader.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstring>
 

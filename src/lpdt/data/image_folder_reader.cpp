@@ -1,7 +1,7 @@
 #include "lpdt/data/image_folder_reader.h"
 
 #include <ATen/Parallel.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cctype>

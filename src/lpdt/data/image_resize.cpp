@@ -1,7 +1,7 @@
 #include "lpdt/data/image_resize.h"
 
 #include <ATen/Parallel.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 #include <string>

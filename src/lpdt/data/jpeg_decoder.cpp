@@ -1,6 +1,6 @@
 #include "lpdt/data/jpeg_decoder.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cerrno>

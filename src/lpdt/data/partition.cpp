@@ -1,6 +1,6 @@
 #include "lpdt/data/partition.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>

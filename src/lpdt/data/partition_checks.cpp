@@ -1,6 +1,6 @@
 #include "lpdt/data/partition_checks.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "lpdt/core/error.h"
 

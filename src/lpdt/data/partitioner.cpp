@@ -1,6 +1,6 @@
 #include "lpdt/data/partitioner.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "lpdt/core/error.h"
 #include "lpdt/data/iid_partition.h"

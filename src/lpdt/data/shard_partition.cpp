@@ -1,6 +1,6 @@
 #include "lpdt/data/shard_partition.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <numeric>
 

@@ -1,6 +1,6 @@
 #include "lpdt/data/skew_partition.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "lpdt/data/text_dataset.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <exception>

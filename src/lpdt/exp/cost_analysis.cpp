@@ -1,6 +1,7 @@
 #include "lpdt/exp/cost_analysis.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <cstdio>

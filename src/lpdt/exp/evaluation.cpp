@@ -1,6 +1,7 @@
 #include "lpdt/exp/evaluation.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <numeric>

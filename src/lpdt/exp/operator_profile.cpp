@@ -126,8 +126,11 @@ std::vector<std::string> format_operator_profile(const OperatorProfile& profile,
     rest_calls += profile.operators[i].calls_per_step;
   }
   if (profile.operators.size() > rows) {
-    add(rest_ms, rest_ms, rest_calls,
-        "(" + std::to_string(profile.operators.size() - rows) + " other operators)");
+    // Appended, not "(" + to_string(...): GCC 12 warns falsely (-Wstringop-overflow) on that.
+    std::string label = "(";
+    label += std::to_string(profile.operators.size() - rows);
+    label += " other operators)";
+    add(rest_ms, rest_ms, rest_calls, label);
   }
   add(profile.outside_ms_per_step, profile.outside_ms_per_step, 0, "(outside any operator)");
   std::snprintf(line, sizeof line, "  %8.3f  100.0%%  wall time of a profiled step",

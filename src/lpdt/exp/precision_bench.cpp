@@ -1,6 +1,7 @@
 #include "lpdt/exp/precision_bench.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,7 @@
 #include "lpdt/exp/scaling_bench.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <chrono>
 #include <cstdio>

@@ -1,6 +1,8 @@
 #include "lpdt/exp/throughput_bench.h"
 
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,9 @@
 #include "lpdt/exp/trainer.h"
 
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/serialize.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <chrono>

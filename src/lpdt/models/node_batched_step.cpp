@@ -1,6 +1,7 @@
 #include "lpdt/models/node_batched_step.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <cmath>

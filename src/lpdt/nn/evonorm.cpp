@@ -1,6 +1,7 @@
 #include "lpdt/nn/evonorm.h"
 
-#include <torch/torch.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/types.h>
 
 #include "lpdt/core/error.h"
 #include "lpdt/nn/evonorm_kernel.h"

@@ -1,7 +1,8 @@
 #include "lpdt/nn/many_small_matmuls.h"
 
 #include <ATen/Parallel.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/types.h>
 
 #include "lpdt/core/error.h"
 

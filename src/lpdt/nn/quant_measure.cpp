@@ -1,6 +1,7 @@
 #include "lpdt/nn/quant_measure.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "lpdt/quant/fake_quant_ops.h"
 

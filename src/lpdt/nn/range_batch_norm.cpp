@@ -1,6 +1,7 @@
 #include "lpdt/nn/range_batch_norm.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "lpdt/nn/quantized_params.h"
 #include "lpdt/nn/range_evonorm.h"

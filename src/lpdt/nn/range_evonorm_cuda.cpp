@@ -1,7 +1,8 @@
 // Range EvoNorm's fused operation on CUDA tensors: the autograd function around the kernels of
 // cuda/range_evonorm_kernels.h, saving what the CPU operation saves (range_evonorm_kernel.cpp).
 #include <ATen/record_function.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/types.h>
 
 #include "lpdt/core/error.h"
 #include "lpdt/nn/range_evonorm_kernel.h"

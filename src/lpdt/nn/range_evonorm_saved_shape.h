@@ -1,7 +1,8 @@
 #pragma once
 // Keeps a RangeEvoNormShape in an autograd node between forward and backward: both fused Range
 // EvoNorm operations (CPU, range_evonorm_kernel.cpp; CUDA, range_evonorm_cuda.cpp) save it.
-#include <torch/torch.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/types.h>
 
 #include "lpdt/nn/range_evonorm_kernel.h"
 

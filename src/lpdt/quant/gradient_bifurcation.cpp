@@ -1,6 +1,7 @@
 #include "lpdt/quant/gradient_bifurcation.h"
 
-#include <torch/torch.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/types.h>
 
 #include "lpdt/quant/request_io.h"
 

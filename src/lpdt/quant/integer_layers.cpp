@@ -1,7 +1,8 @@
 #include "lpdt/quant/integer_layers.h"
 
 #include <ATen/record_function.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/types.h>
 
 #include "lpdt/quant/request_io.h"
 

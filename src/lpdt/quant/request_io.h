@@ -1,6 +1,7 @@
 #pragma once
 // Keeps a QuantizeRequest in an autograd node between forward and backward.
-#include <torch/torch.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/types.h>
 
 #include "lpdt/quant/affine_quantizer.h"
 

@@ -2,7 +2,7 @@
 // state value for value: parameters, buffers, every optimizer tensor, the byte ledger, rounds
 // and epochs done, and the per-epoch results apart from wall-clock times. Exit 1 listing what
 // differs. The MPI tests compare a multi-process run with the simulator through it.
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <iostream>
 #include <nlohmann/json.hpp>
