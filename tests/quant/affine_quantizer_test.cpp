@@ -234,7 +234,7 @@ TEST(StochasticRounding, WindowsOfDrawsEqualTheScalarDraws) {
   for (const SimdLevel level : cpu_simd_levels()) {
     ScopedSimdLevel scoped(level);
     SCOPED_TRACE(simd_level_name(level));
-    for (std::uint64_t index0 : {0ull, 1ull, 6ull, 17ull, (1ull << 33) + 3}) {
+    for (std::uint64_t index0 : {0ull, 1ull, 6ull, 17ull, (1ull << 33) + 3, ~0ull - 300}) {
       for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{15}, std::int64_t{16},
                              std::int64_t{33}, kMaxDrawsAtOnce}) {
         std::fill(window.begin(), window.end(), 7.0f);

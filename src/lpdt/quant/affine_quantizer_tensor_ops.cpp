@@ -103,7 +103,7 @@ at::Tensor centered_uniform_draws(const NodeView& v, const DrawKey& key, SiteId 
   // stochastic_draws.h, centered_uniform: int64 multiplication wraps as uint64 does; elements
   // 2p and 2p + 1 take the low and high 32-bit halves of pair p's mix.
   at::Tensor h =
-      at::bitwise_xor(shift_right_logical(index, 1).mul_(as_int64(0x9E3779B97F4A7C15ull)), stream);
+      at::bitwise_xor(shift_right_logical(index, 1).mul_(as_int64(kPairMultiplier)), stream);
   for (int round = 0; round < 2; ++round) {
     h.bitwise_xor_(shift_right_logical(h, 32));
     h.mul_(as_int64(0xD6E8FEB86659FD93ull));

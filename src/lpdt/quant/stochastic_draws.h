@@ -41,17 +41,28 @@ LPDT_HOST_DEVICE inline std::uint64_t draw_stream(const DrawKey& key, std::int64
   return h;
 }
 
+// The multiplier a pair index p enters the mix with, p * kPairMultiplier (mod 2^64): consecutive
+// pairs' products differ by it, so a loop over pairs can add instead of multiply.
+constexpr std::uint64_t kPairMultiplier = 0x9E3779B97F4A7C15ull;
+
+// mix_pairs from the product h = p * kPairMultiplier on (the vector draws build it by adding).
+template <typename U>
+LPDT_HOST_DEVICE inline void mix_scaled_pairs(std::uint64_t stream, U& h) {
+  h = stream ^ h;
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  h ^= h >> 32;
+}
+
 // Replaces pair index p by the 64-bit mix (two multiply-xorshift rounds) of the stream key and p:
-// one pair (U = std::uint64_t), or lane by lane a GCC vector of pairs (centered_uniforms; in place,
-// as a vector argument or result would tie the helper to an ABI).
+// one pair (U = std::uint64_t), or lane by lane a GCC vector of pairs (in place, as a vector
+// argument or result would tie the helper to an ABI).
 template <typename U>
 LPDT_HOST_DEVICE inline void mix_pairs(std::uint64_t stream, U& h) {
-  h = stream ^ (h * 0x9E3779B97F4A7C15ull);
-  h ^= h >> 32;
-  h *= 0xD6E8FEB86659FD93ull;
-  h ^= h >> 32;
-  h *= 0xD6E8FEB86659FD93ull;
-  h ^= h >> 32;
+  h *= kPairMultiplier;
+  mix_scaled_pairs(stream, h);
 }
 LPDT_HOST_DEVICE inline std::uint64_t pair_hash(std::uint64_t stream, std::uint64_t pair) {
   mix_pairs(stream, pair);
