@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
 #include "lpdt/nn/evonorm.h"
 #include "lpdt/nn/node_layout.h"
@@ -107,23 +108,29 @@ void expect_matches_reference(const CaseData& d, const EvoNormForward& out,
 constexpr at::MemoryFormat kFormats[] = {at::MemoryFormat::ChannelsLast,
                                          at::MemoryFormat::Contiguous};
 
+// At every vector level the CPU has (core/cpu_dispatch.h): channels-last inputs whose channel
+// count the level's lanes divide take the explicit-vector kernels, the others the plain loops.
 TEST_P(EvoNormKernelCase, MatchesScalarReference) {
   const Case& p = GetParam();
   const CaseData d = case_data(p);
-  for (const auto format : kFormats) {
-    SCOPED_TRACE(format == at::MemoryFormat::ChannelsLast ? "channels-last" : "NCHW");
-    const at::Tensor x = d.x.contiguous(format);
-    const at::Tensor dy = d.dy.contiguous(format);
-    if (format == at::MemoryFormat::ChannelsLast && p.h * p.w > 1 && p.k * p.c > 1) {
-      ASSERT_TRUE(is_channels_last(x));
+  for (const SimdLevel level : cpu_simd_levels()) {
+    ScopedSimdLevel scoped(level);
+    SCOPED_TRACE(simd_level_name(level));
+    for (const auto format : kFormats) {
+      SCOPED_TRACE(format == at::MemoryFormat::ChannelsLast ? "channels-last" : "NCHW");
+      const at::Tensor x = d.x.contiguous(format);
+      const at::Tensor dy = d.dy.contiguous(format);
+      if (format == at::MemoryFormat::ChannelsLast && p.h * p.w > 1 && p.k * p.c > 1) {
+        ASSERT_TRUE(is_channels_last(x));
+      }
+      const EvoNormForward out =
+          evonorm_s0_forward_cpu(x, d.v, d.gamma, d.beta, p.channels_per_group, kEps);
+      EXPECT_TRUE(out.y.is_contiguous(x.suggest_memory_format()));
+      const EvoNormGradients grad =
+          evonorm_s0_backward_cpu(dy, x, d.v, d.gamma, out.mean, out.rstd, p.channels_per_group);
+      EXPECT_TRUE(grad.dx.is_contiguous(x.suggest_memory_format()));
+      expect_matches_reference(d, out, grad);
     }
-    const EvoNormForward out =
-        evonorm_s0_forward_cpu(x, d.v, d.gamma, d.beta, p.channels_per_group, kEps);
-    EXPECT_TRUE(out.y.is_contiguous(x.suggest_memory_format()));
-    const EvoNormGradients grad =
-        evonorm_s0_backward_cpu(dy, x, d.v, d.gamma, out.mean, out.rstd, p.channels_per_group);
-    EXPECT_TRUE(grad.dx.is_contiguous(x.suggest_memory_format()));
-    expect_matches_reference(d, out, grad);
   }
 }
 
