@@ -314,10 +314,11 @@ LPDT_CPU_CLONES void backward_sample_channels_last(const float* __restrict dy,
 // The loops above, auto-vectorised for AVX2, ran the forward output loop at 1.1-1.8 ns per
 // element: GCC turned the exp's clamps into compare-and-blend chains on the result, and kept the
 // block sums in memory. Written with GCC vectors of the level's width (core/cpu_dispatch.h), the
-// same arithmetic ran the whole forward 2.5-2.8x and the backward 1.15-1.45x faster on an AVX2
-// CPU (docs/benchmarks.md, "AVX2 CPUs", item 9). A vector holds kLanes consecutive channels of one
-// pixel, so these kernels need kLanes to divide K*C (every layer of the models here); they return
-// false otherwise and the loops above run instead.
+// same arithmetic made the forward 1.4x faster within a training step on an AVX2 CPU; the
+// backward, which reads the activations saved in the forward pass from memory, was no faster
+// within a step (docs/benchmarks.md, "AVX2 CPUs", item 9). A vector holds kLanes consecutive
+// channels of one pixel, so these kernels need kLanes to divide K*C (every layer of the models
+// here); they return false otherwise and the loops above run instead.
 
 template <int kLanes>
 using Lanes = Simd<float, kLanes>;
@@ -431,8 +432,7 @@ struct ForwardSampleChannelsLast {
 
 // backward_sample_channels_last in vectors, blocks as in the forward kernel. Per block and vector
 // of channels, the sigmoids go into dx first, and the sums then read them back from L1: in one
-// loop, each sum's chain waited on its element's exp and division (the backward 1.15-1.45x
-// faster split so, measured).
+// loop, each sum's chain waited on its element's exp and division (faster so on data in cache).
 struct BackwardSampleChannelsLast {
   template <int kLanes>
   [[gnu::always_inline]] static bool run(const float* __restrict dy, const float* __restrict x,
