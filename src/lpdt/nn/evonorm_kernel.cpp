@@ -18,7 +18,9 @@
 // AVX-512, AVX2+FMA and baseline x86-64 and picked for the CPU when the program starts, so the
 // binary needs no -march=native. Their inner loops run over the contiguous dimension with no
 // calls (the sigmoid's exp is our own inlined polynomial, fast_exp) and restrict pointers, so GCC
-// vectorises them at -O3 without -ffast-math.
+// vectorises them at -O3 without -ffast-math. Channels-last samples whose channel count fills
+// whole registers take explicit-vector versions of the same loops instead (run_simd_kernel,
+// "channels-last in explicit vectors" below).
 
 namespace lpdt::nn {
 namespace {
