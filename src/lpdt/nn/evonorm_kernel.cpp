@@ -206,6 +206,23 @@ inline void finish_gradients(const Shape& s, const float* gamma, const float* me
   }
 }
 
+// Before a channels-last sample's moments: each channel's shift (its group's first value, in
+// coef1) and its sums (acc0, acc1) at zero.
+inline void start_channels_last_moments(const float* x, const Shape& s, Scratch& w) {
+  for (std::int64_t c = 0; c < s.kc; ++c) {
+    w.coef1[c] = x[(c / s.cg) * s.cg];
+    w.acc0[c] = 0.0;
+    w.acc1[c] = 0.0;
+  }
+}
+
+// Before a sample's backward sums: acc0, acc1 and acc2 at zero.
+inline void clear_sums(Scratch& w) {
+  std::fill(w.acc0.begin(), w.acc0.end(), 0.0);
+  std::fill(w.acc1.begin(), w.acc1.end(), 0.0);
+  std::fill(w.acc2.begin(), w.acc2.end(), 0.0);
+}
+
 // ---- channels-last: one sample is [H*W, K*C], rows of K*C contiguous channels -----------------
 
 LPDT_CPU_CLONES void forward_sample_channels_last(const float* __restrict x, float* __restrict y,
@@ -214,14 +231,10 @@ LPDT_CPU_CLONES void forward_sample_channels_last(const float* __restrict x, flo
                                                   const float* __restrict beta, double eps,
                                                   float* mean, float* rstd, Scratch& w) {
   const std::int64_t kc = s.kc;
+  start_channels_last_moments(x, s, w);
   double* __restrict sum = w.acc0.data();
   double* __restrict sum_sq = w.acc1.data();
-  float* __restrict shift = w.coef1.data();
-  for (std::int64_t c = 0; c < kc; ++c) {
-    shift[c] = x[(c / s.cg) * s.cg];
-    sum[c] = 0.0;
-    sum_sq[c] = 0.0;
-  }
+  const float* __restrict shift = w.coef1.data();
   // Pass 1: per-channel shifted moments, in float over blocks of kBlockPixels pixels (full-width
   // vectors and no conversions in the inner loop) and in double across blocks.
   float* __restrict block_sum = w.block0.data();
@@ -264,9 +277,7 @@ LPDT_CPU_CLONES void backward_sample_channels_last(const float* __restrict dy,
   double* __restrict sum_dy = w.acc0.data();
   double* __restrict sum_dy_num = w.acc1.data();
   double* __restrict sum_dy_dnum_dv = w.acc2.data();
-  std::fill(w.acc0.begin(), w.acc0.end(), 0.0);
-  std::fill(w.acc1.begin(), w.acc1.end(), 0.0);
-  std::fill(w.acc2.begin(), w.acc2.end(), 0.0);
+  clear_sums(w);
   // Pass 1: the per-channel sums; sigmoid(v x) is stored in dx for pass 2 (the sample is still
   // in cache there, and the exp is the most expensive part of the pass).
   // The sums in float over blocks of kBlockPixels pixels, in double across blocks (as forward).
@@ -380,14 +391,10 @@ struct ForwardSampleChannelsLast {
     const std::int64_t kc = s.kc;
     if (kc % kLanes != 0) return false;
     using V = Lanes<kLanes>;
+    start_channels_last_moments(x, s, w);
     double* __restrict sum = w.acc0.data();
     double* __restrict sum_sq = w.acc1.data();
-    float* __restrict shift = w.coef1.data();
-    for (std::int64_t c = 0; c < kc; ++c) {
-      shift[c] = x[(c / s.cg) * s.cg];
-      sum[c] = 0.0;
-      sum_sq[c] = 0.0;
-    }
+    const float* __restrict shift = w.coef1.data();
     for (std::int64_t p0 = 0; p0 < s.hw; p0 += kBlockPixels) {
       const std::int64_t p1 = std::min(s.hw, p0 + kBlockPixels);
       for (std::int64_t c0 = 0; c0 < kc; c0 += kLanes) {
@@ -448,9 +455,7 @@ struct BackwardSampleChannelsLast {
     double* __restrict sum_dy = w.acc0.data();
     double* __restrict sum_dy_num = w.acc1.data();
     double* __restrict sum_dy_dnum_dv = w.acc2.data();
-    std::fill(w.acc0.begin(), w.acc0.end(), 0.0);
-    std::fill(w.acc1.begin(), w.acc1.end(), 0.0);
-    std::fill(w.acc2.begin(), w.acc2.end(), 0.0);
+    clear_sums(w);
     for (std::int64_t p0 = 0; p0 < s.hw; p0 += kBlockPixels) {
       const std::int64_t p1 = std::min(s.hw, p0 + kBlockPixels);
       for (std::int64_t c0 = 0; c0 < kc; c0 += kLanes) {
