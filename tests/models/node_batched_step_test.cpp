@@ -8,6 +8,8 @@
 #include <torch/utils.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "lpdt/core/cuda_step_graph.h"
 #include "lpdt/quant/affine_quantizer_cuda.h"
@@ -46,6 +48,40 @@ TEST(ComputeGradients, PassSizeAndConvAlgorithmDoNotChangeTheResult) {
     }
   }
   EXPECT_FALSE(x.requires_grad()) << "the caller's parameters must stay a plain tensor";
+}
+
+// A PassObserver sees every pass, in order, before its forward and between its forward and its
+// backward, with the pass's node count; observing changes nothing computed.
+TEST(ComputeGradients, ObserverSeesEveryPassAroundItsForward) {
+  ModelOptions options;
+  options.arch = "resnet";
+  options.depth = 8;
+  options.in_channels = 1;
+  options.height = options.width = 8;
+  const auto model = make_model(options);
+  const std::int64_t k = 5, b = 2;
+  torch::manual_seed(5);
+  const at::Tensor x = model->init_params(1).unsqueeze(0).repeat({k, 1});
+  const at::Tensor inputs = torch::randn({k, b, 1, 8, 8});
+  const at::Tensor targets = torch::randint(0, 10, {k, b}, torch::kLong);
+  std::vector<std::string> events;
+  PassObserver observer;
+  observer.before_forward = [&](std::int64_t nodes) {
+    events.push_back("before " + std::to_string(nodes));
+  };
+  observer.after_forward = [&](std::int64_t nodes) {
+    events.push_back("after " + std::to_string(nodes));
+  };
+  std::vector<at::Tensor> buffers = model->init_buffers(k);
+  const GradientResult observed = compute_gradients(*model, x, buffers, inputs, targets, 2,
+                                                    nn::ConvAlgorithm::kGrouped, {}, &observer);
+  EXPECT_EQ(events, (std::vector<std::string>{"before 2", "after 2", "before 2", "after 2",
+                                              "before 1", "after 1"}));
+  std::vector<at::Tensor> plain_buffers = model->init_buffers(k);
+  const GradientResult plain =
+      compute_gradients(*model, x, plain_buffers, inputs, targets, 2, nn::ConvAlgorithm::kGrouped);
+  EXPECT_TRUE(at::equal(observed.grad, plain.grad));
+  EXPECT_TRUE(at::equal(observed.loss, plain.loss));
 }
 
 // model.precision = "bf16": the same ResNet-20 (EvoNorm, the CPU fused kernel) with bfloat16

@@ -99,25 +99,21 @@ std::vector<PrecisionResult> run_precision_bench(
       algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout());
       metrics::ByteLedger ledger = optimizer.make_ledger();
       std::vector<double> times, held;
+      // What a pass holds for its backward: the heap's growth over its forward, per node.
+      double heap_before_forward = 0;
+      models::PassObserver observer;
+      observer.before_forward = [&](std::int64_t) { heap_before_forward = heap_bytes_in_use(); };
+      observer.after_forward = [&](std::int64_t nodes) {
+        held.push_back((heap_bytes_in_use() - heap_before_forward) / static_cast<double>(nodes));
+      };
       const auto run_step = [&](std::int64_t step) {
-        at::Tensor grad = at::empty_like(x);
-        // The trainer's CPU configuration: `pass` nodes per forward/backward pass.
-        for (std::int64_t first = 0; first < n; first += pass) {
-          const std::int64_t count = std::min(pass, n - first);
-          at::Tensor xs = x.narrow(0, first, count).detach().requires_grad_(true);
-          std::vector<at::Tensor> pass_buffers;
-          for (const auto& b : buffers) pass_buffers.push_back(b.narrow(0, first, count));
-          // The trainer's convolutions: one grouped kernel per layer for the pass's nodes.
-          nn::Context ctx{&model->layout(), xs, &pass_buffers, count, true,
-                          nn::ConvAlgorithm::kGrouped};
-          ctx.draws = quant::DrawKey{1, step, first};
-          const double before = heap_bytes_in_use();
-          const at::Tensor loss = models::node_batched_loss(
-              model->forward(ctx, inputs.narrow(0, first, count)), targets.narrow(0, first, count));
-          held.push_back((heap_bytes_in_use() - before) / static_cast<double>(count));
-          loss.backward();
-          grad.narrow(0, first, count).copy_(xs.grad());
-        }
+        // The trainer's CPU configuration: `pass` nodes per forward/backward pass, one grouped
+        // kernel per layer for a pass's nodes.
+        const at::Tensor grad =
+            models::compute_gradients(*model, x, buffers, inputs, targets, pass,
+                                      nn::ConvAlgorithm::kGrouped, quant::DrawKey{1, step, 0},
+                                      &observer)
+                .grad;
         torch::NoGradGuard no_grad;
         optimizer.step(x, grad, mixing, 0.01, step, ledger);
       };

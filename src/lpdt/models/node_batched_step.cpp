@@ -11,7 +11,8 @@ namespace lpdt::models {
 GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  std::vector<at::Tensor>& buffers, const at::Tensor& inputs,
                                  const at::Tensor& targets, std::int64_t nodes_per_pass,
-                                 nn::ConvAlgorithm conv_algorithm, const quant::DrawKey& draws) {
+                                 nn::ConvAlgorithm conv_algorithm, const quant::DrawKey& draws,
+                                 const PassObserver* observer) {
   const std::int64_t k = x.size(0);
   const std::int64_t pass = nodes_per_pass <= 0 ? k : std::min(nodes_per_pass, k);
   GradientResult result;
@@ -27,6 +28,7 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
     nn::Context ctx{&model.layout(), xs, &pass_buffers, count, /*training=*/true, conv_algorithm};
     ctx.draws = draws;
     ctx.draws.first_node = draws.first_node + start;
+    if (observer != nullptr && observer->before_forward) observer->before_forward(count);
     const at::Tensor logits = model.forward(ctx, inputs.narrow(0, start, count));
     const auto b = logits.size(1);
     // Each node's mean cross-entropy; their sum's gradient in row i is node i's own gradient.
@@ -35,6 +37,7 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                targets.narrow(0, start, count).reshape(-1), {}, at::Reduction::None)
             .view({count, b})
             .mean(1);
+    if (observer != nullptr && observer->after_forward) observer->after_forward(count);
     node_losses.sum().backward();
     result.grad.narrow(0, start, count).copy_(xs.grad());
     result.loss.narrow(0, start, count).copy_(node_losses.detach());

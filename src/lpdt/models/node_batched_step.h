@@ -2,6 +2,7 @@
 // The gradient computation of one training step over k nodes.
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <vector>
 
 #include "lpdt/core/layer_trace.h"
@@ -14,18 +15,28 @@ struct GradientResult {
   at::Tensor loss;  // [k] float32: each node's mean loss (detached)
 };
 
+// Watches the passes of compute_gradients (benchmarks: `lpdt bench --precision` reads the heap
+// there to measure what a pass holds for its backward). Either function may be empty; each is
+// called with the pass's node count.
+struct PassObserver {
+  std::function<void(std::int64_t nodes)> before_forward;
+  std::function<void(std::int64_t nodes)> after_forward;  // before the pass's backward
+};
+
 // Forward and backward of k nodes, `nodes_per_pass` nodes at a time (0 = all k in one pass).
 // One pass over all nodes is the GPU's choice (few, large kernels). On the CPU smaller passes
 // win: a pass's activations then stay in cache (docs/benchmarks.md). The result does not depend
 // on the pass size (tested).
 // x: [k, P] float32 parameters; buffers: each [k, ...], updated in place (BatchNorm);
 // inputs: [k, b, C, H, W] float32; targets: [k, b] int64. draws: the stochastic-rounding draws of
-// this step (8-bit models), draws.first_node the global id of row 0 of x.
+// this step (8-bit models), draws.first_node the global id of row 0 of x. observer: see
+// PassObserver (null: none).
 GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  std::vector<at::Tensor>& buffers, const at::Tensor& inputs,
                                  const at::Tensor& targets, std::int64_t nodes_per_pass,
                                  nn::ConvAlgorithm conv_algorithm,
-                                 const quant::DrawKey& draws = {});
+                                 const quant::DrawKey& draws = {},
+                                 const PassObserver* observer = nullptr);
 
 // One node's forward pass on `inputs` ([1, b, ...], as the model takes them), traced
 // (nn/tracing_layer.h): the layers it ran with their shapes. Without gradients, on fresh buffers:
