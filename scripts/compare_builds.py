@@ -17,6 +17,10 @@ does not favour one build, and prints every round and a summary per (nodes, mode
         -- --modes fp32 int8-simulated --nodes 1 --steps 12 --warmup 2 --channels 1 --size 32 \\
         --threads 1
 
+With `--profile K` among the bench arguments, `--operators NAME ...` also prints those
+operators' self time per step in each run (e.g. `--operators lpdt::evonorm_s0_forward
+aten::mkldnn_convolution`), to compare one kernel's share of the step across builds.
+
 Needs only Python 3 and the two lpdt binaries. `--json PATH` also writes every run's results.
 """
 
@@ -61,6 +65,18 @@ def rows_by_key(results):
     return {(row["nodes"], row["mode"]): row for row in results["rows"]}
 
 
+def operator_self_ms(row, name, role):
+    """An operator's self time per step in a row's profile."""
+    if row is None or "profile" not in row:
+        fail(f"the {role} build's results have no operator profile (is --profile K given?)")
+    for operator in row["profile"]["operators"]:
+        if operator["name"] == name:
+            return operator["self_ms_per_step"]
+    names = ", ".join(o["name"] for o in row["profile"]["operators"][:8])
+    fail(f"--operators {name}: not among the {role} build's profiled operators "
+         f"(the first are: {names}; --profile K lists the top K)")
+
+
 def cpu_model():
     """The CPU's model name (Linux), else the platform's processor string."""
     try:
@@ -85,6 +101,9 @@ def main():
     parser.add_argument("--after", required=True, help="the lpdt binary after the change")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each running both builds")
     parser.add_argument("--json", help="also write every run's results and the summary here")
+    parser.add_argument("--operators", nargs="+", default=[],
+                        help="with --profile K in the bench arguments: operators whose self time "
+                             "per step to print for each run")
     parser.add_argument("bench_args", nargs=argparse.REMAINDER,
                         help="-- then the arguments of `lpdt bench --precision`")
     args = parser.parse_args()
@@ -93,6 +112,8 @@ def main():
     bench_args = args.bench_args[1:] if args.bench_args[:1] == ["--"] else args.bench_args
     if "--json" in bench_args:
         fail("give --json to this script, not to lpdt bench (each run writes its own file)")
+    if args.operators and "--profile" not in bench_args:
+        fail("--operators reads the operator profile: add --profile K to the bench arguments")
     check_binary("before", args.before)
     check_binary("after", args.after)
 
@@ -118,6 +139,12 @@ def main():
                       f"{format_ratio(b['step_ms'] / a['step_ms']):>13}  "
                       f"{format_ratio(b['speedup_vs_fp32']):>14}  "
                       f"{format_ratio(a['speedup_vs_fp32']):>13}")
+            for key in measured["before"]:
+                for name in args.operators:
+                    times = [operator_self_ms(measured[role].get(key), name, role)
+                             for role in ("before", "after")]
+                    print(f"  {key[0]:>5}  {key[1]:<15}  {name}: {times[0]:.2f} ms before, "
+                          f"{times[1]:.2f} ms after (self time per step)")
             sys.stdout.flush()
 
     # Per (nodes, mode): the after/before speedups and the within-run ratios to fp32 by round.

@@ -32,7 +32,16 @@ for entry in result["summary"]:
 assert {e["mode"] for e in result["summary"]} == {"fp32", "int8-simulated"}, result["summary"]
 PY
 
-# Refusals: a missing binary, --json meant for the script, a mode lpdt does not have.
+# Operators' self times from the profile, in each run.
+python3 "$script" --before "$lpdt" --after "$lpdt" --rounds 1 \
+  --operators aten::mkldnn_convolution lpdt::evonorm_s0_forward -- --modes fp32 --nodes 1 \
+  --steps 1 --warmup 0 --channels 1 --size 8 --threads 1 --profile 60 > "$work/ops.txt"
+grep -Eq "aten::mkldnn_convolution: [0-9.]+ ms before, [0-9.]+ ms after" "$work/ops.txt" ||
+  fail "no convolution time: $(cat "$work/ops.txt")"
+grep -q "lpdt::evonorm_s0_forward: " "$work/ops.txt" || fail "no EvoNorm time"
+
+# Refusals: a missing binary, --json meant for the script, a mode lpdt does not have, operators
+# without a profile, an operator the profile does not have.
 if python3 "$script" --before "$work/missing" --after "$lpdt" -- --nodes 1 > "$work/e1.txt" 2>&1; then
   fail "a missing binary was accepted"
 fi
@@ -47,4 +56,16 @@ if python3 "$script" --before "$lpdt" --after "$lpdt" --rounds 1 -- --modes fp64
 fi
 grep -q "the before build failed" "$work/e3.txt" || fail "$(cat "$work/e3.txt")"
 grep -q "'fp64' is not a mode" "$work/e3.txt" || fail "lpdt's own message was not shown"
+if python3 "$script" --before "$lpdt" --after "$lpdt" --operators aten::add -- --nodes 1 \
+    > "$work/e4.txt" 2>&1; then
+  fail "--operators without --profile was accepted"
+fi
+grep -q "add --profile K to the bench arguments" "$work/e4.txt" || fail "$(cat "$work/e4.txt")"
+if python3 "$script" --before "$lpdt" --after "$lpdt" --rounds 1 --operators no::such_op -- \
+    --modes fp32 --nodes 1 --steps 1 --warmup 0 --channels 1 --size 8 --profile 5 \
+    > "$work/e5.txt" 2>&1; then
+  fail "an operator missing from the profile was accepted"
+fi
+grep -q "no::such_op: not among the before build's profiled operators" "$work/e5.txt" ||
+  fail "$(cat "$work/e5.txt")"
 echo "compare_builds: ok"
