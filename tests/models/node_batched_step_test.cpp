@@ -19,13 +19,19 @@ namespace {
 
 constexpr double kTolerance = 1e-4;
 
-TEST(ComputeGradients, PassSizeAndConvAlgorithmDoNotChangeTheResult) {
+// A one-channel ResNet of `depth` on size x size inputs.
+ModelOptions resnet_options(int depth, int size) {
   ModelOptions options;
   options.arch = "resnet";
-  options.depth = 8;
-  options.norm = "batchnorm";  // buffers too
+  options.depth = depth;
   options.in_channels = 1;
-  options.height = options.width = 12;
+  options.height = options.width = size;
+  return options;
+}
+
+TEST(ComputeGradients, PassSizeAndConvAlgorithmDoNotChangeTheResult) {
+  ModelOptions options = resnet_options(8, 12);
+  options.norm = "batchnorm";  // buffers too
   const auto model = make_model(options);
   const std::int64_t k = 4, b = 3;
   torch::manual_seed(11);
@@ -53,12 +59,7 @@ TEST(ComputeGradients, PassSizeAndConvAlgorithmDoNotChangeTheResult) {
 // A PassObserver sees every pass, in order, before its forward and between its forward and its
 // backward, with the pass's node count; observing changes nothing computed.
 TEST(ComputeGradients, ObserverSeesEveryPassAroundItsForward) {
-  ModelOptions options;
-  options.arch = "resnet";
-  options.depth = 8;
-  options.in_channels = 1;
-  options.height = options.width = 8;
-  const auto model = make_model(options);
+  const auto model = make_model(resnet_options(8, 8));
   const std::int64_t k = 5, b = 2;
   torch::manual_seed(5);
   const at::Tensor x = model->init_params(1).unsqueeze(0).repeat({k, 1});
@@ -88,11 +89,7 @@ TEST(ComputeGradients, ObserverSeesEveryPassAroundItsForward) {
 // convolutions computes logits and gradients close to the float32 model's (bfloat16 keeps 8
 // significant bits), but not equal to them; parameters and gradients stay float32.
 TEST(ComputeGradients, Bfloat16ConvolutionsStayCloseToFloat32) {
-  ModelOptions options;
-  options.arch = "resnet";
-  options.depth = 20;
-  options.in_channels = 1;
-  options.height = options.width = 16;
+  ModelOptions options = resnet_options(20, 16);
   const auto fp32_model = make_model(options);
   options.quant.precision = quant::Precision::kBf16;
   const auto bf16_model = make_model(options);
