@@ -46,6 +46,14 @@ expect 2 "expected fp32, bf16 or int8" -- "$lpdt" bench --model-precision fp16
 expect 0 "aten::convolution_backward" -- "$lpdt" bench --precision --modes fp32 --nodes 1 \
   --depth 8 --channels 1 --size 8 --batch 4 --steps 1 --warmup 0 --threads 1 --profile 500
 expect 2 "add --precision" -- "$lpdt" bench --profile 5
+# Counts and sizes are checked before anything runs, naming the option.
+expect 2 "\-\-channels" -- "$lpdt" bench --channels 0
+expect 2 "\-\-size" -- "$lpdt" bench --arch mlp --size 0
+expect 2 "\-\-threads" -- "$lpdt" bench --threads -2
+expect 2 "\-\-nodes-per-pass" -- "$lpdt" bench --nodes-per-pass -1
+expect 2 "\-\-nodes" -- "$lpdt" bench --nodes 8,0
+expect 2 "\-\-warmup" -- "$lpdt" bench --precision --warmup -1
+expect 2 "expected an image model" -- "$lpdt" bench --arch transformer
 expect 0 "spectral gap" -- "$lpdt" topo --topology torus --nodes 16 --dot "$work/t.dot" --json "$work/t.json"
 expect 0 "digraph" -- cat "$work/t.dot"
 expect 0 "mixing" -- cat "$work/t.json"

@@ -159,8 +159,33 @@ TEST(ImageNetModelErrors, UnknownArchListsTheNewModels) {
     FAIL() << "resnet50 accepted";
   } catch (const ConfigError& e) {
     const std::string message = e.what();
-    for (const char* arch : {"resnet18", "resnet34", "mobilenetv2"}) {
+    for (const char* arch : {"resnet18", "resnet34", "mobilenetv2", "transformer", "distilbert"}) {
       EXPECT_NE(message.find(arch), std::string::npos) << message;
+    }
+  }
+}
+
+// An image model with no channels or no pixels is refused when it is made, naming the shape,
+// instead of failing inside a layer's first forward pass.
+TEST(ImageModelErrors, EmptyInputsAreRefusedWithTheirShape) {
+  struct Bad {
+    std::int64_t channels, height, width;
+  };
+  for (const char* arch : {"resnet", "mlp", "lenet5", "mobilenetv2"}) {
+    for (const Bad bad : {Bad{0, 32, 32}, Bad{-1, 32, 32}, Bad{1, 0, 32}, Bad{1, 32, 0}}) {
+      ModelOptions options;
+      options.arch = arch;
+      options.in_channels = bad.channels;
+      options.height = bad.height;
+      options.width = bad.width;
+      const std::string shape = std::to_string(bad.channels) + " channels, " +
+                                std::to_string(bad.height) + "x" + std::to_string(bad.width);
+      try {
+        make_model(options);
+        ADD_FAILURE() << arch << " accepted " << shape;
+      } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find(shape), std::string::npos) << e.what();
+      }
     }
   }
 }

@@ -9,6 +9,23 @@
 #include "lpdt/exp/wire_bench.h"
 
 namespace lpdt::cli {
+namespace {
+
+// Accepts whole numbers >= minimum; CLI11 prefixes its message with the option's name.
+CLI::Validator at_least(std::int64_t minimum) {
+  const std::string expected = "an integer >= " + std::to_string(minimum);
+  return CLI::Validator(
+      [minimum, expected](std::string& value) -> std::string {
+        std::int64_t parsed = 0;
+        if (!CLI::detail::lexical_cast(value, parsed) || parsed < minimum) {
+          return "got " + value + ": expected " + expected;
+        }
+        return "";
+      },
+      /*validator_desc=*/"");
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto options = std::make_shared<exp::ThroughputBenchOptions>();
@@ -18,20 +35,34 @@ void add_bench_command(CLI::App& app) {
       "turn, measured in the same run");
   cmd->add_option("--arch", options->arch, "Model")->capture_default_str();
   cmd->add_option("--depth", options->depth, "ResNet depth")->capture_default_str();
+  // Counts and sizes are checked here, so that a bad one is named before anything runs (CLI11's
+  // message names the option and the value; exit code 2 like every usage error).
   cmd->add_option("--nodes", options->nodes, "Node counts to measure")
       ->delimiter(',')
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--batch", options->batch_size, "Images per node per step")
+      ->check(at_least(1))
       ->capture_default_str();
-  cmd->add_option("--steps", options->steps, "Timed steps per measurement")->capture_default_str();
-  cmd->add_option("--warmup", options->warmup_steps, "Untimed steps first")->capture_default_str();
+  cmd->add_option("--steps", options->steps, "Timed steps per measurement")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--warmup", options->warmup_steps, "Untimed steps first")
+      ->check(at_least(0))
+      ->capture_default_str();
   cmd->add_option("--threads", options->threads, "Intra-op threads (0 = all cores)")
+      ->check(at_least(0))
       ->capture_default_str();
-  cmd->add_option("--channels", options->channels, "Input channels")->capture_default_str();
-  cmd->add_option("--size", options->size, "Input height and width")->capture_default_str();
+  cmd->add_option("--channels", options->channels, "Input channels")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--size", options->size, "Input height and width")
+      ->check(at_least(1))
+      ->capture_default_str();
   cmd->add_option("--nodes-per-pass", options->nodes_per_pass,
                   "The engine's nodes per forward/backward pass (0 = automatic: on the CPU as "
                   "many as keep a pass's saved activations within 32 MiB, 1 to 16; all on a GPU)")
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--device", options->device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--model-precision", options->precision,
@@ -75,6 +106,12 @@ void add_bench_command(CLI::App& app) {
     const auto print = [](const std::string& line) { std::cout << line << std::endl; };
     if (*profile_rows > 0 && !*precision) {
       throw ConfigError("bench --profile: profiles the steps of --precision; add --precision");
+    }
+    if (options->arch == "transformer" || options->arch == "distilbert") {
+      throw ConfigError("bench --arch " + options->arch +
+                        ": bench feeds images [nodes, batch, channels, size, size]; expected an "
+                        "image model (resnet, resnet18, resnet34, mobilenetv2, vgg11, lenet5, "
+                        "mlp). A transformer's training speed is train_images_per_s in its run's summary.json");
     }
     if (*wire) {
       exp::WireBenchOptions w = *wire_options;

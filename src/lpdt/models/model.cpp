@@ -62,6 +62,13 @@ std::vector<at::Tensor> Model::init_buffers(std::int64_t k) const {
 }
 
 std::unique_ptr<Model> make_model(const ModelOptions& options) {
+  const bool text = options.arch == "distilbert" || options.arch == "transformer";
+  if (!text && (options.in_channels < 1 || options.height < 1 || options.width < 1)) {
+    throw ConfigError("model.arch = '" + options.arch + "': inputs of " +
+                      std::to_string(options.in_channels) + " channels, " +
+                      std::to_string(options.height) + "x" + std::to_string(options.width) +
+                      ": expected at least 1 channel and 1x1 pixels");
+  }
   if (options.arch == "resnet") return std::make_unique<ResNetCifar>(options);
   if (options.arch == "resnet18") return std::make_unique<ResNetImageNet>(options, 18);
   if (options.arch == "resnet34") return std::make_unique<ResNetImageNet>(options, 34);
@@ -69,12 +76,10 @@ std::unique_ptr<Model> make_model(const ModelOptions& options) {
   if (options.arch == "vgg11") return std::make_unique<Vgg11>(options);
   if (options.arch == "lenet5") return std::make_unique<LeNet5>(options);
   if (options.arch == "mlp") return std::make_unique<Mlp>(options);
-  if (options.arch == "distilbert" || options.arch == "transformer") {
-    return std::make_unique<TransformerClassifier>(options);
-  }
+  if (text) return std::make_unique<TransformerClassifier>(options);
   throw ConfigError("model.arch = '" + options.arch +
                     "' is not a model: expected one of resnet, resnet18, resnet34, "
-                    "mobilenetv2, vgg11, lenet5, mlp");
+                    "mobilenetv2, vgg11, lenet5, mlp, transformer, distilbert");
 }
 
 at::Tensor node_batched_loss(const at::Tensor& logits, const at::Tensor& targets) {
