@@ -54,6 +54,7 @@ expect 2 "\-\-nodes-per-pass" -- "$lpdt" bench --nodes-per-pass -1
 expect 2 "\-\-nodes" -- "$lpdt" bench --nodes 8,0
 expect 2 "\-\-warmup" -- "$lpdt" bench --precision --warmup -1
 expect 2 "expected an image model" -- "$lpdt" bench --arch transformer
+expect 2 "the folder '$work/missing' does not exist" -- "$lpdt" bench --json "$work/missing/b.json"
 expect 0 "spectral gap" -- "$lpdt" topo --topology torus --nodes 16 --dot "$work/t.dot" --json "$work/t.json"
 expect 0 "digraph" -- cat "$work/t.dot"
 expect 0 "mixing" -- cat "$work/t.json"

@@ -131,6 +131,7 @@ struct SyntheticRun {
   int seed = 1;
   double accuracy = 50;  // final average-model accuracy
   bool summary = true;
+  bool machine = true;  // summary.json's "machine" and "date" (runs before they were recorded: no)
 };
 
 void write_run(const fs::path& dir, const SyntheticRun& r) {
@@ -182,7 +183,13 @@ void write_run(const fs::path& dir, const SyntheticRun& r) {
         {"mean_node_accuracy", r.accuracy - 5},
         {"mean_gb_sent_per_node", 0.003},
         {"node_accuracy", json::array()}}}};
-  write(dir / "summary.json", summary.dump(2));
+  json with_machine = summary;
+  if (r.machine) {
+    with_machine["machine"] = {
+        {"cpu", "Test CPU 9000"}, {"logical_cores", 2}, {"runtime", "2 intra-op threads"}};
+    with_machine["date"] = "2026-01-02T03:04:05Z";
+  }
+  write(dir / "summary.json", with_machine.dump(2));
 }
 
 // Topology (a directed ring) and cost files of the run folder.
@@ -315,6 +322,8 @@ TEST(ReportRun, PageHasEverySectionALinePerNodeAndEscapedText) {
   EXPECT_THAT(html, HasSubstr("x&lt;y &amp; &quot;z&quot;"));
   EXPECT_THAT(html, Not(HasSubstr("x<y")));
   EXPECT_THAT(html, HasSubstr("abc123"));
+  EXPECT_THAT(html, HasSubstr("Test CPU 9000, 2 logical cores, 2 intra-op threads"));
+  EXPECT_THAT(html, HasSubstr("2026-01-02T03:04:05Z"));
 
   const std::string accuracy = section(html, "accuracy");
   EXPECT_EQ(count(accuracy, "node-line"), r.nodes);
@@ -353,6 +362,18 @@ TEST(ReportRun, PageHasEverySectionALinePerNodeAndEscapedText) {
   EXPECT_THAT(cost, HasSubstr(">8.75 MiB<")) << "int8 training memory above its bar";
   EXPECT_THAT(cost, HasSubstr("training memory fp32/int8 = 4x")) << "35 / 8.75";
   EXPECT_THAT(cost, HasSubstr("inference memory fp32/int8 = 4x")) << "17.5 / 4.375";
+}
+
+TEST(ReportRun, ARunWithoutMachineOrDateHasNoRowsForThem) {
+  const fs::path dir = fresh_dir("no-machine") / "run";
+  SyntheticRun r;
+  r.machine = false;
+  write_run(dir, r);
+  const std::string html = read(write_report(dir));
+  expect_well_formed(html);
+  EXPECT_THAT(html, HasSubstr("abc123"));
+  EXPECT_THAT(html, Not(HasSubstr(">machine<")));
+  EXPECT_THAT(html, Not(HasSubstr("finished (UTC)")));
 }
 
 TEST(ReportRun, MissingOptionalFilesLeaveANoteInsteadOfTheirSection) {

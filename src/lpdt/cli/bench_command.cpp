@@ -3,6 +3,7 @@
 
 #include "lpdt/cli/commands.h"
 #include "lpdt/core/error.h"
+#include "lpdt/exp/bench_record.h"
 #include "lpdt/exp/precision_bench.h"
 #include "lpdt/exp/scaling_bench.h"
 #include "lpdt/exp/throughput_bench.h"
@@ -104,6 +105,7 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([options, precision, modes, profile_rows, scaling, wire, wire_options]() {
     const auto print = [](const std::string& line) { std::cout << line << std::endl; };
+    exp::check_bench_json_path(options->json_path, "bench");
     if (*profile_rows > 0 && !*precision) {
       throw ConfigError("bench --profile: profiles the steps of --precision; add --precision");
     }

@@ -6,11 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "lpdt/algo/decentralized_optimizer.h"
-#include "lpdt/build_info.h"
+#include "lpdt/exp/bench_record.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/fma_peak.h"
 #include "lpdt/core/runtime.h"
@@ -166,11 +165,18 @@ std::vector<PrecisionResult> run_precision_bench(
   }
   if (!options.json_path.empty()) {
     nlohmann::json j;
-    j["runtime"] = runtime.description();
-    j["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
     j["arch"] = options.arch;
     j["depth"] = options.depth;
     j["batch_per_node"] = options.batch_size;
+    j["options"] = {{"nodes", options.nodes},
+                    {"steps", options.steps},
+                    {"warmup_steps", options.warmup_steps},
+                    {"threads", options.threads},
+                    {"nodes_per_pass", options.nodes_per_pass},  // 0: automatic
+                    {"channels", options.channels},
+                    {"size", options.size},
+                    {"modes", options.modes},
+                    {"profile_rows", options.profile_rows}};
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},
                            {"nodes_per_pass", r.nodes_per_pass},
@@ -191,9 +197,7 @@ std::vector<PrecisionResult> run_precision_bench(
                                         {"calls_per_step", op.calls_per_step}});
       }
     }
-    std::ofstream out(options.json_path);
-    if (!out) throw UserError("bench: cannot write '" + options.json_path + "'");
-    out << j.dump(2) << "\n";
+    write_bench_json(options.json_path, std::move(j), runtime, "bench --precision");
   }
   return results;
 }

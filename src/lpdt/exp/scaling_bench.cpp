@@ -5,11 +5,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "lpdt/algo/decentralized_optimizer.h"
-#include "lpdt/build_info.h"
+#include "lpdt/exp/bench_record.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/runtime.h"
 #include "lpdt/exp/bench_stats.h"
@@ -116,8 +115,14 @@ std::vector<ScalingResult> run_scaling_bench(
     j["model"] = model->name();
     j["params_per_node"] = model->num_params();
     j["batch_per_node"] = options.batch_size;
-    j["runtime"] = runtime.description();
-    j["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
+    j["options"] = {{"arch", options.arch},
+                    {"depth", options.depth},
+                    {"nodes", options.nodes},
+                    {"steps", options.steps},
+                    {"warmup_steps", options.warmup_steps},
+                    {"threads", options.threads},
+                    {"channels", options.channels},
+                    {"size", options.size}};
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},
                            {"step_ms", r.step_ms},
@@ -128,9 +133,7 @@ std::vector<ScalingResult> run_scaling_bench(
                            {"page_faults_per_step", r.page_faults_per_step},
                            {"heap_growth_per_step_kib", r.heap_growth_per_step_kib}});
     }
-    std::ofstream out(options.json_path);
-    if (!out) throw UserError("bench: cannot write '" + options.json_path + "'");
-    out << j.dump(2) << "\n";
+    write_bench_json(options.json_path, std::move(j), runtime, "bench --scaling");
   }
   return results;
 }

@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "lpdt/algo/decentralized_optimizer.h"
-#include "lpdt/build_info.h"
+#include "lpdt/exp/bench_record.h"
 #include "lpdt/core/cuda_step_graph.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/runtime.h"
@@ -188,13 +187,19 @@ std::vector<ThroughputResult> run_throughput_bench(
     nlohmann::json j;
     j["model"] = model->name();
     j["batch_per_node"] = options.batch_size;
-    j["runtime"] = runtime.description();
     j["engine_nodes_per_pass"] = options.nodes_per_pass;  // 0: automatic
+    j["options"] = {{"arch", options.arch},
+                    {"depth", options.depth},
+                    {"nodes", options.nodes},
+                    {"steps", options.steps},
+                    {"warmup_steps", options.warmup_steps},
+                    {"threads", options.threads},
+                    {"channels", options.channels},
+                    {"size", options.size}};
     j["device"] = options.device;
     j["precision"] = options.precision;
     j["norm"] = options.norm;
     j["third_mode"] = on_gpu ? "cuda-graph" : "engine-other-pass-size";
-    j["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},
                            {"engine_nodes_per_pass", r.engine_nodes_per_pass},
@@ -207,9 +212,7 @@ std::vector<ThroughputResult> run_throughput_bench(
                            {"third_step_ms", r.third_step_ms},
                            {"third_images_per_s", r.third_images_per_s}});
     }
-    std::ofstream out(options.json_path);
-    if (!out) throw UserError("bench: cannot write '" + options.json_path + "'");
-    out << j.dump(2) << "\n";
+    write_bench_json(options.json_path, std::move(j), runtime, "bench");
   }
   return results;
 }

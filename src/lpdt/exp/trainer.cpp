@@ -28,6 +28,7 @@
 #include "lpdt/data/partitioner.h"
 #include "lpdt/dist/cluster.h"
 #include "lpdt/dist/placement.h"
+#include "lpdt/exp/bench_record.h"
 #include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/config_options.h"
 #include "lpdt/exp/cost_analysis.h"
@@ -1087,11 +1088,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
           faults.dead_nodes.size(), static_cast<long long>(faults.dead_edge_rounds)));
     }
   }
-  summary["build"] = {{"version", build_info::kVersion},
-                      {"git_revision", build_info::kGitRevision},
-                      {"build_type", build_info::kBuildType},
-                      {"compiler", build_info::kCompiler},
-                      {"torch", build_info::kTorchVersion}};
+  summary["build"] = build_record();
+  summary["machine"] = machine_record(runtime);
+  summary["date"] = utc_timestamp();
   summary["topology"] = {{"label", topology->label()}, {"spectral_gap", gap}};
   summary["model"] = {{"name", model->name()}, {"params_per_node", model->num_params()}};
   summary["final"] = {{"average_model_accuracy", final_evaluation.average_model_accuracy},

@@ -3,14 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "lpdt/build_info.h"
 #include "lpdt/comm/message_codec.h"
 #include "lpdt/comm/wire_payload.h"
 #include "lpdt/compress/compressor.h"
+#include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
+#include "lpdt/exp/bench_record.h"
 #include "lpdt/metrics/byte_ledger.h"
 #include "lpdt/models/model.h"
 
@@ -140,8 +141,14 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
     j["model"] = model->name();
     j["params"] = layout.total_numel;
     j["layers"] = layout.segments.size();
-    j["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision},
-                  {"compiler", build_info::kCompiler}};
+    j["options"] = {{"arch", options.arch},
+                    {"depth", options.depth},
+                    {"channels", options.channels},
+                    {"size", options.size},
+                    {"nodes", options.nodes},
+                    {"repeats", options.repeats},
+                    {"compressors", options.compressors},
+                    {"values", options.values}};
     for (const auto& r : results) {
       j["rows"].push_back({{"compressor", r.compressor},
                            {"values", r.values},
@@ -153,9 +160,11 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
                            {"encode_mb_per_s", r.encode_mb_per_s},
                            {"decode_mb_per_s", r.decode_mb_per_s}});
     }
-    std::ofstream out(options.json_path);
-    if (!out) throw UserError("bench --wire: cannot write '" + options.json_path + "'");
-    out << j.dump(2) << "\n";
+    // This bench leaves LibTorch's threads as they are: record what they are.
+    RuntimeInfo runtime;
+    runtime.intra_op_threads = at::get_num_threads();
+    runtime.cpu_kernels = simd_level_name(simd_level());
+    write_bench_json(options.json_path, std::move(j), runtime, "bench --wire");
   }
   return results;
 }

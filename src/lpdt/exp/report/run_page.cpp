@@ -97,6 +97,15 @@ std::string header_html(const RunResults& run) {
       {"seed", summary_text(run, {"seed"})},
       {"git revision", revision},
       {"backend", backend}};
+  // Runs written before these were recorded have neither: no empty rows for them.
+  if (const std::string cpu = summary_text(run, {"machine", "cpu"}); !cpu.empty()) {
+    rows.push_back({"machine", cpu + ", " + summary_text(run, {"machine", "logical_cores"}) +
+                                   " logical cores, " +
+                                   summary_text(run, {"machine", "runtime"})});
+  }
+  if (const std::string date = summary_text(run, {"date"}); !date.empty()) {
+    rows.push_back({"finished (UTC)", date});
+  }
   if (s.contains("faults") && s["faults"].is_object()) {
     std::string faults;
     for (const auto& [key, value] : flatten_json(s["faults"])) {
