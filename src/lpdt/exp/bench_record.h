@@ -22,6 +22,17 @@ nlohmann::json machine_record(const RuntimeInfo& runtime);
 // The current time in UTC, ISO 8601 to the second ("2026-11-26T03:04:05Z").
 std::string utc_timestamp();
 
+// The options every image-model benchmark shares (throughput, precision, scaling), as recorded
+// in its JSON's "options"; a benchmark adds its own to the result.
+template <typename ImageBenchOptions>
+nlohmann::json image_bench_options(const ImageBenchOptions& options) {
+  return {{"arch", options.arch},        {"depth", options.depth},
+          {"nodes", options.nodes},      {"batch_per_node", options.batch_size},
+          {"steps", options.steps},      {"warmup_steps", options.warmup_steps},
+          {"threads", options.threads},  {"channels", options.channels},
+          {"size", options.size}};
+}
+
 // Refuses, before a benchmark runs for minutes, a --json path whose folder does not exist or
 // cannot be written: ConfigError naming `who` and the path. An empty path (no --json) passes.
 void check_bench_json_path(const std::string& path, const std::string& who);

@@ -168,15 +168,10 @@ std::vector<PrecisionResult> run_precision_bench(
     j["arch"] = options.arch;
     j["depth"] = options.depth;
     j["batch_per_node"] = options.batch_size;
-    j["options"] = {{"nodes", options.nodes},
-                    {"steps", options.steps},
-                    {"warmup_steps", options.warmup_steps},
-                    {"threads", options.threads},
-                    {"nodes_per_pass", options.nodes_per_pass},  // 0: automatic
-                    {"channels", options.channels},
-                    {"size", options.size},
-                    {"modes", options.modes},
-                    {"profile_rows", options.profile_rows}};
+    j["options"] = image_bench_options(options);
+    j["options"]["nodes_per_pass"] = options.nodes_per_pass;  // 0: automatic
+    j["options"]["modes"] = options.modes;
+    j["options"]["profile_rows"] = options.profile_rows;
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},
                            {"nodes_per_pass", r.nodes_per_pass},

@@ -115,14 +115,7 @@ std::vector<ScalingResult> run_scaling_bench(
     j["model"] = model->name();
     j["params_per_node"] = model->num_params();
     j["batch_per_node"] = options.batch_size;
-    j["options"] = {{"arch", options.arch},
-                    {"depth", options.depth},
-                    {"nodes", options.nodes},
-                    {"steps", options.steps},
-                    {"warmup_steps", options.warmup_steps},
-                    {"threads", options.threads},
-                    {"channels", options.channels},
-                    {"size", options.size}};
+    j["options"] = image_bench_options(options);
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},
                            {"step_ms", r.step_ms},

@@ -188,14 +188,7 @@ std::vector<ThroughputResult> run_throughput_bench(
     j["model"] = model->name();
     j["batch_per_node"] = options.batch_size;
     j["engine_nodes_per_pass"] = options.nodes_per_pass;  // 0: automatic
-    j["options"] = {{"arch", options.arch},
-                    {"depth", options.depth},
-                    {"nodes", options.nodes},
-                    {"steps", options.steps},
-                    {"warmup_steps", options.warmup_steps},
-                    {"threads", options.threads},
-                    {"channels", options.channels},
-                    {"size", options.size}};
+    j["options"] = image_bench_options(options);
     j["device"] = options.device;
     j["precision"] = options.precision;
     j["norm"] = options.norm;
