@@ -46,6 +46,9 @@ expect 2 "expected fp32, bf16 or int8" -- "$lpdt" bench --model-precision fp16
 expect 0 "aten::convolution_backward" -- "$lpdt" bench --precision --modes fp32 --nodes 1 \
   --depth 8 --channels 1 --size 8 --batch 4 --steps 1 --warmup 0 --threads 1 --profile 500
 expect 2 "add --precision" -- "$lpdt" bench --profile 5
+# The two forms of the same convolutions: a row per shape, and the pass's total.
+expect 0 "one forward pass of these layers" -- "$lpdt" bench --conv-forms --depth 8 --channels 1 \
+  --size 8 --batch 2 --steps 1 --warmup 0 --threads 1
 # Counts and sizes are checked before anything runs, naming the option.
 expect 2 "\-\-channels" -- "$lpdt" bench --channels 0
 expect 2 "\-\-size" -- "$lpdt" bench --arch mlp --size 0

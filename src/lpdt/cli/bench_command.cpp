@@ -4,6 +4,7 @@
 #include "lpdt/cli/commands.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/bench_record.h"
+#include "lpdt/exp/conv_forms_bench.h"
 #include "lpdt/exp/precision_bench.h"
 #include "lpdt/exp/scaling_bench.h"
 #include "lpdt/exp/throughput_bench.h"
@@ -103,7 +104,13 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--values", wire_options->values, "Message value formats compared by --wire")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->callback([options, precision, modes, profile_rows, scaling, wire, wire_options]() {
+  auto conv_forms = std::make_shared<bool>(false);
+  cmd->add_flag("--conv-forms", *conv_forms,
+                "Time each stride-1 'same' convolution shape of the model in oneDNN's forward "
+                "kernel against its backward-data form (what the fp32 layers run on AVX2 CPUs), "
+                "alternating, one node; --steps calls of each form");
+  cmd->callback([options, precision, modes, profile_rows, scaling, wire, wire_options,
+                 conv_forms]() {
     const auto print = [](const std::string& line) { std::cout << line << std::endl; };
     exp::check_bench_json_path(options->json_path, "bench");
     if (*profile_rows > 0 && !*precision) {
@@ -124,6 +131,20 @@ void add_bench_command(CLI::App& app) {
       w.repeats = options->steps;
       w.json_path = options->json_path;
       exp::run_wire_bench(w, print);
+      return;
+    }
+    if (*conv_forms) {
+      exp::ConvFormsBenchOptions c;
+      c.arch = options->arch;
+      c.depth = options->depth;
+      c.batch_size = options->batch_size;
+      c.channels = options->channels;
+      c.size = options->size;
+      c.threads = options->threads;
+      c.rounds = options->steps;
+      c.warmup_rounds = options->warmup_steps;
+      c.json_path = options->json_path;
+      exp::run_conv_forms_bench(c, print);
       return;
     }
     if (*scaling) {

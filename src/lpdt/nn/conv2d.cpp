@@ -4,6 +4,7 @@
 #include <string>
 
 #include "lpdt/core/error.h"
+#include "lpdt/nn/same_conv_by_backward_data.h"
 
 namespace lpdt::nn {
 
@@ -79,6 +80,12 @@ at::Tensor Conv2d::forward_in(const Context& ctx, const at::Tensor& x) const {
                     options_.kernel, options_.kernel});
   at::Tensor bias;
   if (options_.bias) bias = operand(ctx.param(bias_), bf16).reshape({k * options_.out_channels});
+  if (!bf16 && k == 1 &&
+      same_conv_by_backward_data_applies(x, options_.in_channels, options_.out_channels,
+                                         options_.kernel, options_.stride, options_.padding,
+                                         options_.groups, options_.bias)) {
+    return same_conv2d_by_backward_data(x, weight, options_.padding);
+  }
   return at::conv2d(x, weight, bias, {options_.stride, options_.stride},
                     {options_.padding, options_.padding}, {1, 1}, k * options_.groups);
 }

@@ -1,0 +1,41 @@
+#pragma once
+// `lpdt bench --conv-forms`: for every stride-1 "same" convolution shape of a model, oneDNN's
+// forward kernel (at::conv2d) against the backward-data form of the same convolution
+// (nn/same_conv_by_backward_data.h), timed in alternating order in one process on the same
+// tensors, with the largest difference of their outputs. The fp32 layer takes the backward-data
+// form on AVX2 CPUs, where this benchmark measured it faster (docs/benchmarks.md, "AVX2 CPUs"
+// item 11); the table says whether it would help on another CPU.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace lpdt::exp {
+
+struct ConvFormsBenchOptions {
+  std::string arch = "resnet";
+  std::int64_t depth = 20;
+  std::int64_t batch_size = 32;
+  std::int64_t channels = 1;
+  std::int64_t size = 32;
+  int threads = 0;
+  std::int64_t rounds = 20;  // timed calls of each form per shape (median reported)
+  std::int64_t warmup_rounds = 2;
+  std::string json_path;
+};
+
+struct ConvFormsRow {
+  std::int64_t in_channels = 0, out_channels = 0, height = 0, width = 0, kernel = 0;
+  std::int64_t layers = 0;        // the model's convolutions of this shape
+  double forward_ms = 0;          // at::conv2d, median
+  double backward_data_ms = 0;    // the backward-data form, median
+  double speedup = 0;             // forward_ms / backward_data_ms
+  double max_abs_difference = 0;  // between the two outputs
+};
+
+// Rows for the shapes the backward-data form handles, then (in `progress`) a line with both
+// forms' time for one forward pass of the model's handled convolutions.
+std::vector<ConvFormsRow> run_conv_forms_bench(
+    const ConvFormsBenchOptions& options, const std::function<void(const std::string&)>& progress);
+
+}  // namespace lpdt::exp

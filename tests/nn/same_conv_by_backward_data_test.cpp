@@ -1,0 +1,103 @@
+// The backward-data form of a stride-1 "same" convolution (nn/same_conv_by_backward_data.h):
+// its output against at::conv2d to float rounding on random inputs, its gradients bit for bit
+// those autograd computes for at::conv2d, which shapes it takes, and the fp32 layer's choice.
+#include "lpdt/nn/same_conv_by_backward_data.h"
+
+#include <gtest/gtest.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "lpdt/core/error.h"
+#include "lpdt/nn/conv2d.h"
+
+namespace lpdt::nn {
+namespace {
+
+// Relative to the output's scale: the two kernels add the same products in other orders.
+constexpr double kRoundingTolerance = 1e-5;
+
+struct SameCase {
+  std::int64_t in, out, kernel, side;
+};
+
+class SameConvByBackwardData : public ::testing::TestWithParam<SameCase> {};
+
+TEST_P(SameConvByBackwardData, EqualsConv2dAndItsGradients) {
+  const SameCase c = GetParam();
+  const std::int64_t padding = (c.kernel - 1) / 2;
+  torch::manual_seed(7);
+  const at::Tensor x0 =
+      torch::randn({3, c.in, c.side, c.side}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor w0 = torch::randn({c.out, c.in, c.kernel, c.kernel});
+  ASSERT_TRUE(same_conv_by_backward_data_handles(x0, c.in, c.out, c.kernel, 1, padding, 1, false));
+
+  const at::Tensor x_ref = x0.clone().requires_grad_(true), w_ref = w0.clone().requires_grad_(true);
+  const at::Tensor y_ref = at::conv2d(x_ref, w_ref, {}, {1, 1}, {padding, padding});
+  const at::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+  const at::Tensor y = same_conv2d_by_backward_data(x, w, padding);
+
+  ASSERT_EQ(y.sizes(), y_ref.sizes());
+  EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast));
+  const double scale = y_ref.abs().max().item<double>();
+  EXPECT_LE((y - y_ref).abs().max().item<double>(), kRoundingTolerance * scale);
+
+  const at::Tensor probe = torch::randn_like(y_ref);
+  (y_ref * probe).sum().backward();
+  (y * probe).sum().backward();
+  EXPECT_TRUE(torch::equal(x.grad(), x_ref.grad()));
+  EXPECT_TRUE(torch::equal(w.grad(), w_ref.grad()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SameConvByBackwardData,
+                         ::testing::Values(SameCase{16, 16, 3, 9}, SameCase{8, 24, 3, 6},
+                                           SameCase{32, 8, 5, 7}, SameCase{16, 8, 1, 5}));
+
+// W'[c, o, u, v] = W[o, c, k-1-u, k-1-v], element by element.
+TEST(SameConvByBackwardDataWeights, AreTransposedAndRotated) {
+  torch::manual_seed(3);
+  const at::Tensor w = torch::randn({4, 2, 3, 3});
+  const at::Tensor t = transposed_rotated_weight(w);
+  ASSERT_EQ(t.sizes(), (std::vector<std::int64_t>{2, 4, 3, 3}));
+  for (std::int64_t o = 0; o < 4; ++o)
+    for (std::int64_t c = 0; c < 2; ++c)
+      for (std::int64_t u = 0; u < 3; ++u)
+        for (std::int64_t v = 0; v < 3; ++v)
+          EXPECT_EQ(t[c][o][u][v].item<float>(), w[o][c][2 - u][2 - v].item<float>());
+}
+
+TEST(SameConvByBackwardDataShapes, OnlyDenseSameStrideOneChannelsLastFloatInEights) {
+  const at::Tensor x = torch::zeros({2, 16, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast);
+  EXPECT_TRUE(same_conv_by_backward_data_handles(x, 16, 16, 3, 1, 1, 1, false));
+  EXPECT_FALSE(same_conv_by_backward_data_handles(x, 16, 16, 3, 2, 1, 1, false));  // stride
+  EXPECT_FALSE(same_conv_by_backward_data_handles(x, 16, 16, 3, 1, 0, 1, false));  // padding
+  EXPECT_FALSE(same_conv_by_backward_data_handles(x, 16, 16, 3, 1, 1, 2, false));  // groups
+  EXPECT_FALSE(same_conv_by_backward_data_handles(x, 16, 16, 3, 1, 1, 1, true));   // bias
+  EXPECT_FALSE(same_conv_by_backward_data_handles(x, 16, 12, 3, 1, 1, 1, false));  // channels
+  EXPECT_FALSE(same_conv_by_backward_data_handles(torch::zeros({2, 16, 8, 8}), 16, 16, 3, 1, 1,
+                                                  1, false));  // not channels-last
+  EXPECT_FALSE(same_conv_by_backward_data_handles(x.to(at::kDouble), 16, 16, 3, 1, 1, 1, false));
+  const at::Tensor stem = torch::zeros({2, 1, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast);
+  EXPECT_FALSE(same_conv_by_backward_data_handles(stem, 1, 16, 3, 1, 1, 1, false));
+  EXPECT_THROW(same_conv2d_by_backward_data(x, torch::zeros({16, 16, 3, 3}), 0), InternalError);
+}
+
+// The fp32 layer runs the backward-data form exactly where it applies on this CPU (bit for bit
+// its output), and at::conv2d elsewhere.
+TEST(SameConvByBackwardDataLayer, Conv2dTakesTheFormWhereItApplies) {
+  Registry registry;
+  Conv2d conv(registry, "conv", Conv2dOptions{16, 16, 3}.with_padding(1));
+  torch::manual_seed(11);
+  const at::Tensor params = torch::randn({1, registry.layout().total_numel});
+  const at::Tensor x = torch::randn({2, 16, 6, 6}).contiguous(at::MemoryFormat::ChannelsLast);
+  Context ctx{&registry.layout(), params, nullptr, 1, false, ConvAlgorithm::kGrouped};
+  const at::Tensor y = conv.forward(ctx, x);
+  const at::Tensor w = params[0].reshape({16, 16, 3, 3});
+  const at::Tensor expected =
+      same_conv_by_backward_data_applies(x, 16, 16, 3, 1, 1, 1, false)
+          ? same_conv2d_by_backward_data(x, w, 1)
+          : at::conv2d(x, w, {}, {1, 1}, {1, 1});
+  EXPECT_TRUE(torch::equal(y, expected));
+}
+
+}  // namespace
+}  // namespace lpdt::nn
