@@ -49,6 +49,8 @@ expect 2 "add --precision" -- "$lpdt" bench --profile 5
 # The two forms of the same convolutions: a row per shape, and the pass's total.
 expect 0 "one forward pass of these layers" -- "$lpdt" bench --conv-forms --depth 8 --channels 1 \
   --size 8 --batch 2 --steps 1 --warmup 0 --threads 1
+expect 0 "integer backend's float sums for the same layers" -- "$lpdt" bench --conv-forms \
+  --depth 8 --channels 1 --size 8 --batch 2 --steps 1 --warmup 0 --threads 1
 # Counts and sizes are checked before anything runs, naming the option.
 expect 2 "\-\-channels" -- "$lpdt" bench --channels 0
 expect 2 "\-\-size" -- "$lpdt" bench --arch mlp --size 0

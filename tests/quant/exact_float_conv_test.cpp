@@ -1,8 +1,9 @@
 // The float32 formulation of the integer convolution (exact_float_conv.h) against plain loops over
 // the same codes, bit for bit: random codes and extreme ones (every product of magnitude 65,025,
 // the largest sums a chunk can hold), channel counts at and across the worst case's chunk
-// boundary, a node's slice of a wider channels-last tensor; and its chunk plan against the bound
-// it keeps. Runs on every CPU.
+// boundary, a node's slice of a wider channels-last tensor, in both float forms (oneDNN's forward
+// and backward-data kernels; the second takes the stride-1 "same" shapes with channels in 8s);
+// and its chunk plan against the bound it keeps. Runs on every CPU.
 #include "lpdt/quant/exact_float_conv.h"
 
 #include <gtest/gtest.h>
@@ -26,22 +27,28 @@ TEST_P(ExactFloatConv, MatchesTheReferenceLoopsBitForBit) {
   const ExactCase c = GetParam();
   const ConvGeometry g =
       test_geometry(2, c.in_channels, c.out_channels, c.kernel, c.stride, c.padding);
-  torch::manual_seed(11);
-  for (const bool extreme : {false, true}) {
-    const auto [x, w, x_zero, w_zero] = test_conv_codes(g, c.pixel_stride, extreme);
-    at::Tensor fast = at::empty({g.positions(), g.out_channels}, at::kInt);
-    exact_float_conv_s32(x.data_ptr<std::uint8_t>(), c.pixel_stride, x_zero,
-                         w.data_ptr<std::int8_t>(), w_zero, g, fast.data_ptr<std::int32_t>());
-    const at::Tensor slow = reference_conv(x, c.pixel_stride, x_zero, w, w_zero, g);
-    EXPECT_TRUE(at::equal(fast, slow))
-        << "extreme " << extreme << ": max difference " << (fast - slow).abs().max().item<int>();
-    // The sums come as float32 exactly when one chunk held them.
-    const at::Tensor sums = exact_float_conv(x.data_ptr<std::uint8_t>(), c.pixel_stride, x_zero,
-                                             w.data_ptr<std::int8_t>(), w_zero, g);
-    const std::size_t chunks =
-        exact_float_conv_chunks(w.data_ptr<std::int8_t>(), w_zero, x_zero, g).size();
-    EXPECT_EQ(sums.scalar_type() == at::kFloat, chunks == 1) << chunks << " chunks";
-    EXPECT_TRUE(at::equal(sums.to(at::kInt), slow)) << "extreme " << extreme;
+  for (const FloatConvForm form : {FloatConvForm::kForward, FloatConvForm::kBackwardData}) {
+    torch::manual_seed(11);
+    const std::string name = form == FloatConvForm::kForward ? "forward" : "backward-data";
+    for (const bool extreme : {false, true}) {
+      const auto [x, w, x_zero, w_zero] = test_conv_codes(g, c.pixel_stride, extreme);
+      at::Tensor fast = at::empty({g.positions(), g.out_channels}, at::kInt);
+      exact_float_conv_s32(x.data_ptr<std::uint8_t>(), c.pixel_stride, x_zero,
+                           w.data_ptr<std::int8_t>(), w_zero, g, fast.data_ptr<std::int32_t>(),
+                           form);
+      const at::Tensor slow = reference_conv(x, c.pixel_stride, x_zero, w, w_zero, g);
+      EXPECT_TRUE(at::equal(fast, slow)) << name << ", extreme " << extreme
+                                         << ": max difference "
+                                         << (fast - slow).abs().max().item<int>();
+      // The sums come as float32 exactly when one chunk held them.
+      const at::Tensor sums = exact_float_conv(x.data_ptr<std::uint8_t>(), c.pixel_stride,
+                                               x_zero, w.data_ptr<std::int8_t>(), w_zero, g, form);
+      const std::size_t chunks =
+          exact_float_conv_chunks(w.data_ptr<std::int8_t>(), w_zero, x_zero, g).size();
+      EXPECT_EQ(sums.scalar_type() == at::kFloat, chunks == 1) << name << ", " << chunks
+                                                                << " chunks";
+      EXPECT_TRUE(at::equal(sums.to(at::kInt), slow)) << name << ", extreme " << extreme;
+    }
   }
 }
 
@@ -49,6 +56,9 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, ExactFloatConv,
     ::testing::Values(ExactCase{5, 6, 3, 1, 1, 15},     // a node's slice of 3 nodes
                       ExactCase{16, 16, 3, 1, 1, 32},   // ResNet-20's first stage, of 2 nodes
+                      ExactCase{32, 8, 3, 1, 1, 32},    // one chunk; at the extremes 28 + 4 channels
+                      ExactCase{16, 24, 5, 1, 2, 16},   // 5x5 "same", channels in 8s
+                      ExactCase{8, 16, 1, 1, 0, 24},    // 1x1, a node's slice
                       ExactCase{28, 8, 3, 1, 1, 28},    // the worst case's one full chunk (28 x 9 taps)
                       ExactCase{29, 8, 3, 1, 1, 29},    // the worst case's two chunks
                       ExactCase{64, 9, 3, 1, 1, 128},   // ResNet-20's last stage (worst case: 3 chunks)

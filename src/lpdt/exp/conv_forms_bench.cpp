@@ -17,6 +17,7 @@
 #include "lpdt/models/model.h"
 #include "lpdt/models/node_batched_step.h"
 #include "lpdt/nn/same_conv_by_backward_data.h"
+#include "lpdt/quant/exact_float_conv.h"
 
 namespace lpdt::exp {
 namespace {
@@ -25,6 +26,27 @@ using Clock = std::chrono::steady_clock;
 
 double elapsed_ms(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Medians of `rounds` timed calls of a and of b after `warmup` untimed rounds, each going first in
+// every other round, so that a drift in the machine's speed falls on both.
+std::pair<double, double> alternating_medians(const std::function<at::Tensor()>& a,
+                                              const std::function<at::Tensor()>& b,
+                                              std::int64_t warmup, std::int64_t rounds) {
+  std::vector<double> a_ms, b_ms;
+  for (std::int64_t r = 0; r < warmup + rounds; ++r) {
+    double t_a = 0, t_b = 0;
+    for (int turn = 0; turn < 2; ++turn) {
+      const bool a_turn = (turn == 0) == (r % 2 == 0);
+      const auto start = Clock::now();
+      const at::Tensor y = a_turn ? a() : b();
+      (a_turn ? t_a : t_b) = elapsed_ms(start);
+    }
+    if (r < warmup) continue;
+    a_ms.push_back(t_a);
+    b_ms.push_back(t_b);
+  }
+  return {median(a_ms), median(b_ms)};
 }
 
 }  // namespace
@@ -50,14 +72,14 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
     const at::Tensor probe =
         torch::empty({1, layer.in_channels, layer.height, layer.width}, cl)
             .contiguous(at::MemoryFormat::ChannelsLast);
-    if (!nn::same_conv_by_backward_data_handles(probe, layer.in_channels, layer.out_channels,
+    if (!same_conv_by_backward_data_handles(probe, layer.in_channels, layer.out_channels,
                                                 layer.kernel, layer.stride, layer.padding,
                                                 layer.groups, false)) {
       continue;
     }
     ++shapes[{layer.in_channels, layer.out_channels, layer.height, layer.width, layer.kernel}];
   }
-  char line[256];
+  char line[512];
   std::snprintf(line, sizeof line,
                 "lpdt bench --conv-forms: %s, batch %lld, %s, median of %lld calls of each form "
                 "after %lld, alternating; this CPU's fp32 layers take the backward-data form: %s",
@@ -70,12 +92,16 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
     progress("(no convolution of this model has a shape the backward-data form handles)");
     return {};
   }
-  progress("  in   out      HxW  k  layers  forward ms  backward-data ms  speedup  max |diff|");
+  progress("                               fp32 (at::conv2d)                                 |  "
+           "the integer backend's float sums (quant/exact_float_conv.h)");
+  progress("  in   out      HxW  k  layers  forward ms  backward-data ms  speedup  max |diff|  |  "
+           "forward ms  backward-data ms  speedup  max |diff|");
 
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   std::vector<ConvFormsRow> rows;
   double forward_pass = 0, backward_data_pass = 0;
+  double integer_forward_pass = 0, integer_backward_data_pass = 0;
   for (const auto& [shape, layers] : shapes) {
     ConvFormsRow row;
     std::tie(row.in_channels, row.out_channels, row.height, row.width, row.kernel) = shape;
@@ -91,32 +117,59 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
       return nn::same_conv2d_by_backward_data(x, w, padding);
     };
     row.max_abs_difference = (direct() - by_backward_data()).abs().max().item<double>();
-    std::vector<double> direct_ms, backward_data_ms;
-    for (std::int64_t r = 0; r < options.warmup_rounds + options.rounds; ++r) {
-      // Each form goes first in every other round, so a drift in the machine's speed
-      // falls on both.
-      double t_direct = 0, t_backward_data = 0;
-      for (int turn = 0; turn < 2; ++turn) {
-        const bool direct_turn = (turn == 0) == (r % 2 == 0);
-        const auto start = Clock::now();
-        const at::Tensor y = direct_turn ? direct() : by_backward_data();
-        (direct_turn ? t_direct : t_backward_data) = elapsed_ms(start);
-      }
-      if (r < options.warmup_rounds) continue;
-      direct_ms.push_back(t_direct);
-      backward_data_ms.push_back(t_backward_data);
-    }
-    row.forward_ms = median(direct_ms);
-    row.backward_data_ms = median(backward_data_ms);
+    std::tie(row.forward_ms, row.backward_data_ms) = alternating_medians(
+        direct, by_backward_data, options.warmup_rounds, options.rounds);
+
+    // The integer backend's float convolutions of the same shape (quant/exact_float_conv.h):
+    // codes around their zero points, weights of trained size (one chunk), both forms.
+    quant::ConvGeometry g;
+    g.batch = options.batch_size;
+    g.in_channels = row.in_channels;
+    g.out_channels = row.out_channels;
+    g.height = row.height;
+    g.width = row.width;
+    g.kernel = row.kernel;
+    g.padding = padding;
+    const at::Tensor codes =
+        torch::randint(0, 256, {options.batch_size, row.height, row.width, row.in_channels},
+                       torch::kByte);
+    const at::Tensor weight_codes = (torch::randn({row.out_channels, row.in_channels, row.kernel,
+                                                   row.kernel}) * 20.0)
+                                        .round()
+                                        .clamp(-128, 127)
+                                        .to(torch::kChar);
+    const auto integer_sums = [&](quant::FloatConvForm form) {
+      return quant::exact_float_conv(codes.data_ptr<std::uint8_t>(), row.in_channels,
+                                     /*x_zero=*/128, weight_codes.data_ptr<std::int8_t>(),
+                                     /*weight_zero=*/0, g, form);
+    };
+    const auto integer_forward = [&] { return integer_sums(quant::FloatConvForm::kForward); };
+    const auto integer_backward_data = [&] {
+      return integer_sums(quant::FloatConvForm::kBackwardData);
+    };
+    row.integer_max_abs_difference =
+        (integer_forward().to(torch::kDouble) - integer_backward_data().to(torch::kDouble))
+            .abs()
+            .max()
+            .item<double>();
+    std::tie(row.integer_forward_ms, row.integer_backward_data_ms) = alternating_medians(
+        integer_forward, integer_backward_data, options.warmup_rounds, options.rounds);
     row.speedup = row.forward_ms / row.backward_data_ms;
+    row.integer_speedup = row.integer_forward_ms / row.integer_backward_data_ms;
     forward_pass += row.forward_ms * static_cast<double>(layers);
     backward_data_pass += row.backward_data_ms * static_cast<double>(layers);
-    std::snprintf(line, sizeof line, "%4lld  %4lld  %4lldx%-4lld %lld  %6lld  %10.3f  %16.3f  %6.2fx  %10.2e",
+    integer_forward_pass += row.integer_forward_ms * static_cast<double>(layers);
+    integer_backward_data_pass += row.integer_backward_data_ms * static_cast<double>(layers);
+    std::snprintf(line, sizeof line,
+                  "%4lld  %4lld  %4lldx%-4lld %lld  %6lld  %10.3f  %16.3f  %6.2fx  %10.2e  |  "
+                  "%10.3f  %16.3f  %6.2fx  %10.0f",
                   static_cast<long long>(row.in_channels),
                   static_cast<long long>(row.out_channels), static_cast<long long>(row.height),
                   static_cast<long long>(row.width), static_cast<long long>(row.kernel),
                   static_cast<long long>(row.layers), row.forward_ms, row.backward_data_ms,
-                  row.speedup, row.max_abs_difference);
+                  row.speedup, row.max_abs_difference, row.integer_forward_ms,
+                  row.integer_backward_data_ms, row.integer_speedup,
+                  row.integer_max_abs_difference);
     progress(line);
     rows.push_back(row);
   }
@@ -124,6 +177,12 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
                 "one forward pass of these layers: forward %.2f ms, backward-data form %.2f ms "
                 "(%.2fx)",
                 forward_pass, backward_data_pass, forward_pass / backward_data_pass);
+  progress(line);
+  std::snprintf(line, sizeof line,
+                "the integer backend's float sums for the same layers: forward %.2f ms, "
+                "backward-data form %.2f ms (%.2fx)",
+                integer_forward_pass, integer_backward_data_pass,
+                integer_forward_pass / integer_backward_data_pass);
   progress(line);
 
   if (!options.json_path.empty()) {
@@ -136,6 +195,10 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
     j["layers_take_backward_data_form"] = cpu_simd_level() == SimdLevel::kAvx2;
     j["pass_forward_ms"] = forward_pass;
     j["pass_backward_data_ms"] = backward_data_pass;
+    j["integer_backend_takes_backward_data_form"] =
+        quant::preferred_float_conv_form() == quant::FloatConvForm::kBackwardData;
+    j["integer_pass_forward_ms"] = integer_forward_pass;
+    j["integer_pass_backward_data_ms"] = integer_backward_data_pass;
     for (const ConvFormsRow& r : rows) {
       j["rows"].push_back({{"in_channels", r.in_channels},
                            {"out_channels", r.out_channels},
@@ -146,7 +209,11 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
                            {"forward_ms", r.forward_ms},
                            {"backward_data_ms", r.backward_data_ms},
                            {"speedup", r.speedup},
-                           {"max_abs_difference", r.max_abs_difference}});
+                           {"max_abs_difference", r.max_abs_difference},
+                           {"integer_forward_ms", r.integer_forward_ms},
+                           {"integer_backward_data_ms", r.integer_backward_data_ms},
+                           {"integer_speedup", r.integer_speedup},
+                           {"integer_max_abs_difference", r.integer_max_abs_difference}});
     }
     write_bench_json(options.json_path, std::move(j), runtime, "bench --conv-forms");
   }

@@ -2,9 +2,11 @@
 // `lpdt bench --conv-forms`: for every stride-1 "same" convolution shape of a model, oneDNN's
 // forward kernel (at::conv2d) against the backward-data form of the same convolution
 // (nn/same_conv_by_backward_data.h), timed in alternating order in one process on the same
-// tensors, with the largest difference of their outputs. The fp32 layer takes the backward-data
-// form on AVX2 CPUs, where this benchmark measured it faster (docs/benchmarks.md, "AVX2 CPUs"
-// item 11); the table says whether it would help on another CPU.
+// tensors, with the largest difference of their outputs; and the same for the integer backend's
+// float convolutions of each shape (quant/exact_float_conv.h), whose two forms must agree exactly.
+// The fp32 layer and the integer backend take the backward-data form on AVX2 CPUs, where this
+// benchmark measured it faster (docs/benchmarks.md, "AVX2 CPUs" items 11 and 12); the table says
+// whether it would help on another CPU.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -31,6 +33,11 @@ struct ConvFormsRow {
   double backward_data_ms = 0;    // the backward-data form, median
   double speedup = 0;             // forward_ms / backward_data_ms
   double max_abs_difference = 0;  // between the two outputs
+  // The integer backend's float sums of the same shape (quant/exact_float_conv.h), both forms.
+  double integer_forward_ms = 0;
+  double integer_backward_data_ms = 0;
+  double integer_speedup = 0;
+  double integer_max_abs_difference = 0;  // 0 unless the sums were not exact
 };
 
 // Rows for the shapes the backward-data form handles, then (in `progress`) a line with both

@@ -9,6 +9,7 @@
 
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
+#include "lpdt/core/same_conv_backward_data_form.h"
 #include "lpdt/quant/int8_gemm.h"
 
 namespace lpdt::quant {
@@ -69,9 +70,14 @@ std::vector<ChannelChunk> exact_float_conv_chunks(const std::int8_t* weight,
   return chunks;
 }
 
+FloatConvForm preferred_float_conv_form() {
+  return cpu_simd_level() == SimdLevel::kAvx2 ? FloatConvForm::kBackwardData
+                                              : FloatConvForm::kForward;
+}
+
 at::Tensor exact_float_conv(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,
                             const std::int8_t* weight, std::int8_t weight_zero,
-                            const ConvGeometry& g) {
+                            const ConvGeometry& g, FloatConvForm form) {
   LPDT_CHECK(g.groups == 1, "exact_float_conv: dense convolutions only");
   LPDT_CHECK(exact_float_conv_available(),
              "exact_float_conv needs a LibTorch built with oneDNN (mkldnn)");
@@ -90,19 +96,36 @@ at::Tensor exact_float_conv(const std::uint8_t* x, std::int64_t pixel_stride, st
       codes_to_real(x + begin * pixel_stride + chunk.first, pixel_stride, chunk.count,
                     static_cast<float>(x_zero), end - begin, real + begin * chunk.count);
     });
-    // Real weights w - z_w = (q_w - 128) - (z_w - 128): integers in [-255, 255].
-    at::Tensor w_real = at::empty({cout, chunk.count, g.kernel, g.kernel}, at::kFloat);
+    const bool backward_data =
+        form == FloatConvForm::kBackwardData &&
+        same_conv_by_backward_data_handles(x_real, chunk.count, cout, g.kernel, g.stride,
+                                           g.padding, /*groups=*/1, /*bias=*/false);
+    // Real weights w - z_w = (q_w - 128) - (z_w - 128): integers in [-255, 255]; for the
+    // backward-data form written as W'[c, o] = W[o, c] with the taps reversed, which on a
+    // kernel x kernel window is the 180-degree rotation.
+    at::Tensor w_real = backward_data
+                            ? at::empty({chunk.count, cout, g.kernel, g.kernel}, at::kFloat)
+                            : at::empty({cout, chunk.count, g.kernel, g.kernel}, at::kFloat);
     float* wr = w_real.data_ptr<float>();
     for (std::int64_t o = 0; o < cout; ++o) {
       const std::int8_t* w = weight + (o * cin + chunk.first) * taps;
-      for (std::int64_t i = 0; i < chunk.count * taps; ++i) {
-        wr[o * chunk.count * taps + i] = static_cast<float>(int{w[i]} - int{weight_zero});
+      for (std::int64_t c = 0; c < chunk.count; ++c) {
+        for (std::int64_t t = 0; t < taps; ++t) {
+          const float value = static_cast<float>(int{w[c * taps + t]} - int{weight_zero});
+          if (backward_data) {
+            wr[(c * cout + o) * taps + (taps - 1 - t)] = value;
+          } else {
+            wr[(o * chunk.count + c) * taps + t] = value;
+          }
+        }
       }
     }
-    const at::Tensor sum = at::mkldnn_convolution(x_real, w_real, /*bias=*/{},
-                                                  {g.padding, g.padding}, {g.stride, g.stride},
-                                                  {1, 1}, /*groups=*/1)
-                               .contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor sum =
+        (backward_data ? same_conv2d_forward_by_backward_data(x_real, w_real, g.padding)
+                       : at::mkldnn_convolution(x_real, w_real, /*bias=*/{},
+                                                {g.padding, g.padding}, {g.stride, g.stride},
+                                                {1, 1}, /*groups=*/1))
+            .contiguous(at::MemoryFormat::ChannelsLast);
     // [b, Cout, Ho, Wo] channels-last is [positions, Cout] in memory.
     if (chunks.size() == 1) return sum.permute({0, 2, 3, 1}).reshape({n, cout});
     if (j == 0) acc = at::empty({n, cout}, at::kInt);
@@ -121,8 +144,8 @@ at::Tensor exact_float_conv(const std::uint8_t* x, std::int64_t pixel_stride, st
 
 void exact_float_conv_s32(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,
                           const std::int8_t* weight, std::int8_t weight_zero, const ConvGeometry& g,
-                          std::int32_t* acc) {
-  const at::Tensor sums = exact_float_conv(x, pixel_stride, x_zero, weight, weight_zero, g);
+                          std::int32_t* acc, FloatConvForm form) {
+  const at::Tensor sums = exact_float_conv(x, pixel_stride, x_zero, weight, weight_zero, g, form);
   at::from_blob(acc, sums.sizes(), at::TensorOptions().dtype(at::kInt)).copy_(sums);
 }
 

@@ -48,19 +48,30 @@ std::vector<ChannelChunk> exact_float_conv_chunks(const std::int8_t* weight,
                                                   std::int8_t weight_zero, std::uint8_t x_zero,
                                                   const ConvGeometry& g);
 
+// Which of oneDNN's float32 kernels computes a chunk's sums. kBackwardData computes a stride-1
+// "same" convolution as the input gradient of one with rotated, channel-swapped weights
+// (core/same_conv_backward_data_form.h), where that takes the chunk (channels in 8s); other
+// chunks run the forward kernel either way. Both are direct convolutions: the same exact sums.
+enum class FloatConvForm { kForward, kBackwardData };
+
+// The form this CPU runs faster: kBackwardData on AVX2 CPUs (docs/benchmarks.md, "AVX2 CPUs"
+// item 12), kForward elsewhere.
+FloatConvForm preferred_float_conv_form();
+
 // x: one node's codes, element (b, y, x, c) at ((b * H + y) * W + x) * pixel_stride + c (the
 // node's channel slice of a channels-last tensor; pixel_stride >= C); weight, weight_zero as
 // above; g: one node's geometry with groups == 1. Returns the sums [positions, Cout]: float32
 // when one chunk held them all (then every sum is an integer within 2^24, exact), int32
 // otherwise; either way the same sums as int8_direct_conv_s32 and the im2col + GEMM product, bit
-// for bit (tested against plain loops).
+// for bit, in either form (tested against plain loops).
 at::Tensor exact_float_conv(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,
                             const std::int8_t* weight, std::int8_t weight_zero,
-                            const ConvGeometry& g);
+                            const ConvGeometry& g,
+                            FloatConvForm form = preferred_float_conv_form());
 
 // The same sums as int32 into acc [positions, Cout], fully written.
 void exact_float_conv_s32(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,
                           const std::int8_t* weight, std::int8_t weight_zero, const ConvGeometry& g,
-                          std::int32_t* acc);
+                          std::int32_t* acc, FloatConvForm form = preferred_float_conv_form());
 
 }  // namespace lpdt::quant
