@@ -58,6 +58,27 @@ expect 2 "\-\-threads" -- "$lpdt" bench --threads -2
 expect 2 "\-\-nodes-per-pass" -- "$lpdt" bench --nodes-per-pass -1
 expect 2 "\-\-nodes" -- "$lpdt" bench --nodes 8,0
 expect 2 "\-\-warmup" -- "$lpdt" bench --precision --warmup -1
+# A size no machine has: a clear out-of-memory message, not LibTorch's trace.
+expect 1 "out of memory" -- "$lpdt" bench --arch mlp --size 100000 --channels 100 --batch 2 \
+  --steps 1 --warmup 0 --threads 1 --nodes 1
+# Graphs beyond the dense mixing matrix's limit, and runaway gossip rounds, are refused.
+expect 2 "expected 1 to 4096 nodes" -- "$lpdt" topo --nodes 20000
+expect 2 "eval.gossip_rounds" -- "$lpdt" train --set eval.gossip_rounds=2000000000
+# A run name is one folder name inside run.out_dir.
+expect 2 "run.name contains '/'" -- "$lpdt" train --set run.name=../escape
+expect 2 "run.name is empty" -- "$lpdt" train --set run.name=
+# Test images of another shape than the training images are refused, naming both shapes.
+be32() { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
+idx_split() {  # idx_split PREFIX COUNT SIDE
+  { printf '\x00\x00\x08\x03'; be32 "$2"; be32 "$3"; be32 "$3"; head -c $(($2 * $3 * $3)) /dev/zero; } \
+    >"$work/idx/$1-images-idx3-ubyte"
+  { printf '\x00\x00\x08\x01'; be32 "$2"; head -c "$2" /dev/zero; } >"$work/idx/$1-labels-idx1-ubyte"
+}
+mkdir -p "$work/idx"
+idx_split train 20 28
+idx_split t10k 4 14
+expect 1 "the test images are 1x14x14" -- "$lpdt" train --set data.dataset=mnist \
+  --set data.dir="$work/idx" --set run.out_dir="$work/runs" --set run.epochs=1
 expect 2 "expected an image model" -- "$lpdt" bench --arch transformer
 expect 2 "the folder '$work/missing' does not exist" -- "$lpdt" bench --json "$work/missing/b.json"
 expect 0 "spectral gap" -- "$lpdt" topo --topology torus --nodes 16 --dot "$work/t.dot" --json "$work/t.json"

@@ -236,7 +236,7 @@ TEST(ExperimentConfigErrorTest, OutOfRangeNamesInclusiveAndExclusiveEnds) {
       load_error("[algo]\nkeep_fraction = 0\n"),
       HasSubstr("key 'algo.keep_fraction' = 0 is out of range: expected a float in (0, 1]"));
   EXPECT_THAT(load_error("[graph]\nnodes = 0\n"),
-              HasSubstr("key 'graph.nodes' = 0 is out of range: expected an int >= 1"));
+              HasSubstr("key 'graph.nodes' = 0 is out of range: expected an int in [1, 4096]"));
   EXPECT_THAT(load_error("[optim]\nmilestones = [100, 0]\n"),
               HasSubstr(":2: key 'optim.milestones' = [100, 0] is out of range at element 1 (0): "
                         "expected a list of ints, each >= 1"));

@@ -129,6 +129,21 @@ TEST(Sweep, BadFilesNameTheProblem) {
   EXPECT_THAT(load_error(write(dir / "g.toml", "seeds = [1]\n")), HasSubstr("no [grid]"));
   EXPECT_THAT(load_error(write(dir / "h.toml", "[grid]\n\"run.seed\" = [1, 2]\n")),
               HasSubstr("use seeds = [...]"));
+  // What would silently train one run twice, show another run's value, or fail only after
+  // every run trained.
+  EXPECT_THAT(load_error(write(dir / "i.toml", "out_dir = \"\"\n" + grid)),
+              HasSubstr("i.toml:1: out_dir is empty"));
+  EXPECT_THAT(load_error(write(dir / "j.toml", "seeds = [1, 2, 1]\n" + grid)),
+              HasSubstr("j.toml:1: seeds lists 1 twice"));
+  EXPECT_THAT(load_error(write(dir / "k.toml", "[grid]\n\"data.skew\" = [0.1, 0.1]\n")),
+              HasSubstr("k.toml:2: grid key 'data.skew' lists 0.1 twice"));
+  EXPECT_THAT(load_error(write(dir / "l.toml", grid + "\"data.skew+graph.nodes\" = [[0.2, 2]]\n")),
+              HasSubstr("grid key 'data.skew' is varied by two [grid] entries"));
+  EXPECT_THAT(load_error(write(dir / "m.toml", "[set]\n\"data.skew\" = 0.3\n" + grid)),
+              HasSubstr("[set] fixes 'data.skew', which [grid] varies"));
+  EXPECT_THAT(load_error(write(dir / "n.toml", "metrics = [\"bogus\"]\n" + grid)),
+              AllOf(HasSubstr("n.toml:1: metrics names 'bogus'"),
+                    HasSubstr("average_model_accuracy")));
 }
 
 // Fake finished runs with known figures: the cells are their mean and sample standard
@@ -188,6 +203,14 @@ TEST(Sweep, RunsSkipsResumesAndExtends) {
   const auto tables = aggregate_sweep(spec);
   for (const auto& row : tables[0].cells) {
     for (const auto& cell : row) EXPECT_EQ(cell.values.size(), 2u);
+  }
+  // Every metric a sweep may name is a number in a real run's summary.
+  {
+    std::ifstream summary_in(find_sweep_run(spec, expand_sweep(spec)[0]).dir / "summary.json");
+    const nlohmann::json final = nlohmann::json::parse(summary_in).at("final");
+    for (const std::string& metric : sweep_metric_names()) {
+      EXPECT_TRUE(final.contains(metric) && final.at(metric).is_number()) << metric;
+    }
   }
   SweepOutcome again = run_sweep(spec, quiet);
   EXPECT_EQ(again.trained + again.resumed, 0);

@@ -368,6 +368,9 @@ TEST(Checkpoint, CorruptMissingAndForeignFilesAreClearErrors) {
             std::string::npos);
   EXPECT_NE(error_of([&] { read_checkpoint(out / "missing.lpdt"); }).find("no checkpoint"),
             std::string::npos);
+  fs::create_directories(out / "folder.lpdt");
+  EXPECT_NE(error_of([&] { read_checkpoint(out / "folder.lpdt"); }).find("is not a file"),
+            std::string::npos);
   fs::remove_all(out);
 }
 

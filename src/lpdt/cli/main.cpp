@@ -1,7 +1,11 @@
 // lpdt: low precision decentralized training. The CLI is thin: it parses and calls exp/.
 // Exit codes: 0 ok, 2 usage or configuration error, 1 runtime error.
+#include <c10/util/Exception.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <new>
+#include <string>
 
 #include "lpdt/cli/commands.h"
 #include "lpdt/core/error.h"
@@ -19,6 +23,28 @@ int fail(const char* kind, const std::exception& e, int code) {
   if (code != 2) lpdt::dist::abort_job(code);
   return code;
 }
+
+// LibTorch's errors carry its C++ frames, which say nothing to a user: its message alone, and for
+// an allocation that failed, what to do about it.
+std::string libtorch_message(const c10::Error& e) {
+  const std::string message = e.what_without_backtrace();
+  const std::string tried = "you tried to allocate ";
+  if (message.find("can't allocate memory") == std::string::npos) return message;
+  const auto at = message.find(tried);
+  const std::string bytes =
+      at == std::string::npos
+          ? std::string("more memory")
+          : message.substr(at + tried.size(),
+                           message.find(' ', at + tried.size()) - (at + tried.size())) +
+                " bytes";
+  return "out of memory: one tensor needed " + bytes +
+         " at once; the sizes asked for (nodes, batch size, image size, sequence length) need "
+         "more memory than this machine has";
+}
+
+struct MessageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace
 
@@ -41,6 +67,13 @@ int main(int argc, char** argv) {
     return fail("configuration error: ", e, 2);
   } catch (const lpdt::UserError& e) {
     return fail("error: ", e, 1);
+  } catch (const c10::Error& e) {
+    return fail("", MessageError(libtorch_message(e)), 1);
+  } catch (const std::bad_alloc&) {
+    return fail("", MessageError("out of memory: the sizes asked for (nodes, batch size, image "
+                                 "size, sequence length, rows of a file) need more memory than "
+                                 "this machine has"),
+                1);
   } catch (const std::exception& e) {
     return fail("", e, 1);
   }

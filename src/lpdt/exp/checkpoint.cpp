@@ -126,6 +126,10 @@ void write_checkpoint(const fs::path& file, const TrainingState& state) {
 }
 
 TrainingState read_checkpoint(const fs::path& file) {
+  std::error_code ec;
+  if (fs::exists(file, ec) && !fs::is_regular_file(file, ec)) {
+    throw UserError("checkpoint '" + file.string() + "' is not a file (a folder?)");
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     throw UserError("no checkpoint '" + file.string() +

@@ -6,9 +6,13 @@
 #include <set>
 
 #include "lpdt/core/error.h"
+#include "lpdt/graph/factory.h"
 
 namespace lpdt {
 namespace {
+
+// eval.gossip_rounds beyond this is a typo, not a protocol: the official code runs 50 (+1).
+constexpr std::int64_t kMaxGossipRounds = 100000;
 
 template <ConfigEnum E>
 std::vector<std::string> choices() {
@@ -365,7 +369,11 @@ void add_keys(ConfigSchema& s) {
                "Communication graph (directed: directed-ring, exponential, random, "
                "one-peer-exponential).")
       .one_of(choices<GraphConfig::Topology>());
-  s.add_int("graph.nodes", d.graph.nodes, "Number of nodes.").at_least(1);
+  s.add_int("graph.nodes", d.graph.nodes,
+            "Number of nodes (at most 4,096: the mixing matrix is dense, and its spectral gap an "
+            "n^3 eigendecomposition).")
+      .at_least(1)
+      .at_most(graph::kMaxNodes);
   s.add_string("graph.mixing", name_of(d.graph.mixing),
                "Mixing weights: uniform over each node's out-neighbours and itself "
                "(column-stochastic, as the official code), or metropolis (undirected "
@@ -451,7 +459,8 @@ void add_keys(ConfigSchema& s) {
       .one_of(choices<EvalConfig::Protocol>());
   s.add_int("eval.gossip_rounds", d.eval.gossip_rounds,
             "Gossip-only rounds before the final evaluation of eval.protocol = reference.")
-      .at_least(0);
+      .at_least(0)
+      .at_most(kMaxGossipRounds);
   s.add_bool("eval.per_node", d.eval.per_node, "Also evaluate and report every node's model.");
 
   // [ledger]
@@ -489,6 +498,28 @@ void add_keys(ConfigSchema& s) {
 
 void add_checks(ConfigSchema& s) {
   using Problem = std::optional<std::string>;
+
+  // The run folder is run.out_dir/<name>-YYYYMMDD-HHMMSS: the name must be one plain path
+  // component, or the folder lands elsewhere ("../x", "/x") or gets an unreadable name.
+  s.add_check({{"run.name"}, [](const Config& c) -> Problem {
+                 const std::string& name = c.get_string("run.name");
+                 const std::string expected =
+                     ": expected a name for the run folder, without '/', '\\' or control "
+                     "characters (it goes inside run.out_dir)";
+                 if (name.empty()) return "run.name is empty" + expected;
+                 if (name == "." || name == "..") return "run.name = \"" + name + "\"" + expected;
+                 for (const char ch : name) {
+                   const auto code = static_cast<unsigned char>(ch);
+                   if (ch == '/' || ch == '\\' || code < 0x20 || code == 0x7f) {
+                     return "run.name contains " +
+                            (code < 0x20 || code == 0x7f ? "the control character " +
+                                                               std::to_string(code)
+                                                         : std::string("'") + ch + "'") +
+                            expected;
+                   }
+                 }
+                 return std::nullopt;
+               }});
 
   s.add_check({{"data.skew_mode", "data.partition"}, [](const Config& c) -> Problem {
                  if (c.get_string("data.skew_mode") == "reference" &&

@@ -187,6 +187,16 @@ std::string format_number(double value) {
 
 }  // namespace
 
+const std::vector<std::string>& sweep_metric_names() {
+  // The number-valued keys the trainer writes in summary.json "final" (exp/trainer.cpp; the
+  // sweep tests check each against a real run's summary).
+  static const std::vector<std::string> kNames = {
+      "average_model_accuracy", "mean_node_accuracy", "min_node_accuracy",
+      "max_node_accuracy",      "consensus_distance", "mean_gb_sent_per_node",
+      "steps",                  "wall_time_s",        "train_images_per_s"};
+  return kNames;
+}
+
 SweepSpec load_sweep(const fs::path& file) {
   toml::table root;
   try {
@@ -209,6 +219,10 @@ SweepSpec load_sweep(const fs::path& file) {
     } else if (key == "out_dir") {
       if (!node->is_string()) fail(file, node->source(), "out_dir must be a path (string)");
       spec.out_dir = node->as_string()->get();
+      if (spec.out_dir.empty()) {
+        fail(file, node->source(), "out_dir is empty: expected the folder of the sweep's runs "
+                                   "and tables (default sweeps/<file name>)");
+      }
     } else if (key == "seeds") {
       const auto* array = node->as_array();
       if (array == nullptr || array->empty()) {
@@ -218,11 +232,26 @@ SweepSpec load_sweep(const fs::path& file) {
         if (!item.is_integer() || item.as_integer()->get() < 0) {
           fail(file, item.source(), "seeds must be a non-empty list of integers >= 0");
         }
-        spec.seeds.push_back(static_cast<std::uint64_t>(item.as_integer()->get()));
+        const auto seed = static_cast<std::uint64_t>(item.as_integer()->get());
+        if (std::find(spec.seeds.begin(), spec.seeds.end(), seed) != spec.seeds.end()) {
+          fail(file, item.source(),
+               "seeds lists " + std::to_string(seed) + " twice: each seed is one run per point");
+        }
+        spec.seeds.push_back(seed);
       }
     } else if (key == "metrics") {
       spec.metrics = string_list(file, *node, "metrics");
       if (spec.metrics.empty()) fail(file, node->source(), "metrics must name at least one key");
+      for (const std::string& metric : spec.metrics) {
+        const auto& known = sweep_metric_names();
+        if (std::find(known.begin(), known.end(), metric) == known.end()) {
+          std::string names;
+          for (const std::string& name : known) names += (names.empty() ? "" : ", ") + name;
+          fail(file, node->source(),
+               "metrics names '" + metric + "', which is not a number of summary.json \"final\"; "
+               "expected some of: " + names);
+        }
+      }
     } else if (key == "set" || key == "grid") {
       const auto* section = node->as_table();
       if (section == nullptr) fail(file, node->source(), "[" + key + "] must be a table");
@@ -266,6 +295,15 @@ SweepSpec load_sweep(const fs::path& file) {
             axis.values.push_back(joined);
           }
         }
+        // A value listed twice would be one run counted twice in the tables.
+        for (std::size_t i = 0; i < axis.values.size(); ++i) {
+          for (std::size_t j = 0; j < i; ++j) {
+            if (axis.values[i] == axis.values[j]) {
+              fail(file, (*values)[i].source(),
+                   "grid key '" + name + "' lists " + axis.values[i] + " twice");
+            }
+          }
+        }
         spec.grid.push_back(std::move(axis));
       }
     } else if (key == "table") {
@@ -281,6 +319,26 @@ SweepSpec load_sweep(const fs::path& file) {
     throw ConfigError(file.string() + ": no [grid]: name at least one key and its values");
   }
   if (spec.seeds.empty()) spec.seeds = {ExperimentConfig{}.run.seed};
+  // Each key is varied by one axis, and fixed by [set] only when no axis varies it: otherwise one
+  // value silently replaces the other and the run names and tables show the wrong one.
+  std::set<std::string> varied;
+  for (const auto& axis : spec.grid) {
+    std::vector<std::string> keys = axis.linked_keys;
+    if (keys.empty()) keys = {axis.key};
+    for (const std::string& key : keys) {
+      if (!varied.insert(key).second) {
+        throw ConfigError(file.string() + ": grid key '" + key +
+                          "' is varied by two [grid] entries; name it in one");
+      }
+    }
+  }
+  for (const std::string& assignment : spec.set) {
+    const std::string key = assignment.substr(0, assignment.find('='));
+    if (varied.count(key) != 0) {
+      throw ConfigError(file.string() + ": [set] fixes '" + key +
+                        "', which [grid] varies; remove it from one of them");
+    }
+  }
   for (const auto& axis : spec.grid) {
     std::vector<std::string> keys = axis.linked_keys;
     if (keys.empty()) keys = {axis.key};

@@ -49,9 +49,15 @@ struct SweepSpec {
   std::vector<std::string> metrics;
 };
 
+// The numbers of a run's summary.json "final" that a sweep's metrics may name
+// (average_model_accuracy, mean_gb_sent_per_node, ...).
+const std::vector<std::string>& sweep_metric_names();
+
 // Reads and checks a sweep file: ConfigError naming the file, the key and what was expected
-// (unknown sweep keys, an empty grid list, table keys that are not grid keys or leave one out,
-// a grid point the experiment schema rejects: every point is resolved before anything runs).
+// (unknown sweep keys or metrics, an empty out_dir, an empty grid list, a value or seed listed
+// twice, a key varied by two grid entries or both fixed and varied, table keys that are not grid
+// keys or leave one out, a grid point the experiment schema rejects: every point is resolved
+// before anything runs).
 SweepSpec load_sweep(const std::filesystem::path& file);
 
 // One run of a sweep: a value per grid axis, and a seed.

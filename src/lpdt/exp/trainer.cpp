@@ -51,6 +51,46 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::string shape_text(const at::IntArrayRef sizes) {
+  std::string text;
+  for (const std::int64_t d : sizes) text += (text.empty() ? "" : "x") + std::to_string(d);
+  return text;
+}
+
+// The model is built from the training set, so the test set must have its samples' shape (the
+// evaluation's centre crop, data.crop_size, makes any image size of at least that fit) and no
+// class beyond its classes. Otherwise the mismatch would surface as a LibTorch shape error deep in
+// the first evaluation.
+void check_test_set_fits(const data::Dataset& train, const data::Dataset& test,
+                         const std::string& dataset, const std::string& dir,
+                         std::int64_t center_crop) {
+  const std::string where = "dataset '" + dataset + "'" + (dir.empty() ? "" : " in '" + dir + "'");
+  if (train.is_text() != test.is_text()) {
+    throw UserError(where + ": the training and test sets are not of the same kind");
+  }
+  if (train.is_text()) {
+    if (test.sequence_length() != train.sequence_length()) {
+      throw UserError(where + ": test rows of " + std::to_string(test.sequence_length()) +
+                      " tokens, training rows of " + std::to_string(train.sequence_length()));
+    }
+  } else {
+    const bool cropped = center_crop > 0 && test.height() >= center_crop &&
+                         test.width() >= center_crop && train.height() >= center_crop &&
+                         train.width() >= center_crop;
+    if (test.channels() != train.channels() ||
+        (!cropped && (test.height() != train.height() || test.width() != train.width()))) {
+      throw UserError(where + ": the test images are " + shape_text(test.images.sizes().slice(1)) +
+                      " (channels x height x width) but the training images are " +
+                      shape_text(train.images.sizes().slice(1)) +
+                      "; both splits must have images of one shape");
+    }
+  }
+  if (test.num_classes > train.num_classes) {
+    throw UserError(where + ": the test set has " + std::to_string(test.num_classes) +
+                    " classes, the training set " + std::to_string(train.num_classes));
+  }
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -412,6 +452,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   };
   const data::Dataset train_set = load(data::Split::kTrain);
   data::Dataset test_set = load(data::Split::kTest);
+  check_test_set_fits(train_set, test_set, dataset_name, config.data.dir, config.data.crop_size);
   if (config.data.test_subset > 0 && config.data.test_subset < test_set.size()) {
     test_set = data::first_samples(test_set, config.data.test_subset);
   }

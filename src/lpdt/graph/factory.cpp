@@ -36,6 +36,10 @@ std::unique_ptr<TopologySchedule> make_topology(const TopologyOptions& options) 
   if (!known) {
     throw ConfigError("unknown topology '" + name + "'; expected one of: " + joined_names());
   }
+  if (n < 1 || n > kMaxNodes) {
+    throw ConfigError("a topology of " + std::to_string(n) + " nodes: expected 1 to " +
+                      std::to_string(kMaxNodes) + " nodes");
+  }
   const MixingRule mixing = parse_mixing_rule(options.mixing());
   // Options of other topologies (rows, cols, random_*) are ignored: a config file carries every
   // field with its default, and a sweep over topologies keeps them fixed (docs/graph.md).

@@ -11,6 +11,11 @@
 
 namespace lpdt::graph {
 
+// The most nodes a topology may have: its mixing matrix is dense (n^2 doubles) and its spectral
+// gap a dense n^3 eigendecomposition (about a minute at 3,000 nodes on a 2-core CPU), so a larger
+// graph would run for hours or exhaust memory before training started.
+constexpr std::int64_t kMaxNodes = 4096;
+
 // Options with chained setters; every field is recorded in the resolved config of a run.
 // Options of other topologies (rows and cols for "torus", random_* for "random") are ignored, as a
 // config file carries every field with its default; the label of the result names the
@@ -82,6 +87,7 @@ const std::vector<std::string>& topology_names();
 // Builds and validates the topology. A static topology is returned as a Topology (period 1),
 // "one-peer-exponential" as a PeriodicSchedule. Throws ConfigError for an unknown name (listing
 // the accepted ones) or any invalid option.
+// ConfigError for an unknown name or a node count outside [1, kMaxNodes].
 std::unique_ptr<TopologySchedule> make_topology(const TopologyOptions& options);
 
 }  // namespace lpdt::graph
