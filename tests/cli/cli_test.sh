@@ -80,7 +80,12 @@ idx_split t10k 4 14
 expect 1 "the test images are 1x14x14" -- "$lpdt" train --set data.dataset=mnist \
   --set data.dir="$work/idx" --set run.out_dir="$work/runs" --set run.epochs=1
 expect 2 "expected an image model" -- "$lpdt" bench --arch transformer
-expect 2 "the folder '$work/missing' does not exist" -- "$lpdt" bench --json "$work/missing/b.json"
+expect 2 "its folder '$work/missing' does not exist" -- "$lpdt" bench --json "$work/missing/b.json"
+# Files that cannot be written are named with the reason.
+touch "$work/plain"
+expect 2 "'$work/plain' is a file, not a folder" -- "$lpdt" bench --json "$work/plain/b.json"
+expect 1 "cannot write '$work/plain/t.dot': '$work/plain' is a file, not a folder" -- \
+  "$lpdt" topo --nodes 4 --dot "$work/plain/t.dot"
 expect 0 "spectral gap" -- "$lpdt" topo --topology torus --nodes 16 --dot "$work/t.dot" --json "$work/t.json"
 expect 0 "digraph" -- cat "$work/t.dot"
 expect 0 "mixing" -- cat "$work/t.json"

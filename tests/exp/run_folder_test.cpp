@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "lpdt/core/error.h"
+
 namespace lpdt::exp {
 namespace {
 
@@ -67,6 +69,37 @@ TEST(RunFolder, ConcurrentWritesOfOnePathEachPublishAWholeFile) {
     EXPECT_EQ(entry.path().filename(), "table.md");
   }
   EXPECT_EQ(files, 1);
+  fs::remove_all(dir);
+}
+
+// A path that cannot be written is named, with the reason, and nothing is left behind.
+TEST(RunFolder, UnwritablePathsNameThePathAndTheReason) {
+  const fs::path dir = fresh_dir("unwritable");
+  std::ofstream(dir / "plain") << "x";
+  fs::create_directories(dir / "folder");
+  const auto error_of = [](const fs::path& path) -> std::string {
+    try {
+      write_text_file(path, "text");
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(error_of(dir / "missing" / "a.txt"),
+            "cannot write '" + (dir / "missing" / "a.txt").string() + "': its folder '" +
+                (dir / "missing").string() + "' does not exist");
+  EXPECT_EQ(error_of(dir / "plain" / "a.txt"),
+            "cannot write '" + (dir / "plain" / "a.txt").string() + "': '" +
+                (dir / "plain").string() + "' is a file, not a folder");
+  EXPECT_EQ(error_of(dir / "folder"),
+            "cannot write '" + (dir / "folder").string() + "': it is a folder");
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    ++files;
+    EXPECT_TRUE(entry.path().filename() == "plain" || entry.path().filename() == "folder")
+        << entry.path();
+  }
+  EXPECT_EQ(files, 2);
   fs::remove_all(dir);
 }
 

@@ -8,6 +8,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/exp/cost_analysis.h"
 #include "lpdt/exp/experiment_config.h"
+#include "lpdt/exp/run_folder.h"
 
 namespace lpdt::cli {
 
@@ -59,9 +60,7 @@ void add_cost_command(CLI::App& app) {
     const exp::CostReport report = exp::analyse_cost(options);
     std::cout << exp::describe(report, args->per_layer);
     if (!args->json_path.empty()) {
-      std::ofstream out(args->json_path);
-      out << exp::to_json(report).dump(1) << "\n";
-      if (!out) throw UserError("cost --json " + args->json_path + ": cannot write the file");
+      exp::write_text_file(args->json_path, exp::to_json(report).dump(1) + "\n");
       std::cout << "json: " << args->json_path << "\n";
     }
   });

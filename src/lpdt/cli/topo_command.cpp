@@ -4,6 +4,7 @@
 
 #include "lpdt/cli/commands.h"
 #include "lpdt/core/error.h"
+#include "lpdt/exp/run_folder.h"
 #include "lpdt/graph/export.h"
 #include "lpdt/graph/factory.h"
 
@@ -11,9 +12,7 @@ namespace lpdt::cli {
 namespace {
 
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw UserError("cannot write '" + path + "'");
-  out << text;
+  exp::write_text_file(path, text);
 }
 
 }  // namespace

@@ -57,8 +57,8 @@ void check_bench_json_path(const std::string& path, const std::string& who) {
   if (folder.empty()) folder = ".";
   std::error_code ec;
   if (!std::filesystem::is_directory(folder, ec)) {
-    throw ConfigError(who + " --json " + path + ": the folder '" + folder.string() +
-                      "' does not exist: create it first or write elsewhere");
+    throw ConfigError(who + " --json " + path + ": " + why_cannot_write(path, 0) +
+                      ": create the folder first or write elsewhere");
   }
   if (::access(folder.c_str(), W_OK) != 0) {
     throw ConfigError(who + " --json " + path + ": the folder '" + folder.string() +

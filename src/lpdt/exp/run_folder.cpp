@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -36,6 +38,20 @@ std::filesystem::path create_run_folder(const std::string& out_dir, const std::s
   throw UserError("cannot find a free run folder name for '" + base + "' in '" + out_dir + "'");
 }
 
+std::string why_cannot_write(const std::filesystem::path& path, int error_number) {
+  std::filesystem::path folder = path.parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code ec;
+  if (!std::filesystem::exists(folder, ec)) {
+    return "its folder '" + folder.string() + "' does not exist";
+  }
+  if (!std::filesystem::is_directory(folder, ec)) {
+    return "'" + folder.string() + "' is a file, not a folder";
+  }
+  if (std::filesystem::is_directory(path, ec)) return "it is a folder";
+  return error_number != 0 ? std::strerror(error_number) : "unknown reason";
+}
+
 void write_text_file(const std::filesystem::path& path, const std::string& text) {
   // A temporary name of this writer's own: processes (sweep shards writing the same tables) and
   // threads never share one, so each rename publishes a whole file and the last one stands.
@@ -43,19 +59,30 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
   const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
                                     std::to_string(writes.fetch_add(1));
   {
+    errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw UserError("cannot write '" + tmp.string() + "'");
+    if (!out) {
+      throw UserError("cannot write '" + path.string() + "': " + why_cannot_write(path, errno));
+    }
     out << text;
     out.flush();
-    if (!out) throw UserError("write to '" + tmp.string() + "' failed (disk full?)");
+    if (!out) {
+      const int error_number = errno;
+      std::error_code ignored;
+      out.close();
+      std::filesystem::remove(tmp, ignored);
+      throw UserError("cannot write '" + path.string() + "': " +
+                      (error_number != 0 ? std::strerror(error_number) : "disk full?"));
+    }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
-    throw UserError("cannot rename '" + tmp.string() + "' to '" + path.string() +
-                    "': " + ec.message());
+    throw UserError("cannot write '" + path.string() + "': " +
+                    (std::filesystem::is_directory(path, ignored) ? "it is a folder"
+                                                                  : ec.message()));
   }
 }
 

@@ -17,7 +17,12 @@ std::filesystem::path create_run_folder(const std::string& out_dir, const std::s
 
 // Writes `text` to `path` atomically (a temporary file of this process and call, then rename), so
 // a crash never leaves a half-written file in place of a good one, and concurrent writers of the
-// same path (sweep shards) each publish a whole file: the last rename stands.
+// same path (sweep shards) each publish a whole file: the last rename stands. UserError naming
+// `path` and why it cannot be written.
 void write_text_file(const std::filesystem::path& path, const std::string& text);
+
+// Why `path` cannot be written, for a message: its folder is missing or a file, the path is a
+// folder, or the system's reason (`error_number`, an errno value).
+std::string why_cannot_write(const std::filesystem::path& path, int error_number);
 
 }  // namespace lpdt::exp

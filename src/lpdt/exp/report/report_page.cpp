@@ -7,6 +7,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/exp/report/report_html.h"
 #include "lpdt/exp/report/svg_chart.h"
+#include "lpdt/exp/run_folder.h"
 
 namespace lpdt::exp::report {
 namespace {
@@ -172,19 +173,7 @@ fs::path write_report(const fs::path& dir, const std::optional<fs::path>& out) {
   }
   const fs::path path = out.value_or(dir / "report.html");
   // Written next to its final name and renamed: a reader never sees half a page.
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    file << html;
-    file.close();
-    if (!file) throw UserError("cannot write '" + tmp.string() + "'");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw UserError("cannot write '" + path.string() + "'");
-  }
+  write_text_file(path, html);
   return path;
 }
 
