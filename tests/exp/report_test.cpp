@@ -437,6 +437,15 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
   fs::remove(dir / "cost.json");
   write(dir / "topology.json", "{\"num_nodes\": 2, \"edges\": [{\"src\": 0, \"dst\": 5}]}");
   EXPECT_THAT(report_error(dir), HasSubstr("edge 0 -> 5 names a node outside 0..1"));
+  write(dir / "topology.json", "{\"num_nodes\": -5, \"edges\": []}");
+  EXPECT_THAT(report_error(dir), HasSubstr("num_nodes = -5 (expected 1 to 4096)"));
+
+  // A node id no graph has would size the page's per-node arrays: an error naming the line.
+  write_run(dir, SyntheticRun{});
+  write(dir / "metrics.csv", "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n"
+                             "1,0,0.1,1.5,10,100\n1,1000000000,0.05,2.3,10,100\n");
+  EXPECT_THAT(report_error(dir),
+              HasSubstr("metrics.csv' line 3: node 1e+09 is not a node id (expected 0 to 4095)"));
 }
 
 TEST(ReportRun, AFolderThatIsNeitherARunNorASweepIsAnError) {

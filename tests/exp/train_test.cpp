@@ -423,5 +423,30 @@ TEST(Checkpoint, ResumingAnotherExperimentNamesTheKeys) {
   fs::remove_all(out);
 }
 
+// A damaged table of the run is refused before any file of the run is written: appending the
+// resumed epochs to it would hide the damage.
+TEST(Checkpoint, ResumingARunWithADamagedTableNamesItAndWritesNothing) {
+  const fs::path out = fresh_dir("damaged_table");
+  const TrainResult run = train(stateful_run(out, 1), [](const std::string&) {});
+  const auto read = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::ofstream(run.run_dir / "epochs.csv", std::ios::binary) << std::string("garbage\0\n1,2\n", 13);
+  const std::string config_before = read(run.run_dir / "config.toml");
+  const std::string metrics_before = read(run.run_dir / "metrics.csv");
+  TrainOptions resume;
+  resume.resume_dir = run.run_dir;
+  const std::string error = error_of([&] {
+    train(
+        stateful_run(out, 2), [](const std::string&) {}, resume);
+  });
+  EXPECT_NE(error.find("epochs.csv' does not start with its header 'epoch,lr,"), std::string::npos)
+      << error;
+  EXPECT_EQ(read(run.run_dir / "config.toml"), config_before);
+  EXPECT_EQ(read(run.run_dir / "metrics.csv"), metrics_before);
+  fs::remove_all(out);
+}
+
 }  // namespace
 }  // namespace lpdt::exp

@@ -388,6 +388,29 @@ std::string node_accuracy_text(const Evaluation& ev) {
 
 // A resumed run's CSV files keep their header and the rows of the epochs the checkpoint covers;
 // rows a killed run wrote after its last checkpoint are dropped (they will be written again).
+// The run folder's per-epoch tables (docs/results.md).
+constexpr const char* kMetricsHeader = "epoch,node,lr,train_loss,test_accuracy,bytes_sent";
+constexpr const char* kEpochsHeader =
+    "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,average_model_accuracy,"
+    "consensus_distance,mean_gb_sent_per_node,elapsed_s";
+constexpr const char* kLayersHeader =
+    "epoch,layer,numel,distance,relative_distance,mean_node_norm,average_norm";
+
+// Resuming appends to the run's tables: one that is missing, or whose first line is not the
+// table's header, is damaged, and appending to it would only hide that. Checked for every table
+// before any file of the run is written.
+void check_resumable_table(const std::filesystem::path& csv, const std::string& expected_header) {
+  std::ifstream in(csv);
+  if (!in) throw UserError("cannot resume: '" + csv.string() + "' is missing from the run folder");
+  std::string line;
+  if (!std::getline(in, line) || line != expected_header) {
+    throw UserError("cannot resume: '" + csv.string() + "' does not start with its header '" +
+                    expected_header + "': the file is damaged; restore it or start a new run");
+  }
+}
+
+// Resuming: drops the rows of epochs after the checkpoint's (and a half-written last line), so
+// the resumed run appends where the checkpoint left off.
 void keep_rows_up_to_epoch(const std::filesystem::path& csv, int epochs_done) {
   std::ifstream in(csv);
   if (!in) throw UserError("cannot resume: '" + csv.string() + "' is missing from the run folder");
@@ -594,6 +617,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   std::filesystem::path run_dir = options.resume_dir;
   if (!resumed && leader) run_dir = create_run_folder(config.run.out_dir, config.run.name);
   run_dir = cluster.broadcast_text(run_dir.string());
+  if (resumed && leader) {
+    check_resumable_table(run_dir / "metrics.csv", kMetricsHeader);
+    check_resumable_table(run_dir / "epochs.csv", kEpochsHeader);
+    if (std::filesystem::exists(run_dir / "layers.csv")) {
+      check_resumable_table(run_dir / "layers.csv", kLayersHeader);
+    }
+  }
   if (leader) write_text_file(run_dir / "config.toml", to_toml(config));
   std::ofstream metrics_csv, epochs_csv, layers_csv;
   if (!leader) {
@@ -617,12 +647,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     // The cost model (the paper's Tables 7-9) covers the convolutional networks.
     if (!text) write_cost_json(run_dir / "cost.json", config, model_options);
     metrics_csv.open(run_dir / "metrics.csv");
-    metrics_csv << "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n";
+    metrics_csv << kMetricsHeader << "\n";
     epochs_csv.open(run_dir / "epochs.csv");
-    epochs_csv << "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,"
-                  "average_model_accuracy,consensus_distance,mean_gb_sent_per_node,elapsed_s\n";
+    epochs_csv << kEpochsHeader << "\n";
     layers_csv.open(run_dir / "layers.csv");
-    layers_csv << "epoch,layer,numel,distance,relative_distance,mean_node_norm,average_norm\n";
+    layers_csv << kLayersHeader << "\n";
   }
 
   const double gap = graph::spectral_gap(*topology);

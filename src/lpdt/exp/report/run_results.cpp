@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "lpdt/core/error.h"
+#include "lpdt/graph/factory.h"
 
 namespace lpdt::exp::report {
 namespace {
@@ -66,6 +67,11 @@ TopologyInfo parse_topology(const fs::path& file, const json& j) {
   topo.spectral_gap = json_number(j, {"spectral_gap"});
   const json* nodes = j.contains("nodes") && j["nodes"].is_array() ? &j["nodes"] : nullptr;
   if (const auto n = json_number(j, {"num_nodes"})) {
+    if (!(*n >= 1 && *n <= static_cast<double>(graph::kMaxNodes))) {
+      throw UserError("'" + file.string() + "': num_nodes = " +
+                      (std::ostringstream() << *n).str() + " (expected 1 to " +
+                      std::to_string(graph::kMaxNodes) + ")");
+    }
     topo.num_nodes = static_cast<int>(*n);
   } else if (nodes != nullptr) {
     topo.num_nodes = static_cast<int>(nodes->size());
@@ -177,15 +183,19 @@ RunResults read_run_files(const fs::path& dir) {
     const bool lr = std::count(csv.header.begin(), csv.header.end(), "lr") > 0;
     const bool loss = std::count(csv.header.begin(), csv.header.end(), "train_loss") > 0;
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
-      run.node_epochs.push_back(
-          {static_cast<int>(csv_number(csv, r, "epoch")),
-           static_cast<int>(csv_number(csv, r, "node")), lr ? csv_number(csv, r, "lr") : kNaN,
-           loss ? csv_number(csv, r, "train_loss") : kNaN, csv_number(csv, r, "test_accuracy"),
-           csv_number(csv, r, "bytes_sent")});
-      if (run.node_epochs.back().node < 0) {
+      // A node id indexes the page's per-node arrays: one outside any graph lpdt makes is a
+      // damaged file, not a request for a billion rows.
+      const double node = csv_number(csv, r, "node");
+      if (!(node >= 0 && node < static_cast<double>(graph::kMaxNodes))) {
         throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[r]) +
-                        ": node must be >= 0");
+                        ": node " + (std::ostringstream() << node).str() +
+                        " is not a node id (expected 0 to " +
+                        std::to_string(graph::kMaxNodes - 1) + ")");
       }
+      run.node_epochs.push_back(
+          {static_cast<int>(csv_number(csv, r, "epoch")), static_cast<int>(node),
+           lr ? csv_number(csv, r, "lr") : kNaN, loss ? csv_number(csv, r, "train_loss") : kNaN,
+           csv_number(csv, r, "test_accuracy"), csv_number(csv, r, "bytes_sent")});
     }
   }
   if (present("epochs.csv")) {
