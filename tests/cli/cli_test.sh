@@ -99,7 +99,7 @@ expect 0 "summary.json" -- ls "$work"/runs/quickstart-*/
 # changed experiment and a folder without a checkpoint are clear errors.
 run_dir=$(ls -d "$work"/runs/quickstart-* | head -1)
 expect 2 "set run.epochs higher" -- "$lpdt" train --resume "$run_dir"
-expect 2 "graph.nodes = 4 in the checkpoint, 8 now" -- "$lpdt" train --resume "$run_dir" \
+expect 2 "graph.nodes = 4 in checkpoint.lpdt, 8 now" -- "$lpdt" train --resume "$run_dir" \
   --set run.epochs=2 --set graph.nodes=8
 expect 0 "resumed from" -- "$lpdt" train --resume "$run_dir" --set run.epochs=2
 expect 0 "^2," -- cat "$run_dir/epochs.csv"

@@ -397,6 +397,14 @@ TEST(ReportRun, MissingOptionalFilesLeaveANoteInsteadOfTheirSection) {
     EXPECT_THAT(section(html, id), Not(HasSubstr("<svg"))) << id;
   }
   EXPECT_EQ(count(section(html, "accuracy"), "node-line"), r.nodes);
+
+  // A run without per-node evaluation has metrics.csv with its header only: said so, not
+  // "missing".
+  write(dir / "metrics.csv", "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n");
+  EXPECT_EQ(write_report(dir, out), out);
+  const std::string header_only = read(out);
+  EXPECT_THAT(section(header_only, "accuracy"), HasSubstr("metrics.csv has no rows"));
+  EXPECT_THAT(header_only, Not(HasSubstr("metrics.csv is missing")));
 }
 
 std::string report_error(const fs::path& dir) {

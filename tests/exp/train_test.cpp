@@ -412,8 +412,8 @@ TEST(Checkpoint, ResumingAnotherExperimentNamesTheKeys) {
     train(
         other, [](const std::string&) {}, resume);
   });
-  EXPECT_NE(error.find("optim.lr = 0.05 in the checkpoint, 0.2 now"), std::string::npos) << error;
-  EXPECT_NE(error.find("graph.nodes = 4 in the checkpoint, 8 now"), std::string::npos) << error;
+  EXPECT_NE(error.find("optim.lr = 0.05 in checkpoint.lpdt, 0.2 now"), std::string::npos) << error;
+  EXPECT_NE(error.find("graph.nodes = 4 in checkpoint.lpdt, 8 now"), std::string::npos) << error;
   // Nothing left to do: a clear error, not a silent no-op.
   EXPECT_NE(error_of([&] {
               train(

@@ -207,7 +207,7 @@ void check_resumable(const nlohmann::json& saved, const nlohmann::json& now, con
       if (present && saved[section][key] == value) continue;
       problems << (count++ ? "; " : "") << name << " = "
                << (present ? saved[section][key].dump() : std::string("(absent)"))
-               << " in the checkpoint, " << value.dump() << " now";
+               << " in " << file.filename().string() << ", " << value.dump() << " now";
     }
   }
   if (count > 0) {

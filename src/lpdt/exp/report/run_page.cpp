@@ -167,7 +167,13 @@ std::string accuracy_section(const RunResults& run) {
     chart.series.push_back(std::move(average));
   }
   std::string out = render_line_chart(chart);
-  if (run.node_epochs.empty()) out += missing_note("metrics.csv", "per-node accuracy lines");
+  if (run.node_epochs.empty()) {
+    const bool absent =
+        std::find(run.missing.begin(), run.missing.end(), "metrics.csv") != run.missing.end();
+    out += absent ? missing_note("metrics.csv", "per-node accuracy lines")
+                  : "<p class=\"missing\">metrics.csv has no rows (nodes' own models are "
+                    "evaluated only with eval.per_node = true): no per-node accuracy lines.</p>\n";
+  }
   if (run.epochs.empty()) out += missing_note("epochs.csv", "averaged-model and mean lines");
   return out;
 }
