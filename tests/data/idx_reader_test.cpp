@@ -152,6 +152,19 @@ TEST(IdxReader, TrailingBytes) {
   expect_error<UserError>([&] { read_idx_labels(path, "x"); }, {path, "1 extra bytes"});
 }
 
+// An empty split would surface later as "no samples to partition", far from the file.
+TEST(IdxReader, EmptyFilesNameTheFile) {
+  TempDir dir;
+  const auto images = dir.file("i");
+  testing::write_bytes(images, idx_images(0, 28, 28));
+  expect_error<UserError>([&] { read_idx_images(images, "mnist"); },
+                          {images, "header says 0 images: the file is empty"});
+  const auto labels = dir.file("l");
+  testing::write_bytes(labels, idx_labels(0));
+  expect_error<UserError>([&] { read_idx_labels(labels, "mnist"); },
+                          {labels, "header says 0 labels: the file is empty"});
+}
+
 TEST(IdxReader, TruncatedGzipStream) {
   TempDir dir;
   const auto path = dir.file("train-images-idx3-ubyte.gz");

@@ -53,6 +53,7 @@ std::vector<std::uint64_t> parse_header(const std::vector<std::uint8_t>& bytes,
   std::vector<std::uint64_t> dims(num_dims);
   for (int i = 0; i < num_dims; ++i) {
     dims[i] = read_be32(bytes.data() + 4 + 4 * i);
+    if (i == 0 && dims[i] == 0) fail(what, path, "header says 0 " + kind + ": the file is empty");
     if (dims[i] >= kMaxIdxDim) {
       fail(what, path,
            "header dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) +
