@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "lpdt/core/error.h"
 #include "lpdt/core/rng.h"
@@ -124,8 +125,15 @@ Partition partition_skew(const torch::Tensor& labels, int64_t num_nodes, double 
     s_pos += per_node.sorted;
     r_pos += per_node.random;
     if (node.empty()) {
-      throw ConfigError(who + ": node " + std::to_string(k) +
-                        " gets no sample (the class_sizes table is smaller than the data)");
+      throw ConfigError(
+          who + ": node " + std::to_string(k) + " of " + std::to_string(num_nodes) +
+          " gets no sample: " +
+          (class_sizes.empty()
+               ? "with " + std::to_string(n_samples) + " samples and skew " +
+                     (std::ostringstream() << skew).str() +
+                     " the per-class rounding leaves too few for every node; use fewer nodes "
+                     "or more data"
+               : std::string("the class_sizes table is smaller than the data")));
     }
   }
   return partition;
