@@ -79,6 +79,13 @@ idx_split train 20 28
 idx_split t10k 4 14
 expect 1 "the test images are 1x14x14" -- "$lpdt" train --set data.dataset=mnist \
   --set data.dir="$work/idx" --set run.out_dir="$work/runs" --set run.epochs=1
+# A batch larger than any node's data trains (the loader cycles) but says so, in the summary too.
+expect 0 "warning: data.batch_size = 64 is larger than the largest node's share" -- \
+  "$lpdt" train --out "$work/big_batch" --set data.dataset=synthetic \
+  --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
+  --set model.norm=none --set graph.nodes=2 --set run.epochs=1 --set data.batch_size=64 \
+  --set run.log_every=0 --set run.max_steps_per_epoch=1
+expect 0 "larger than the largest node" -- cat "$work"/big_batch/quickstart-*/summary.json
 expect 2 "expected an image model" -- "$lpdt" bench --arch transformer
 expect 2 "its folder '$work/missing' does not exist" -- "$lpdt" bench --json "$work/missing/b.json"
 # Files that cannot be written are named with the reason.

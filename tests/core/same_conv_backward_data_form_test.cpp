@@ -34,8 +34,8 @@ TEST(SameConvByBackwardDataShapes, OnlyDenseSameStrideOneChannelsLastFloatInEigh
   EXPECT_FALSE(same_conv_by_backward_data_handles(x, 16, 16, 3, 1, 1, 2, false));  // groups
   EXPECT_FALSE(same_conv_by_backward_data_handles(x, 16, 16, 3, 1, 1, 1, true));   // bias
   EXPECT_FALSE(same_conv_by_backward_data_handles(x, 16, 12, 3, 1, 1, 1, false));  // channels
-  EXPECT_FALSE(same_conv_by_backward_data_handles(torch::zeros({2, 16, 8, 8}), 16, 16, 3, 1, 1,
-                                                  1, false));  // not channels-last
+  EXPECT_FALSE(same_conv_by_backward_data_handles(torch::zeros({2, 16, 8, 8}), 16, 16, 3, 1, 1, 1,
+                                                  false));  // not channels-last
   EXPECT_FALSE(same_conv_by_backward_data_handles(x.to(at::kDouble), 16, 16, 3, 1, 1, 1, false));
   const at::Tensor stem = torch::zeros({2, 1, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast);
   EXPECT_FALSE(same_conv_by_backward_data_handles(stem, 1, 16, 3, 1, 1, 1, false));
@@ -63,8 +63,8 @@ TEST(SameConvByBackwardDataForm, EqualsConv2d) {
 
     const at::Tensor x = torch::randn({2, 16, 7, 7}).contiguous(at::MemoryFormat::ChannelsLast);
     const at::Tensor w = torch::randn({24, 16, kernel, kernel});
-    const at::Tensor y = same_conv2d_forward_by_backward_data(x, transposed_rotated_weight(w),
-                                                              padding);
+    const at::Tensor y =
+        same_conv2d_forward_by_backward_data(x, transposed_rotated_weight(w), padding);
     const at::Tensor y_ref = at::conv2d(x, w, {}, {1, 1}, {padding, padding});
     EXPECT_LE((y - y_ref).abs().max().item<double>(), 1e-5 * y_ref.abs().max().item<double>())
         << "kernel " << kernel;

@@ -160,9 +160,11 @@ TEST(SkewPartition, RejectsBadArguments) {
                             {"int64"});
   // Four classes of one sample, two nodes, skew 0.8: each class gives int(0.8) = 0 samples to the
   // sorted pool, and a node's share int(2 * 0.2) = 0 from the random one.
-  expect_error<ConfigError>([&] { partition_skew(to_tensor({0, 1, 2, 3}), 2, 0.8, 0); },
-                            {"node 0 of 2 gets no sample", "4 samples and skew 0.8 the",
-                             "use fewer nodes or more data"});
+  expect_error<ConfigError>(
+      [&] {
+        partition_skew(to_tensor({0, 1, 2, 3}), 2, 0.8, 0);
+      },
+      {"node 0 of 2 gets no sample", "4 samples and skew 0.8 the", "use fewer nodes or more data"});
   expect_error<ConfigError>([&] { partition_skew(labels, 8, 0.5, 0); }, {"0 samples"});
 }
 

@@ -450,8 +450,9 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
 
   // A node id no graph has would size the page's per-node arrays: an error naming the line.
   write_run(dir, SyntheticRun{});
-  write(dir / "metrics.csv", "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n"
-                             "1,0,0.1,1.5,10,100\n1,1000000000,0.05,2.3,10,100\n");
+  write(dir / "metrics.csv",
+        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n"
+        "1,0,0.1,1.5,10,100\n1,1000000000,0.05,2.3,10,100\n");
   EXPECT_THAT(report_error(dir),
               HasSubstr("metrics.csv' line 3: node 1e+09 is not a node id (expected 0 to 4095)"));
 }

@@ -141,9 +141,9 @@ TEST(Sweep, BadFilesNameTheProblem) {
               HasSubstr("grid key 'data.skew' is varied by two [grid] entries"));
   EXPECT_THAT(load_error(write(dir / "m.toml", "[set]\n\"data.skew\" = 0.3\n" + grid)),
               HasSubstr("[set] fixes 'data.skew', which [grid] varies"));
-  EXPECT_THAT(load_error(write(dir / "n.toml", "metrics = [\"bogus\"]\n" + grid)),
-              AllOf(HasSubstr("n.toml:1: metrics names 'bogus'"),
-                    HasSubstr("average_model_accuracy")));
+  EXPECT_THAT(
+      load_error(write(dir / "n.toml", "metrics = [\"bogus\"]\n" + grid)),
+      AllOf(HasSubstr("n.toml:1: metrics names 'bogus'"), HasSubstr("average_model_accuracy")));
 }
 
 // Fake finished runs with known figures: the cells are their mean and sample standard

@@ -432,7 +432,8 @@ TEST(Checkpoint, ResumingARunWithADamagedTableNamesItAndWritesNothing) {
     std::ifstream in(file, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   };
-  std::ofstream(run.run_dir / "epochs.csv", std::ios::binary) << std::string("garbage\0\n1,2\n", 13);
+  std::ofstream(run.run_dir / "epochs.csv", std::ios::binary)
+      << std::string("garbage\0\n1,2\n", 13);
   const std::string config_before = read(run.run_dir / "config.toml");
   const std::string metrics_before = read(run.run_dir / "metrics.csv");
   TrainOptions resume;

@@ -37,16 +37,15 @@ TEST_P(ExactFloatConv, MatchesTheReferenceLoopsBitForBit) {
                            w.data_ptr<std::int8_t>(), w_zero, g, fast.data_ptr<std::int32_t>(),
                            form);
       const at::Tensor slow = reference_conv(x, c.pixel_stride, x_zero, w, w_zero, g);
-      EXPECT_TRUE(at::equal(fast, slow)) << name << ", extreme " << extreme
-                                         << ": max difference "
+      EXPECT_TRUE(at::equal(fast, slow)) << name << ", extreme " << extreme << ": max difference "
                                          << (fast - slow).abs().max().item<int>();
       // The sums come as float32 exactly when one chunk held them.
-      const at::Tensor sums = exact_float_conv(x.data_ptr<std::uint8_t>(), c.pixel_stride,
-                                               x_zero, w.data_ptr<std::int8_t>(), w_zero, g, form);
+      const at::Tensor sums = exact_float_conv(x.data_ptr<std::uint8_t>(), c.pixel_stride, x_zero,
+                                               w.data_ptr<std::int8_t>(), w_zero, g, form);
       const std::size_t chunks =
           exact_float_conv_chunks(w.data_ptr<std::int8_t>(), w_zero, x_zero, g).size();
-      EXPECT_EQ(sums.scalar_type() == at::kFloat, chunks == 1) << name << ", " << chunks
-                                                                << " chunks";
+      EXPECT_EQ(sums.scalar_type() == at::kFloat, chunks == 1)
+          << name << ", " << chunks << " chunks";
       EXPECT_TRUE(at::equal(sums.to(at::kInt), slow)) << name << ", extreme " << extreme;
     }
   }
@@ -54,20 +53,21 @@ TEST_P(ExactFloatConv, MatchesTheReferenceLoopsBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ExactFloatConv,
-    ::testing::Values(ExactCase{5, 6, 3, 1, 1, 15},     // a node's slice of 3 nodes
-                      ExactCase{16, 16, 3, 1, 1, 32},   // ResNet-20's first stage, of 2 nodes
-                      ExactCase{32, 8, 3, 1, 1, 32},    // one chunk; at the extremes 28 + 4 channels
-                      ExactCase{16, 24, 5, 1, 2, 16},   // 5x5 "same", channels in 8s
-                      ExactCase{8, 16, 1, 1, 0, 24},    // 1x1, a node's slice
-                      ExactCase{28, 8, 3, 1, 1, 28},    // the worst case's one full chunk (28 x 9 taps)
-                      ExactCase{29, 8, 3, 1, 1, 29},    // the worst case's two chunks
-                      ExactCase{64, 9, 3, 1, 1, 128},   // ResNet-20's last stage (worst case: 3 chunks)
-                      ExactCase{6, 11, 3, 2, 1, 12},    // strided
-                      ExactCase{70, 11, 1, 2, 0, 70},   // the 1x1 strided shortcut, 1 chunk
-                      ExactCase{300, 4, 1, 1, 0, 300},  // 1x1, worst case 256 + 44 channels
-                      ExactCase{1, 16, 3, 1, 1, 2},     // one input channel
-                      ExactCase{11, 8, 5, 1, 2, 11},    // 5x5: worst-case chunks of 10 channels
-                      ExactCase{4, 5, 3, 1, 0, 4}));    // no padding
+    ::testing::Values(
+        ExactCase{5, 6, 3, 1, 1, 15},     // a node's slice of 3 nodes
+        ExactCase{16, 16, 3, 1, 1, 32},   // ResNet-20's first stage, of 2 nodes
+        ExactCase{32, 8, 3, 1, 1, 32},    // one chunk; at the extremes 28 + 4 channels
+        ExactCase{16, 24, 5, 1, 2, 16},   // 5x5 "same", channels in 8s
+        ExactCase{8, 16, 1, 1, 0, 24},    // 1x1, a node's slice
+        ExactCase{28, 8, 3, 1, 1, 28},    // the worst case's one full chunk (28 x 9 taps)
+        ExactCase{29, 8, 3, 1, 1, 29},    // the worst case's two chunks
+        ExactCase{64, 9, 3, 1, 1, 128},   // ResNet-20's last stage (worst case: 3 chunks)
+        ExactCase{6, 11, 3, 2, 1, 12},    // strided
+        ExactCase{70, 11, 1, 2, 0, 70},   // the 1x1 strided shortcut, 1 chunk
+        ExactCase{300, 4, 1, 1, 0, 300},  // 1x1, worst case 256 + 44 channels
+        ExactCase{1, 16, 3, 1, 1, 2},     // one input channel
+        ExactCase{11, 8, 5, 1, 2, 11},    // 5x5: worst-case chunks of 10 channels
+        ExactCase{4, 5, 3, 1, 0, 4}));    // no padding
 
 // The plan's bound, computed independently: x_max * sum over the chunk's channels of the largest
 // sum of |w - z_w| over one output channel's taps.

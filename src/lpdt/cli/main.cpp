@@ -70,9 +70,10 @@ int main(int argc, char** argv) {
   } catch (const c10::Error& e) {
     return fail("", MessageError(libtorch_message(e)), 1);
   } catch (const std::bad_alloc&) {
-    return fail("", MessageError("out of memory: the sizes asked for (nodes, batch size, image "
-                                 "size, sequence length, rows of a file) need more memory than "
-                                 "this machine has"),
+    return fail("",
+                MessageError("out of memory: the sizes asked for (nodes, batch size, image "
+                             "size, sequence length, rows of a file) need more memory than "
+                             "this machine has"),
                 1);
   } catch (const std::exception& e) {
     return fail("", e, 1);

@@ -206,8 +206,8 @@ void check_resumable(const nlohmann::json& saved, const nlohmann::json& now, con
       const bool present = saved.contains(section) && saved[section].contains(key);
       if (present && saved[section][key] == value) continue;
       problems << (count++ ? "; " : "") << name << " = "
-               << (present ? saved[section][key].dump() : std::string("(absent)"))
-               << " in " << file.filename().string() << ", " << value.dump() << " now";
+               << (present ? saved[section][key].dump() : std::string("(absent)")) << " in "
+               << file.filename().string() << ", " << value.dump() << " now";
     }
   }
   if (count > 0) {

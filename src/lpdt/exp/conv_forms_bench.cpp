@@ -73,8 +73,8 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
         torch::empty({1, layer.in_channels, layer.height, layer.width}, cl)
             .contiguous(at::MemoryFormat::ChannelsLast);
     if (!same_conv_by_backward_data_handles(probe, layer.in_channels, layer.out_channels,
-                                                layer.kernel, layer.stride, layer.padding,
-                                                layer.groups, false)) {
+                                            layer.kernel, layer.stride, layer.padding, layer.groups,
+                                            false)) {
       continue;
     }
     ++shapes[{layer.in_channels, layer.out_channels, layer.height, layer.width, layer.kernel}];
@@ -92,10 +92,12 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
     progress("(no convolution of this model has a shape the backward-data form handles)");
     return {};
   }
-  progress("                               fp32 (at::conv2d)                                 |  "
-           "the integer backend's float sums (quant/exact_float_conv.h)");
-  progress("  in   out      HxW  k  layers  forward ms  backward-data ms  speedup  max |diff|  |  "
-           "forward ms  backward-data ms  speedup  max |diff|");
+  progress(
+      "                               fp32 (at::conv2d)                                 |  "
+      "the integer backend's float sums (quant/exact_float_conv.h)");
+  progress(
+      "  in   out      HxW  k  layers  forward ms  backward-data ms  speedup  max |diff|  |  "
+      "forward ms  backward-data ms  speedup  max |diff|");
 
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
@@ -117,8 +119,8 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
       return nn::same_conv2d_by_backward_data(x, w, padding);
     };
     row.max_abs_difference = (direct() - by_backward_data()).abs().max().item<double>();
-    std::tie(row.forward_ms, row.backward_data_ms) = alternating_medians(
-        direct, by_backward_data, options.warmup_rounds, options.rounds);
+    std::tie(row.forward_ms, row.backward_data_ms) =
+        alternating_medians(direct, by_backward_data, options.warmup_rounds, options.rounds);
 
     // The integer backend's float convolutions of the same shape (quant/exact_float_conv.h):
     // codes around their zero points, weights of trained size (one chunk), both forms.
@@ -130,14 +132,13 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
     g.width = row.width;
     g.kernel = row.kernel;
     g.padding = padding;
-    const at::Tensor codes =
-        torch::randint(0, 256, {options.batch_size, row.height, row.width, row.in_channels},
-                       torch::kByte);
-    const at::Tensor weight_codes = (torch::randn({row.out_channels, row.in_channels, row.kernel,
-                                                   row.kernel}) * 20.0)
-                                        .round()
-                                        .clamp(-128, 127)
-                                        .to(torch::kChar);
+    const at::Tensor codes = torch::randint(
+        0, 256, {options.batch_size, row.height, row.width, row.in_channels}, torch::kByte);
+    const at::Tensor weight_codes =
+        (torch::randn({row.out_channels, row.in_channels, row.kernel, row.kernel}) * 20.0)
+            .round()
+            .clamp(-128, 127)
+            .to(torch::kChar);
     const auto integer_sums = [&](quant::FloatConvForm form) {
       return quant::exact_float_conv(codes.data_ptr<std::uint8_t>(), row.in_channels,
                                      /*x_zero=*/128, weight_codes.data_ptr<std::int8_t>(),
@@ -163,12 +164,11 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
     std::snprintf(line, sizeof line,
                   "%4lld  %4lld  %4lldx%-4lld %lld  %6lld  %10.3f  %16.3f  %6.2fx  %10.2e  |  "
                   "%10.3f  %16.3f  %6.2fx  %10.0f",
-                  static_cast<long long>(row.in_channels),
-                  static_cast<long long>(row.out_channels), static_cast<long long>(row.height),
-                  static_cast<long long>(row.width), static_cast<long long>(row.kernel),
-                  static_cast<long long>(row.layers), row.forward_ms, row.backward_data_ms,
-                  row.speedup, row.max_abs_difference, row.integer_forward_ms,
-                  row.integer_backward_data_ms, row.integer_speedup,
+                  static_cast<long long>(row.in_channels), static_cast<long long>(row.out_channels),
+                  static_cast<long long>(row.height), static_cast<long long>(row.width),
+                  static_cast<long long>(row.kernel), static_cast<long long>(row.layers),
+                  row.forward_ms, row.backward_data_ms, row.speedup, row.max_abs_difference,
+                  row.integer_forward_ms, row.integer_backward_data_ms, row.integer_speedup,
                   row.integer_max_abs_difference);
     progress(line);
     rows.push_back(row);

@@ -512,9 +512,9 @@ void add_checks(ConfigSchema& s) {
                    const auto code = static_cast<unsigned char>(ch);
                    if (ch == '/' || ch == '\\' || code < 0x20 || code == 0x7f) {
                      return "run.name contains " +
-                            (code < 0x20 || code == 0x7f ? "the control character " +
-                                                               std::to_string(code)
-                                                         : std::string("'") + ch + "'") +
+                            (code < 0x20 || code == 0x7f
+                                 ? "the control character " + std::to_string(code)
+                                 : std::string("'") + ch + "'") +
                             expected;
                    }
                  }

@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 
@@ -71,8 +71,8 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
       std::error_code ignored;
       out.close();
       std::filesystem::remove(tmp, ignored);
-      throw UserError("cannot write '" + path.string() + "': " +
-                      (error_number != 0 ? std::strerror(error_number) : "disk full?"));
+      throw UserError("cannot write '" + path.string() +
+                      "': " + (error_number != 0 ? std::strerror(error_number) : "disk full?"));
     }
   }
   std::error_code ec;
@@ -80,9 +80,9 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
   if (ec) {
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
-    throw UserError("cannot write '" + path.string() + "': " +
-                    (std::filesystem::is_directory(path, ignored) ? "it is a folder"
-                                                                  : ec.message()));
+    throw UserError(
+        "cannot write '" + path.string() +
+        "': " + (std::filesystem::is_directory(path, ignored) ? "it is a folder" : ec.message()));
   }
 }
 

@@ -190,10 +190,15 @@ std::string format_number(double value) {
 const std::vector<std::string>& sweep_metric_names() {
   // The number-valued keys the trainer writes in summary.json "final" (exp/trainer.cpp; the
   // sweep tests check each against a real run's summary).
-  static const std::vector<std::string> kNames = {
-      "average_model_accuracy", "mean_node_accuracy", "min_node_accuracy",
-      "max_node_accuracy",      "consensus_distance", "mean_gb_sent_per_node",
-      "steps",                  "wall_time_s",        "train_images_per_s"};
+  static const std::vector<std::string> kNames = {"average_model_accuracy",
+                                                  "mean_node_accuracy",
+                                                  "min_node_accuracy",
+                                                  "max_node_accuracy",
+                                                  "consensus_distance",
+                                                  "mean_gb_sent_per_node",
+                                                  "steps",
+                                                  "wall_time_s",
+                                                  "train_images_per_s"};
   return kNames;
 }
 
@@ -220,8 +225,9 @@ SweepSpec load_sweep(const fs::path& file) {
       if (!node->is_string()) fail(file, node->source(), "out_dir must be a path (string)");
       spec.out_dir = node->as_string()->get();
       if (spec.out_dir.empty()) {
-        fail(file, node->source(), "out_dir is empty: expected the folder of the sweep's runs "
-                                   "and tables (default sweeps/<file name>)");
+        fail(file, node->source(),
+             "out_dir is empty: expected the folder of the sweep's runs "
+             "and tables (default sweeps/<file name>)");
       }
     } else if (key == "seeds") {
       const auto* array = node->as_array();
@@ -248,8 +254,10 @@ SweepSpec load_sweep(const fs::path& file) {
           std::string names;
           for (const std::string& name : known) names += (names.empty() ? "" : ", ") + name;
           fail(file, node->source(),
-               "metrics names '" + metric + "', which is not a number of summary.json \"final\"; "
-               "expected some of: " + names);
+               "metrics names '" + metric +
+                   "', which is not a number of summary.json \"final\"; "
+                   "expected some of: " +
+                   names);
         }
       }
     } else if (key == "set" || key == "grid") {

@@ -660,8 +660,19 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
              static_cast<long long>(n), topology->label().c_str(), gap, model->name().c_str(),
              static_cast<long long>(model->num_params())));
   say("run folder: " + run_dir.string() + "; " + runtime.description());
-  const std::vector<std::string> warnings =
+  std::vector<std::string> warnings =
       slow_setting_warnings(config, CpuCapabilities::of_this_machine());
+  // A batch larger than every node's data repeats samples within the batch: legal (the loader
+  // cycles), but almost always a typo, and a slow one.
+  std::size_t largest_share = 0;
+  for (const auto& node : partition.node_indices)
+    largest_share = std::max(largest_share, node.size());
+  if (static_cast<std::size_t>(config.data.batch_size) > largest_share) {
+    warnings.push_back("data.batch_size = " + std::to_string(config.data.batch_size) +
+                       " is larger than the largest node's share of the training data (" +
+                       std::to_string(largest_share) +
+                       " samples): every batch repeats a node's samples");
+  }
   for (const std::string& warning : warnings) say("warning: " + warning);
   if (cluster.distributed()) {
     say(

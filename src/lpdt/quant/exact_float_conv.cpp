@@ -98,8 +98,8 @@ at::Tensor exact_float_conv(const std::uint8_t* x, std::int64_t pixel_stride, st
     });
     const bool backward_data =
         form == FloatConvForm::kBackwardData &&
-        same_conv_by_backward_data_handles(x_real, chunk.count, cout, g.kernel, g.stride,
-                                           g.padding, /*groups=*/1, /*bias=*/false);
+        same_conv_by_backward_data_handles(x_real, chunk.count, cout, g.kernel, g.stride, g.padding,
+                                           /*groups=*/1, /*bias=*/false);
     // Real weights w - z_w = (q_w - 128) - (z_w - 128): integers in [-255, 255]; for the
     // backward-data form written as W'[c, o] = W[o, c] with the taps reversed, which on a
     // kernel x kernel window is the 180-degree rotation.
@@ -122,9 +122,8 @@ at::Tensor exact_float_conv(const std::uint8_t* x, std::int64_t pixel_stride, st
     }
     const at::Tensor sum =
         (backward_data ? same_conv2d_forward_by_backward_data(x_real, w_real, g.padding)
-                       : at::mkldnn_convolution(x_real, w_real, /*bias=*/{},
-                                                {g.padding, g.padding}, {g.stride, g.stride},
-                                                {1, 1}, /*groups=*/1))
+                       : at::mkldnn_convolution(x_real, w_real, /*bias=*/{}, {g.padding, g.padding},
+                                                {g.stride, g.stride}, {1, 1}, /*groups=*/1))
             .contiguous(at::MemoryFormat::ChannelsLast);
     // [b, Cout, Ho, Wo] channels-last is [positions, Cout] in memory.
     if (chunks.size() == 1) return sum.permute({0, 2, 3, 1}).reshape({n, cout});

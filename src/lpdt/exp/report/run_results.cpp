@@ -68,9 +68,8 @@ TopologyInfo parse_topology(const fs::path& file, const json& j) {
   const json* nodes = j.contains("nodes") && j["nodes"].is_array() ? &j["nodes"] : nullptr;
   if (const auto n = json_number(j, {"num_nodes"})) {
     if (!(*n >= 1 && *n <= static_cast<double>(graph::kMaxNodes))) {
-      throw UserError("'" + file.string() + "': num_nodes = " +
-                      (std::ostringstream() << *n).str() + " (expected 1 to " +
-                      std::to_string(graph::kMaxNodes) + ")");
+      throw UserError("'" + file.string() + "': num_nodes = " + (std::ostringstream() << *n).str() +
+                      " (expected 1 to " + std::to_string(graph::kMaxNodes) + ")");
     }
     topo.num_nodes = static_cast<int>(*n);
   } else if (nodes != nullptr) {
@@ -189,8 +188,8 @@ RunResults read_run_files(const fs::path& dir) {
       if (!(node >= 0 && node < static_cast<double>(graph::kMaxNodes))) {
         throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[r]) +
                         ": node " + (std::ostringstream() << node).str() +
-                        " is not a node id (expected 0 to " +
-                        std::to_string(graph::kMaxNodes - 1) + ")");
+                        " is not a node id (expected 0 to " + std::to_string(graph::kMaxNodes - 1) +
+                        ")");
       }
       run.node_epochs.push_back(
           {static_cast<int>(csv_number(csv, r, "epoch")), static_cast<int>(node),
