@@ -63,6 +63,8 @@ expect 1 "out of memory" -- "$lpdt" bench --arch mlp --size 100000 --channels 10
   --steps 1 --warmup 0 --threads 1 --nodes 1
 # Graphs beyond the dense mixing matrix's limit, and runaway gossip rounds, are refused.
 expect 2 "expected 1 to 4096 nodes" -- "$lpdt" topo --nodes 20000
+expect 2 "\-\-seed: got -1: expected an integer >= 0" -- "$lpdt" topo --seed -1
+expect 2 "\-\-set excludes \-\-table10" -- "$lpdt" cost --table10 --set model.arch=foo
 expect 2 "eval.gossip_rounds" -- "$lpdt" train --set eval.gossip_rounds=2000000000
 # A run name is one folder name inside run.out_dir.
 expect 2 "run.name contains '/'" -- "$lpdt" train --set run.name=../escape
@@ -108,7 +110,8 @@ run_dir=$(ls -d "$work"/runs/quickstart-* | head -1)
 expect 2 "set run.epochs higher" -- "$lpdt" train --resume "$run_dir"
 expect 2 "graph.nodes = 4 in checkpoint.lpdt, 8 now" -- "$lpdt" train --resume "$run_dir" \
   --set run.epochs=2 --set graph.nodes=8
-expect 0 "resumed from" -- "$lpdt" train --resume "$run_dir" --set run.epochs=2
+expect 0 "note: run.out_dir and run.name place a new run's folder" -- "$lpdt" train \
+  --resume "$run_dir" --set run.epochs=2 --set run.name=renamed
 expect 0 "^2," -- cat "$run_dir/epochs.csv"
 expect 2 "config.toml' cannot be read" -- "$lpdt" train --resume "$work"
 mkdir -p "$work/no-checkpoint" && cp "$run_dir/config.toml" "$work/no-checkpoint/"

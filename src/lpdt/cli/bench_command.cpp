@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "lpdt/cli/commands.h"
+#include "lpdt/cli/option_checks.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/bench_record.h"
 #include "lpdt/exp/conv_forms_bench.h"
@@ -11,23 +12,6 @@
 #include "lpdt/exp/wire_bench.h"
 
 namespace lpdt::cli {
-namespace {
-
-// Accepts whole numbers >= minimum; CLI11 prefixes its message with the option's name.
-CLI::Validator at_least(std::int64_t minimum) {
-  const std::string expected = "an integer >= " + std::to_string(minimum);
-  return CLI::Validator(
-      [minimum, expected](std::string& value) -> std::string {
-        std::int64_t parsed = 0;
-        if (!CLI::detail::lexical_cast(value, parsed) || parsed < minimum) {
-          return "got " + value + ": expected " + expected;
-        }
-        return "";
-      },
-      /*validator_desc=*/"");
-}
-
-}  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto options = std::make_shared<exp::ThroughputBenchOptions>();

@@ -31,7 +31,8 @@ void add_cost_command(CLI::App& app) {
   auto* config_option =
       cmd->add_option("-c,--config", args->config_path, "Experiment TOML file (see configs/)")
           ->check(CLI::ExistingFile);
-  cmd->add_option("-s,--set", args->overrides, "Override a key: --set section.key=value");
+  auto* set_option =
+      cmd->add_option("-s,--set", args->overrides, "Override a key: --set section.key=value");
   cmd->add_option("--energy-table", args->energy_table,
                   "TOML file of per-operation energies in pJ (name, fp32_add_pj, fp32_mult_pj, "
                   "int8_add_pj, int8_mult_pj); default: Horowitz 2014, 45 nm")
@@ -40,9 +41,9 @@ void add_cost_command(CLI::App& app) {
   cmd->add_flag("--per-layer", args->per_layer, "Print every layer's row");
   cmd->add_flag("--measure", args->measure,
                 "Also run real training steps and measure the memory they hold");
-  cmd->add_flag("--table10", args->table10,
-                "Recompute the paper's Table 10 next to its numbers")
-      ->excludes(config_option);
+  cmd->add_flag("--table10", args->table10, "Recompute the paper's Table 10 next to its numbers")
+      ->excludes(config_option)
+      ->excludes(set_option);
   cmd->callback([args]() {
     metrics::EnergyTable energy;
     if (!args->energy_table.empty()) energy = exp::load_energy_table(args->energy_table);

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "lpdt/cli/commands.h"
+#include "lpdt/cli/option_checks.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/run_folder.h"
 #include "lpdt/graph/export.h"
@@ -36,7 +37,9 @@ void add_topo_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-n,--nodes", args->nodes, "Number of nodes")->capture_default_str();
   cmd->add_option("-m,--mixing", args->mixing, "uniform | metropolis")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "Seed of the random digraph")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of the random digraph")
+      ->capture_default_str()
+      ->check(at_least(0));
   cmd->add_option("--rows", args->rows, "Torus rows (0 = most square)")->capture_default_str();
   cmd->add_option("--out-degree", args->out_degree, "Random digraph out-degree")
       ->capture_default_str();

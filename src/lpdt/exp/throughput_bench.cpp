@@ -149,7 +149,7 @@ std::vector<ThroughputResult> run_throughput_bench(
     const double images = static_cast<double>(n * options.batch_size);
     const std::int64_t engine_pass =
         options.nodes_per_pass > 0
-            ? options.nodes_per_pass
+            ? std::min(options.nodes_per_pass, n)  // a pass holds at most every node
             : models::automatic_nodes_per_pass(*model, inputs.narrow(0, 0, 1), n, on_gpu);
     // On the CPU the third column is the other end of the automatic choice's range: the capped
     // grouped pass when the engine took one node per pass, one node per pass otherwise.

@@ -773,6 +773,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     say(format("resumed from %s after epoch %d (%lld steps)",
                (run_dir / kCheckpointFile).string().c_str(), resumed->epochs_done,
                static_cast<long long>(resumed->rounds_done)));
+    const nlohmann::json& saved_run = resumed->config.value("run", nlohmann::json::object());
+    if (saved_run.value("out_dir", config.run.out_dir) != config.run.out_dir ||
+        saved_run.value("name", config.run.name) != config.run.name) {
+      say("note: run.out_dir and run.name place a new run's folder; a resumed run continues in "
+          "its own, " +
+          run_dir.string());
+    }
   }
   const auto elapsed = [&] { return elapsed_before + seconds_since(start); };
   // Whole-run views on rank 0 (every rank calls these; the others get undefined tensors / an
