@@ -160,7 +160,8 @@ void add_keys(ConfigSchema& s) {
 
   // [run]
   s.add_string("run.name", d.run.name,
-               "Name of the run; its folder is run.out_dir/name-YYYYMMDD-HHMMSS.");
+               "Name of the run; its folder is run.out_dir/name-YYYYMMDD-HHMMSS, so one folder "
+               "name: not empty, no '/', '\\' or control characters.");
   s.add_string("run.out_dir", d.run.out_dir, "Folder that holds the run folders.");
   s.add_int("run.seed", static_cast<std::int64_t>(d.run.seed),
             "Root seed; every random stream is derived from (seed, node, purpose).")
