@@ -448,6 +448,16 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
   write(dir / "topology.json", "{\"num_nodes\": -5, \"edges\": []}");
   EXPECT_THAT(report_error(dir), HasSubstr("num_nodes = -5 (expected 1 to 4096)"));
 
+  // Figures of the wrong type are named, not drawn as gaps.
+  write_run(dir, SyntheticRun{});
+  write(dir / "summary.json", "{\"final\": \"abc\"}");
+  EXPECT_THAT(report_error(dir), HasSubstr("summary.json': \"final\" must be an object, got \"abc\""));
+  write(dir / "summary.json", "{\"final\": {\"average_model_accuracy\": \"abc\"}}");
+  EXPECT_THAT(report_error(dir),
+              HasSubstr("\"final\".average_model_accuracy must be a number, got \"abc\""));
+  write(dir / "summary.json", "{\"config\": {\"data\": {\"skew\": \"abc\"}}}");
+  EXPECT_THAT(report_error(dir), HasSubstr("\"config\".data.skew must be a number"));
+
   // A node id no graph has would size the page's per-node arrays: an error naming the line.
   write_run(dir, SyntheticRun{});
   write(dir / "metrics.csv",

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "lpdt/core/error.h"
+#include "lpdt/exp/sweep.h"
 #include "lpdt/graph/factory.h"
 
 namespace lpdt::exp::report {
@@ -59,6 +60,35 @@ double required_number(const fs::path& file, const json& object, const std::stri
                     (it == object.end() ? "" : ", got " + it->dump()));
   }
   return it->get<double>();
+}
+
+// The figures the pages plot and tabulate from summary.json must be numbers (null where the run
+// had none, as JSON writes NaN): a value of another type is a damaged or hand-edited file, named
+// here rather than drawn as a gap.
+void check_summary_types(const fs::path& file, const json& summary) {
+  const auto expect_number = [&](const json& value, const std::string& where) {
+    if (!value.is_number() && !value.is_null()) {
+      throw UserError("'" + file.string() + "': " + where + " must be a number, got " +
+                      value.dump());
+    }
+  };
+  if (summary.contains("final")) {
+    const json& final = summary.at("final");
+    if (!final.is_object()) {
+      throw UserError("'" + file.string() + "': \"final\" must be an object, got " +
+                      final.dump());
+    }
+    for (const std::string& key : sweep_metric_names()) {
+      if (final.contains(key)) expect_number(final.at(key), "\"final\"." + key);
+    }
+  }
+  if (summary.contains("config") && summary.at("config").is_object()) {
+    const json& config = summary.at("config");
+    if (config.contains("data") && config.at("data").is_object() &&
+        config.at("data").contains("skew")) {
+      expect_number(config.at("data").at("skew"), "\"config\".data.skew");
+    }
+  }
 }
 
 TopologyInfo parse_topology(const fs::path& file, const json& j) {
@@ -175,7 +205,10 @@ RunResults read_run_files(const fs::path& dir) {
     run.missing.push_back(name);
     return false;
   };
-  if (present("summary.json")) run.summary = read_json(dir / "summary.json");
+  if (present("summary.json")) {
+    run.summary = read_json(dir / "summary.json");
+    check_summary_types(dir / "summary.json", *run.summary);
+  }
   if (present("metrics.csv")) {
     const CsvFile csv =
         read_csv(dir / "metrics.csv", {"epoch", "node", "test_accuracy", "bytes_sent"});
