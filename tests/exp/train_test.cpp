@@ -296,6 +296,12 @@ TEST_P(ResumeCase, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
   const std::string full_text((std::istreambuf_iterator<char>(full_layers)), {});
   const std::string resumed_text((std::istreambuf_iterator<char>(resumed_layers)), {});
   EXPECT_EQ(resumed_text, full_text);
+  // The resumed run's config.toml is rewritten with its checkpoint: the same file as the
+  // uninterrupted run's.
+  std::ifstream full_config(full.run_dir / "config.toml"),
+      resumed_config(resumed.run_dir / "config.toml");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(resumed_config)), {}),
+            std::string((std::istreambuf_iterator<char>(full_config)), {}));
   fs::remove_all(out);
 }
 

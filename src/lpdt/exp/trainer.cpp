@@ -624,7 +624,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       check_resumable_table(run_dir / "layers.csv", kLayersHeader);
     }
   }
-  if (leader) write_text_file(run_dir / "config.toml", to_toml(config));
+  // A resumed run keeps the config.toml of its checkpoint until it writes a checkpoint (or its
+  // summary) of its own, so a resume that fails on the way leaves the folder as it found it.
+  bool config_written = false;
+  const auto write_config = [&] {
+    if (!leader || config_written) return;
+    write_text_file(run_dir / "config.toml", to_toml(config));
+    config_written = true;
+  };
+  if (!resumed) write_config();
   std::ofstream metrics_csv, epochs_csv, layers_csv;
   if (!leader) {
     // Ranks other than 0 write nothing.
@@ -904,6 +912,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     state.epochs = epochs_to_json(result.epochs);
     state.config = to_json(config);
     write_checkpoint(run_dir / kCheckpointFile, state);
+    write_config();
   };
   if (leader) {
     meter.emplace(steps_per_epoch * config.run.epochs, steps_per_epoch * first_epoch,
@@ -1194,6 +1203,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                       {"steps", result.steps},
                       {"wall_time_s", result.wall_time_s},
                       {"train_images_per_s", result.train_images_per_s}};
+  write_config();
   write_text_file(run_dir / "summary.json", summary.dump(2) + "\n");
 
   progress(
