@@ -695,6 +695,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       config.run.max_steps_per_epoch > 0
           ? std::min<std::int64_t>(config.run.max_steps_per_epoch, loader.steps_per_epoch())
           : loader.steps_per_epoch();
+  if (!config.faults.kill_nodes.empty() &&
+      config.faults.kill_step >= steps_per_epoch * config.run.epochs) {
+    const std::string warning = "faults.kill_step = " + std::to_string(config.faults.kill_step) +
+                                " is not a step of this run (steps 0 to " +
+                                std::to_string(steps_per_epoch * config.run.epochs - 1) +
+                                "): faults.kill_nodes never die";
+    say("warning: " + warning);
+    warnings.push_back(warning);
+  }
   // Passes of several nodes, each convolution one grouped kernel. Automatic on the CPU: as many
   // nodes as keep a pass's saved activations in cache, from one traced node of an image model
   // (models::automatic_nodes_per_pass); a text model is not traced and takes the cap.
