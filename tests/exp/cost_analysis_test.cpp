@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "lpdt/core/error.h"
 #include "lpdt/models/model.h"
@@ -122,6 +123,19 @@ TEST(CostAnalysis, EnergyRatioIsThePapers20x) {
   EXPECT_NEAR(fp32.inference_energy_mj / int8.inference_energy_mj, 20.0, 0.1);
   // The activation memory of 8-bit training is a quarter of fp32's: 1 byte per element.
   EXPECT_DOUBLE_EQ(fp32.training_memory.activations / int8.training_memory.activations, 4.0);
+}
+
+// Group norm has no 8-bit version: its report is the fp32 column alone, with a note saying why.
+TEST(CostAnalysis, GroupNormHasTheFp32ColumnAndANote) {
+  const CostReport report =
+      analyse_cost(cifar_options(ModelConfig::Arch::kResnet, 20, ModelConfig::Norm::kGroupnorm));
+  ASSERT_EQ(report.precisions.size(), 1u);
+  EXPECT_EQ(report.precisions[0].precision, "fp32");
+  EXPECT_GT(report.precisions[0].training_ops.mults, 0);
+  ASSERT_EQ(report.notes.size(), 1u);
+  EXPECT_NE(report.notes[0].find("'groupnorm' has no 8-bit version"), std::string::npos);
+  EXPECT_NE(describe(report, false).find("note: no int8 column"), std::string::npos);
+  EXPECT_EQ(to_json(report).at("notes").size(), 1u);
 }
 
 TEST(CostAnalysis, AnalyticActivationMemoryMatchesARealStep) {

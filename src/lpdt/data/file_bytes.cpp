@@ -52,6 +52,8 @@ std::vector<std::uint8_t> read_gzip(const std::string& path, const std::string& 
 }
 
 std::vector<std::uint8_t> read_plain(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(what, path, "is a folder, not a file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(what, path, std::string("cannot open: ") + std::strerror(errno));
   const std::streamoff size = in.tellg();

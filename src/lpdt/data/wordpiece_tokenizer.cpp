@@ -1,6 +1,7 @@
 #include "lpdt/data/wordpiece_tokenizer.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "lpdt/core/error.h"
@@ -35,6 +36,11 @@ std::vector<char32_t> clean_text(std::string_view text) {
 }  // namespace
 
 WordPieceTokenizer WordPieceTokenizer::from_file(const std::string& vocab_path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(vocab_path, ec)) {
+    throw UserError("wordpiece vocabulary: " + vocab_path +
+                    " is a folder (expected a BERT vocab.txt file, one token per line)");
+  }
   std::ifstream in(vocab_path, std::ios::binary);
   if (!in) {
     throw UserError("wordpiece vocabulary: " + vocab_path +

@@ -198,6 +198,12 @@ CostReport analyse_cost(const CostOptions& options) {
   report.batch_size = options.config.data.batch_size;
   report.energy = options.energy;
   for (const std::string& precision : options.precisions) {
+    if (precision == "int8" && options.config.model.norm == ModelConfig::Norm::kGroupnorm) {
+      report.notes.push_back(
+          "no int8 column: model.norm = 'groupnorm' has no 8-bit version (Range EvoNorm, evonorm, "
+          "or Range BatchNorm, batchnorm, have)");
+      continue;
+    }
     const ExperimentConfig config = at_precision(options.config, precision);
     models::ModelOptions model_options = model_options_for(config, options.input);
     // The trace follows the function, which both backends compute alike: trace the simulated one.
@@ -270,6 +276,7 @@ nlohmann::json to_json(const CostReport& report) {
   j["norm"] = report.norm;
   j["algorithm"] = report.algorithm;
   j["batch_size"] = report.batch_size;
+  if (!report.notes.empty()) j["notes"] = report.notes;
   j["energy_table"] = {{"name", report.energy.name},
                        {"fp32_add_pj", report.energy.fp32_add_pj},
                        {"fp32_mult_pj", report.energy.fp32_mult_pj},
@@ -332,6 +339,7 @@ std::string describe(const CostReport& report, bool per_layer) {
       static_cast<long long>(report.batch_size), report.energy.name.c_str(),
       report.energy.fp32_add_pj, report.energy.fp32_mult_pj, report.energy.int8_add_pj,
       report.energy.int8_mult_pj);
+  for (const std::string& note : report.notes) out += "note: " + note + "\n";
   out += "per node, per iteration       ";
   for (const PrecisionCost& c : report.precisions) out += format("%14s", c.precision.c_str());
   if (report.precisions.size() == 2) out += "   fp32/int8";

@@ -56,6 +56,8 @@ struct CostReport {
   std::int64_t batch_size = 0;
   metrics::EnergyTable energy;
   std::vector<PrecisionCost> precisions;
+  // Precisions asked for and left out, with why (group norm has no 8-bit version).
+  std::vector<std::string> notes;
 };
 
 CostReport analyse_cost(const CostOptions& options);

@@ -13,6 +13,12 @@ namespace {
 
 // eval.gossip_rounds beyond this is a typo, not a protocol: the official code runs 50 (+1).
 constexpr std::int64_t kMaxGossipRounds = 100000;
+// run.receive_timeout_s: below 10 ms no round's messages arrive in time, and a healthy peer would
+// be taken for dead; above a week the deadlines (3x for rank 0's gathers) stop being a bound.
+constexpr double kMinReceiveTimeoutS = 0.01;
+constexpr double kMaxReceiveTimeoutS = 7 * 24 * 3600.0;
+// Rates the step applies as float32 scalars must be float32 numbers.
+constexpr double kLargestFloat32 = 3.4028234663852886e38;
 
 template <ConfigEnum E>
 std::vector<std::string> choices() {
@@ -189,8 +195,10 @@ void add_keys(ConfigSchema& s) {
   s.add_float("run.receive_timeout_s", d.run.receive_timeout_s,
               "Multi-process runs (mpirun): seconds a rank waits for a peer's gossip payload "
               "before it takes the peer for dead, drops its edges and goes on (docs/faults.md); "
-              "rank 0's gathers wait 3 times as long. Never a hang.")
-      .greater_than(0);
+              "rank 0's gathers wait 3 times as long. Never a hang. From 0.01 s (a round's "
+              "messages take longer to arrive) to a week.")
+      .at_least(kMinReceiveTimeoutS)
+      .at_most(kMaxReceiveTimeoutS);
   s.add_int(
        "run.nodes_per_pass", d.run.nodes_per_pass,
        "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (on "
@@ -417,7 +425,9 @@ void add_keys(ConfigSchema& s) {
       .one_of(choices<AlgoConfig::ChocoInit>());
 
   // [optim]
-  s.add_float("optim.lr", d.optim.lr, "Base learning rate.").greater_than(0);
+  s.add_float("optim.lr", d.optim.lr, "Base learning rate.")
+      .greater_than(0)
+      .at_most(kLargestFloat32);
   s.add_string("optim.optimizer", name_of(d.optim.optimizer),
                "Local optimizer of every node: sgd (momentum / Nesterov), adam or adamw "
                "(torch.optim.Adam / AdamW; the paper fine-tunes DistilBERT with Adam). Its state "
@@ -430,7 +440,8 @@ void add_keys(ConfigSchema& s) {
   s.add_float("optim.weight_decay", d.optim.weight_decay,
               "Weight decay: L2 added to the gradient (sgd, adam) or decoupled, z *= 1 - lr wd "
               "(adamw).")
-      .at_least(0);
+      .at_least(0)
+      .at_most(kLargestFloat32);
   s.add_float("optim.beta1", d.optim.beta1,
               "Adam / AdamW decay of the first moment m (the paper: 0.9).")
       .at_least(0)
