@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "lpdt/core/error.h"
 #include "lpdt/graph/factory.h"
@@ -425,9 +426,7 @@ void add_keys(ConfigSchema& s) {
       .one_of(choices<AlgoConfig::ChocoInit>());
 
   // [optim]
-  s.add_float("optim.lr", d.optim.lr, "Base learning rate.")
-      .greater_than(0)
-      .at_most(kLargestFloat32);
+  s.add_float("optim.lr", d.optim.lr, "Base learning rate.").greater_than(0);
   s.add_string("optim.optimizer", name_of(d.optim.optimizer),
                "Local optimizer of every node: sgd (momentum / Nesterov), adam or adamw "
                "(torch.optim.Adam / AdamW; the paper fine-tunes DistilBERT with Adam). Its state "
@@ -440,8 +439,7 @@ void add_keys(ConfigSchema& s) {
   s.add_float("optim.weight_decay", d.optim.weight_decay,
               "Weight decay: L2 added to the gradient (sgd, adam) or decoupled, z *= 1 - lr wd "
               "(adamw).")
-      .at_least(0)
-      .at_most(kLargestFloat32);
+      .at_least(0);
   s.add_float("optim.beta1", d.optim.beta1,
               "Adam / AdamW decay of the first moment m (the paper: 0.9).")
       .at_least(0)
@@ -510,6 +508,20 @@ void add_keys(ConfigSchema& s) {
 
 void add_checks(ConfigSchema& s) {
   using Problem = std::optional<std::string>;
+
+  // The step applies these as float32 scalars: a larger value cannot be one (LibTorch would stop
+  // the run with "cannot be converted to type float without overflow", naming no key).
+  for (const char* key : {"optim.lr", "optim.weight_decay"}) {
+    s.add_check({{key}, [key](const Config& c) -> Problem {
+                   const double value = c.get_float(key);
+                   if (value > kLargestFloat32) {
+                     return std::string(key) + " = " + (std::ostringstream() << value).str() +
+                            " is larger than float32's largest number (3.4e38), in which the "
+                            "step computes";
+                   }
+                   return std::nullopt;
+                 }});
+  }
 
   // The run folder is run.out_dir/<name>-YYYYMMDD-HHMMSS: the name must be one plain path
   // component, or the folder lands elsewhere ("../x", "/x") or gets an unreadable name.
