@@ -34,6 +34,19 @@ TEST(SlowSettingWarnings, NoneForOtherPrecisions) {
   }
 }
 
+// bf16 rounds convolutions only: models without any run as fp32 and are not slowed.
+TEST(SlowSettingWarnings, NoneForModelsWithoutConvolutions) {
+  for (const auto arch :
+       {ModelConfig::Arch::kMlp, ModelConfig::Arch::kTransformer, ModelConfig::Arch::kDistilbert}) {
+    ExperimentConfig bf16 = with_precision(ModelConfig::Precision::kBf16);
+    bf16.model.arch = arch;
+    EXPECT_TRUE(slow_setting_warnings(bf16, {SimdLevel::kAvx2}).empty());
+  }
+  ExperimentConfig lenet = with_precision(ModelConfig::Precision::kBf16);
+  lenet.model.arch = ModelConfig::Arch::kLenet5;
+  EXPECT_EQ(slow_setting_warnings(lenet, {SimdLevel::kAvx2}).size(), 1u);
+}
+
 TEST(SlowSettingWarnings, NoneForAGpuRun) {
   ExperimentConfig bf16 = with_precision(ModelConfig::Precision::kBf16);
   bf16.run.device = RunConfig::Device::kCuda;

@@ -9,7 +9,12 @@ std::vector<std::string> slow_setting_warnings(const ExperimentConfig& config,
   std::vector<std::string> warnings;
   if (config.run.device != RunConfig::Device::kCpu) return warnings;
   const std::string level = simd_level_name(cpu.simd);
-  if (config.model.precision == ModelConfig::Precision::kBf16 && cpu.simd != SimdLevel::kAvx512) {
+  // bf16 changes only convolutions: the MLP and the transformers have none, and run as fp32.
+  const bool has_convolutions = config.model.arch != ModelConfig::Arch::kMlp &&
+                                config.model.arch != ModelConfig::Arch::kTransformer &&
+                                config.model.arch != ModelConfig::Arch::kDistilbert;
+  if (config.model.precision == ModelConfig::Precision::kBf16 && has_convolutions &&
+      cpu.simd != SimdLevel::kAvx512) {
     warnings.push_back(
         "model.precision = 'bf16' on a CPU without AVX-512 (" + level +
         "): oneDNN has no bfloat16 convolution kernels for it and runs its reference "

@@ -27,7 +27,8 @@ GroupNorm::GroupNorm(Registry& registry, const std::string& name, std::int64_t c
     : channels_(channels), groups_(std::min(groups, channels)), eps_(eps) {
   if (channels % groups_ != 0) {
     throw ConfigError("GroupNorm '" + name + "': " + std::to_string(channels) +
-                      " channels are not divisible into " + std::to_string(groups_) + " groups");
+                      " channels are not divisible into " + std::to_string(groups_) +
+                      " groups; choose model.groups dividing every layer's width");
   }
   gamma_ = registry.add_param(join_name(name, "weight"), {channels}, ParamInit::ones());
   beta_ = registry.add_param(join_name(name, "bias"), {channels}, ParamInit::zeros());
