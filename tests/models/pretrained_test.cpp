@@ -1,15 +1,17 @@
 // Pretrained DistilBERT weights from safetensors (models/pretrained.h): a tiny random DistilBERT
 // that the test writes under Hugging Face's names loads into the node-batched model exactly.
+#include "lpdt/models/pretrained.h"
+
 #include <gtest/gtest.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "lpdt/core/error.h"
 #include "lpdt/models/model.h"
-#include "lpdt/models/pretrained.h"
 #include "lpdt/models/safetensors.h"
 
 namespace lpdt::models {
@@ -94,6 +96,26 @@ TEST(Pretrained, AShapeMismatchNamesTheTensorAndBothShapes) {
     EXPECT_NE(message.find("[31, 8]"), std::string::npos) << message;
     EXPECT_NE(message.find("[30, 8]"), std::string::npos) << message;
     EXPECT_NE(message.find("data.vocab"), std::string::npos) << message;
+  }
+  fs::remove(path);
+}
+
+TEST(Pretrained, NonFiniteWeightsNameTheTensor) {
+  const auto model = make_model(tiny_distilbert());
+  auto tensors = masked_lm_checkpoint(*model);
+  tensors["distilbert.transformer.layer.0.ffn.lin1.weight"][0][1] =
+      std::numeric_limits<float>::quiet_NaN();
+  const std::string path = temp_file("nan");
+  write_safetensors(path, tensors);
+  at::Tensor params = model->init_params(3);
+  try {
+    load_pretrained(*model, path, params);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("'distilbert.transformer.layer.0.ffn.lin1.weight' holds NaN"),
+              std::string::npos)
+        << message;
   }
   fs::remove(path);
 }

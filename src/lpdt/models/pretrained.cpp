@@ -76,8 +76,13 @@ PretrainedReport load_pretrained(const Model& model, const std::string& path, at
                       shape_text(tensor.sizes()) + ", the model's '" + segment.name + "' " +
                       shape_text(segment.shape) + hint);
     }
-    params.narrow(0, segment.offset, segment.numel)
-        .copy_(tensor.to(at::kFloat).reshape({segment.numel}));
+    const at::Tensor values = tensor.to(at::kFloat);
+    // A NaN or Inf weight would surface only as a diverged first step, blamed on the lr.
+    if (!at::isfinite(values).all().item<bool>()) {
+      throw UserError(path + ": tensor '" + file_name +
+                      "' holds NaN or infinite values: the file is damaged");
+    }
+    params.narrow(0, segment.offset, segment.numel).copy_(values.reshape({segment.numel}));
     report.loaded.push_back(segment.name);
     used[found->first] = true;
   }
