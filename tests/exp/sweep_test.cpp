@@ -375,6 +375,35 @@ TEST(Sweep, PerEpochTablesHoldEveryEvaluatedEpoch) {
   fs::remove_all(dir);
 }
 
+// A table of the nodes' own accuracies from runs that do not evaluate them is refused before any
+// run trains, naming the metric and the key; the averaged model's accuracy is still allowed.
+TEST(Sweep, NodeAccuracyMetricsNeedPerNodeEvaluation) {
+  const fs::path dir = fresh_dir("per-node");
+  const auto quiet = [](const std::string&) {};
+  std::string text = tiny_sweep(dir / "out", 1);
+  const std::string set = "[set]\n";
+  ASSERT_NE(text.find(set), std::string::npos);
+  text.replace(text.find(set), set.size(), set + "\"eval.per_node\" = false\n");
+  const std::string metrics = "metrics = [\"average_model_accuracy\"]";
+  std::string with_node_metric = text;
+  with_node_metric.replace(with_node_metric.find(metrics), metrics.size(),
+                           "metrics = [\"average_model_accuracy\", \"min_node_accuracy\"]");
+  const SweepSpec refused = load_sweep(write(dir / "refused.toml", with_node_metric));
+  try {
+    run_sweep(refused, quiet);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("min_node_accuracy"), HasSubstr("eval.per_node")));
+  }
+  EXPECT_FALSE(fs::exists(dir / "out" / "runs")) << "a run trained before the error";
+  const SweepSpec allowed = load_sweep(write(dir / "allowed.toml", text));
+  run_sweep(allowed, quiet);
+  const std::vector<SweepTable> tables = aggregate_sweep(allowed);
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_GT(tables[0].cells[0][0].mean, 0.0);
+  fs::remove_all(dir);
+}
+
 // Every shipped sweep preset loads and resolves each of its points as an experiment.
 TEST(SweepPresets, EveryPresetResolves) {
   std::size_t presets = 0;

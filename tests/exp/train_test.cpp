@@ -3,6 +3,7 @@
 #include <torch/types.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +14,8 @@
 #include "lpdt/core/error.h"
 #include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/experiment_config.h"
+#include "lpdt/exp/report/report_page.h"
+#include "lpdt/exp/report/run_results.h"
 #include "lpdt/exp/trainer.h"
 
 namespace lpdt::exp {
@@ -93,6 +96,63 @@ TEST(Train, SyntheticRunWritesRunFolderAndLearns) {
     EXPECT_EQ(layer_rows[epoch], layer_rows[1]);
   }
   EXPECT_GE(layer_rows[1], 4);  // an MLP: at least two weights and two biases
+  fs::remove_all(out);
+}
+
+// eval.per_node = false: the nodes' own models are not evaluated, so their accuracies are absent
+// from every file (an empty CSV field, a JSON null), never written as 0%; such a run resumes, and
+// its report draws no line for the nodes' mean.
+TEST(Train, WithoutPerNodeEvaluationNodeAccuraciesAreAbsentNotZero) {
+  const fs::path out = fresh_dir("no-per-node");
+  const auto quiet = [](const std::string&) {};
+  const auto config = [&](int epochs) {
+    ExperimentConfig c = small_synthetic_run(out);
+    c.run.epochs = epochs;
+    c.eval.per_node = false;
+    return c;
+  };
+  const TrainResult part = train(config(1), quiet);
+  TrainOptions resume;
+  resume.resume_dir = part.run_dir;
+  const TrainResult result = train(config(2), quiet, resume);
+  ASSERT_EQ(result.epochs.size(), 2u);
+  for (const EpochSummary& e : result.epochs) {
+    EXPECT_TRUE(e.evaluation.node_accuracy.empty());
+    EXPECT_TRUE(std::isnan(e.evaluation.mean_accuracy)) << "epoch " << e.epoch;
+    EXPECT_TRUE(std::isnan(e.evaluation.min_accuracy));
+    EXPECT_TRUE(std::isnan(e.evaluation.max_accuracy));
+    EXPECT_GT(e.evaluation.average_model_accuracy, 20.0);
+  }
+  std::ifstream in(result.run_dir / "summary.json");
+  const nlohmann::json final = nlohmann::json::parse(in).at("final");
+  EXPECT_TRUE(final.at("node_accuracy").empty());
+  for (const char* key : {"mean_node_accuracy", "min_node_accuracy", "max_node_accuracy"}) {
+    EXPECT_TRUE(final.at(key).is_null()) << key << " = " << final.at(key).dump();
+  }
+  EXPECT_TRUE(final.at("average_model_accuracy").is_number());
+  // epochs.csv: the three node columns empty, the others numbers.
+  std::ifstream epochs_csv(result.run_dir / "epochs.csv");
+  std::string line;
+  std::getline(epochs_csv, line);
+  int rows = 0;
+  while (std::getline(epochs_csv, line)) {
+    ++rows;
+    std::vector<std::string> fields;
+    std::stringstream split(line);
+    for (std::string field; std::getline(split, field, ',');) fields.push_back(field);
+    ASSERT_EQ(fields.size(), 10u) << line;
+    EXPECT_EQ(fields[3] + fields[4] + fields[5], "") << line;
+    EXPECT_GT(std::stod(fields[6]), 20.0) << line;
+  }
+  EXPECT_EQ(rows, 2);
+  const report::RunResults run = report::read_run(result.run_dir);
+  ASSERT_EQ(run.epochs.size(), 2u);
+  EXPECT_TRUE(std::isnan(run.epochs[1].mean_accuracy));
+  EXPECT_NEAR(run.epochs[1].average_model_accuracy,
+              result.epochs[1].evaluation.average_model_accuracy, 1e-3);
+  const std::string html = report::run_report_html(run);
+  EXPECT_EQ(html.find("mean-line"), std::string::npos);
+  EXPECT_NE(html.find("average-line"), std::string::npos);
   fs::remove_all(out);
 }
 

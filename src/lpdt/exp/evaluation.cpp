@@ -4,6 +4,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "lpdt/algo/consensus.h"
@@ -72,6 +73,9 @@ Evaluation evaluate(const models::Model& model, const at::Tensor& params,
     result.mean_accuracy = std::accumulate(acc.begin(), acc.end(), 0.0) / acc.size();
     result.min_accuracy = *std::min_element(acc.begin(), acc.end());
     result.max_accuracy = *std::max_element(acc.begin(), acc.end());
+  } else {
+    result.mean_accuracy = result.min_accuracy = result.max_accuracy =
+        std::numeric_limits<double>::quiet_NaN();
   }
   auto [mean_params, mean_buffers] = average_model(detached, buffers);
   result.average_model_accuracy = node_accuracies(model, mean_params, mean_buffers, batches)[0];

@@ -11,7 +11,9 @@
 namespace lpdt::exp {
 
 struct Evaluation {
-  std::vector<double> node_accuracy;  // percent, one per node
+  std::vector<double> node_accuracy;  // percent, one per node; empty when not evaluated
+  // Over node_accuracy; NaN when the nodes were not evaluated (eval.per_node = false), which the
+  // run files write as an empty CSV field and a JSON null, never as 0%.
   double mean_accuracy = 0, min_accuracy = 0, max_accuracy = 0;
   double average_model_accuracy = 0;  // the exact average of the node models, percent
   double consensus_distance = 0;      // mean_i ||x_i - x_bar||^2

@@ -178,6 +178,22 @@ std::string epochs_csv_column(const std::string& metric) {
   return "";
 }
 
+// A sweep table of the nodes' own accuracies needs runs that evaluate them: said before any run
+// trains, not as a missing number in the tables after hours of training.
+void check_metrics_computed(const SweepSpec& spec, const SweepPoint& point,
+                            const ExperimentConfig& config) {
+  if (config.eval.per_node || config.eval.protocol == EvalConfig::Protocol::kReference) return;
+  for (const std::string& metric : spec.metrics) {
+    if (metric == "mean_node_accuracy" || metric == "min_node_accuracy" ||
+        metric == "max_node_accuracy") {
+      throw ConfigError(spec.file.string() + ": metrics names '" + metric + "', but run " +
+                        point.name +
+                        " sets eval.per_node = false, so it does not evaluate the nodes' own "
+                        "models: set eval.per_node = true, or drop '" + metric + "' from metrics");
+    }
+  }
+}
+
 std::string format_number(double value) {
   std::ostringstream out;
   out.precision(std::abs(value) >= 100 ? 5 : 4);
@@ -517,6 +533,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
   std::size_t left = 0;  // runs to train or resume
   for (std::size_t p = 0; p < points.size(); ++p) {
     const SweepPoint& point = points[p];
+    check_metrics_computed(spec, point, sweep_point_config(spec, point));
     // Another shard's runs may be mid-write: this shard does not look at them.
     if (!shard.owns(p)) {
       states.emplace_back();
@@ -623,6 +640,12 @@ std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec) {
         const std::vector<std::string> values = cell_grid_values(spec, row, column);
         std::vector<double> numbers;
         for (const auto& final : finals[values]) {
+          if (final.contains(metric) && final.at(metric).is_null()) {
+            throw UserError("a run of " + spec.file.string() + " has \"final\"." + metric +
+                            " = null in its summary.json: it ran with eval.per_node = false and "
+                            "did not evaluate the nodes' own models (drop '" + metric +
+                            "' from metrics, or train with eval.per_node = true)");
+          }
           if (!final.contains(metric) || !final.at(metric).is_number()) {
             throw UserError("a run of " + spec.file.string() + " has no number \"final\"." + metric +
                             " in its summary.json (metrics: keys of summary.json \"final\", e.g. "
@@ -672,7 +695,9 @@ std::vector<SweepTable> aggregate_sweep_by_epoch(const SweepSpec& spec) {
                 std::find(csv.header.begin(), csv.header.end(), column_name) != csv.header.end();
             for (std::size_t r = 0; has_column && r < csv.rows.size(); ++r) {
               if (static_cast<int>(report::csv_number(csv, r, "epoch")) == epoch) {
-                numbers.push_back(report::csv_number(csv, r, column_name));
+                // Empty when the run did not compute it (eval.per_node = false).
+                const double number = report::csv_number_or_nan(csv, r, column_name);
+                if (!std::isnan(number)) numbers.push_back(number);
               }
             }
           }

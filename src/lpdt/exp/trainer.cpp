@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -352,6 +354,20 @@ nlohmann::json epochs_to_json(const std::vector<EpochSummary>& epochs) {
   return out;
 }
 
+// JSON writes NaN as null: the node accuracies of a run that did not evaluate its nodes.
+double number_or_nan(const nlohmann::json& value) {
+  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+}
+
+// A CSV field that is empty when the figure was not computed (NaN), never a made-up 0.
+struct CsvNumber {
+  double value;
+};
+std::ostream& operator<<(std::ostream& out, CsvNumber n) {
+  if (!std::isnan(n.value)) out << n.value;
+  return out;
+}
+
 std::vector<EpochSummary> epochs_from_json(const nlohmann::json& j) {
   std::vector<EpochSummary> out;
   for (const auto& e : j) {
@@ -360,9 +376,9 @@ std::vector<EpochSummary> epochs_from_json(const nlohmann::json& j) {
     s.lr = e.at("lr").get<double>();
     s.train_loss = e.at("train_loss").get<double>();
     s.evaluation.node_accuracy = e.at("node_accuracy").get<std::vector<double>>();
-    s.evaluation.mean_accuracy = e.at("mean_accuracy").get<double>();
-    s.evaluation.min_accuracy = e.at("min_accuracy").get<double>();
-    s.evaluation.max_accuracy = e.at("max_accuracy").get<double>();
+    s.evaluation.mean_accuracy = number_or_nan(e.at("mean_accuracy"));
+    s.evaluation.min_accuracy = number_or_nan(e.at("min_accuracy"));
+    s.evaluation.max_accuracy = number_or_nan(e.at("max_accuracy"));
     s.evaluation.average_model_accuracy = e.at("average_model_accuracy").get<double>();
     s.evaluation.consensus_distance = e.at("consensus_distance").get<double>();
     s.mean_gb_sent_per_node = e.at("mean_gb_sent_per_node").get<double>();
@@ -1042,7 +1058,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       }
       metrics_csv.flush();
       epochs_csv << summary.epoch << "," << lr << "," << summary.train_loss << ","
-                 << ev.mean_accuracy << "," << ev.min_accuracy << "," << ev.max_accuracy << ","
+                 << CsvNumber{ev.mean_accuracy} << "," << CsvNumber{ev.min_accuracy} << ","
+                 << CsvNumber{ev.max_accuracy} << ","
                  << ev.average_model_accuracy << "," << ev.consensus_distance << ","
                  << summary.mean_gb_sent_per_node << "," << summary.elapsed_s << "\n";
       epochs_csv.flush();

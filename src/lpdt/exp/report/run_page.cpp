@@ -46,8 +46,10 @@ std::string header_html(const RunResults& run) {
       out += html_table(
           {"last epoch", "average-model accuracy", "node accuracy mean [min, max]"},
           {{std::to_string(last.epoch), percent(last.average_model_accuracy),
-            format_number(last.mean_accuracy) + " % [" + format_number(last.min_accuracy) + ", " +
-                format_number(last.max_accuracy) + "]"}});
+            std::isnan(last.mean_accuracy)
+                ? std::string("not evaluated (eval.per_node = false)")
+                : format_number(last.mean_accuracy) + " % [" + format_number(last.min_accuracy) +
+                      ", " + format_number(last.max_accuracy) + "]"}});
     }
     return out;
   }
@@ -163,7 +165,10 @@ std::string accuracy_section(const RunResults& run) {
     average.stroke_width = 3.5;
     average.markers = true;
     average.css_class = "average-line";
-    chart.series.push_back(std::move(mean));
+    // Runs with eval.per_node = false leave the nodes' mean empty (NaN): no line for it.
+    if (std::any_of(mean.y.begin(), mean.y.end(), [](double v) { return std::isfinite(v); })) {
+      chart.series.push_back(std::move(mean));
+    }
     chart.series.push_back(std::move(average));
   }
   std::string out = render_line_chart(chart);

@@ -233,8 +233,9 @@ RunResults read_run_files(const fs::path& dir) {
   if (present("epochs.csv")) {
     const CsvFile csv = read_csv(dir / "epochs.csv", {"epoch", "average_model_accuracy"});
     auto column = [&](std::size_t r, const std::string& name) {
-      return std::count(csv.header.begin(), csv.header.end(), name) ? csv_number(csv, r, name)
-                                                                    : kNaN;
+      return std::count(csv.header.begin(), csv.header.end(), name)
+                 ? csv_number_or_nan(csv, r, name)
+                 : kNaN;
     };
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
       run.epochs.push_back({static_cast<int>(csv_number(csv, r, "epoch")), column(r, "lr"),
@@ -335,6 +336,15 @@ double csv_number(const CsvFile& csv, std::size_t row, const std::string& column
                     ", column " + column + ": '" + field + "' is not a number");
   }
   return value;
+}
+
+double csv_number_or_nan(const CsvFile& csv, std::size_t row, const std::string& column) {
+  const auto it = std::find(csv.header.begin(), csv.header.end(), column);
+  if (it != csv.header.end() && row < csv.rows.size() &&
+      csv.rows[row][it - csv.header.begin()].find_first_not_of(' ') == std::string::npos) {
+    return kNaN;
+  }
+  return csv_number(csv, row, column);
 }
 
 bool RunResults::has(const std::string& file) const {

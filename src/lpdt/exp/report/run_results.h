@@ -24,13 +24,16 @@ struct CsvFile {
 CsvFile read_csv(const std::filesystem::path& path, const std::vector<std::string>& required);
 // The number in a row's column: UserError naming the file, line and column when it is not one.
 double csv_number(const CsvFile& csv, std::size_t row, const std::string& column);
+// The same, but an empty field is NaN: a figure the run did not compute (epochs.csv's node
+// accuracies with eval.per_node = false).
+double csv_number_or_nan(const CsvFile& csv, std::size_t row, const std::string& column);
 
 // metrics.csv: one row per epoch and node.
 struct NodeEpoch {
   int epoch = 0, node = 0;
   double lr = 0, train_loss = 0, test_accuracy = 0, bytes_sent = 0;
 };
-// epochs.csv: one row per epoch.
+// epochs.csv: one row per epoch; NaN for a figure the file leaves empty.
 struct EpochSummary {
   int epoch = 0;
   double lr = 0, train_loss = 0, mean_accuracy = 0, min_accuracy = 0, max_accuracy = 0,
