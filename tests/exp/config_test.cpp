@@ -14,10 +14,12 @@
 #include "lpdt/core/error.h"
 #include "lpdt/exp/config_schema.h"
 #include "lpdt/exp/experiment_config.h"
+#include "lpdt/models/model.h"
 
 namespace lpdt {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -375,6 +377,19 @@ TEST(ExperimentConfigErrorTest, ResnetDepthMustBe6nPlus2) {
       load_experiment_config(std::nullopt, {"model.depth=54"}).model.resnet_blocks_per_stage(), 8);
   // Other architectures ignore the depth.
   EXPECT_NO_THROW(load_experiment_config(std::nullopt, {"model.arch=vgg11", "model.depth=21"}));
+}
+
+// DistilBERT has 512 positions: a longer data.max_length is a config error, found before the run
+// folder is made, not at the first forward pass.
+TEST(ExperimentConfigErrorTest, DistilbertReadsAtMostItsPositions) {
+  EXPECT_EQ(kDistilbertPositions, models::TransformerOptions::distilbert_base().max_positions);
+  const std::string message =
+      load_error("[data]\ndataset = \"ag-news\"\nmax_length = 513\n[model]\narch = \"distilbert\"\n");
+  EXPECT_THAT(message, AllOf(HasSubstr("data.max_length = 513"), HasSubstr("512 positions")));
+  EXPECT_NO_THROW(load_experiment_config(
+      std::nullopt, {"data.dataset=ag-news", "model.arch=distilbert", "data.max_length=512"}));
+  EXPECT_NO_THROW(load_experiment_config(
+      std::nullopt, {"data.dataset=ag-news", "model.arch=transformer", "data.max_length=1000"}));
 }
 
 TEST(ExperimentConfigErrorTest, NormGroupsMustDivideTheChannels) {

@@ -288,7 +288,7 @@ void add_keys(ConfigSchema& s) {
                "\"\" = synthetic-text's own vocabulary.");
   s.add_int("data.max_length", d.data.max_length,
             "Text datasets: tokens per sequence, [CLS] and [SEP] included (longer texts are cut, "
-            "shorter ones padded).")
+            "shorter ones padded; at most 512 with model.arch = distilbert).")
       .at_least(3);
 
   // [model]
@@ -607,6 +607,18 @@ void add_checks(ConfigSchema& s) {
                  if (text_data && !text_model) {
                    return "data.dataset = '" + dataset + "' is text: expected model.arch = " +
                           "'distilbert' or 'transformer', got '" + arch + "'";
+                 }
+                 return std::nullopt;
+               }});
+  // Said before the run folder is made, not at the first forward pass.
+  s.add_check({{"data.max_length", "model.arch"}, [](const Config& c) -> Problem {
+                 const std::int64_t length = c.get_int("data.max_length");
+                 if (c.get_string("model.arch") == "distilbert" && length > kDistilbertPositions) {
+                   return "data.max_length = " + std::to_string(length) +
+                          " is longer than model.arch = 'distilbert''s " +
+                          std::to_string(kDistilbertPositions) +
+                          " positions: expected at most " + std::to_string(kDistilbertPositions) +
+                          " (or model.arch = 'transformer', which has data.max_length positions)";
                  }
                  return std::nullopt;
                }});

@@ -77,6 +77,10 @@ struct DataConfig {
 };
 
 // [model]
+// DistilBERT-base's position table (models::TransformerOptions::distilbert_base(); a test ties
+// the two): model.arch = "distilbert" reads at most this many tokens per sequence.
+inline constexpr std::int64_t kDistilbertPositions = 512;
+
 struct ModelConfig {
   enum class Arch { kResnet, kVgg11, kLenet5, kMlp, kResnet18, kResnet34, kMobilenetv2,
                     kDistilbert, kTransformer };
