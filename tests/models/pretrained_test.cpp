@@ -136,5 +136,40 @@ TEST(Pretrained, AMissingEncoderTensorIsAnError) {
   fs::remove(path);
 }
 
+// Any model loads from a file under lpdt's own parameter names; a missing tensor's message names
+// the model, not DistilBERT.
+TEST(Pretrained, AnImageModelLoadsByItsOwnNames) {
+  ModelOptions options;
+  options.arch = "lenet5";
+  options.num_classes = 10;
+  options.in_channels = 1;
+  const auto model = make_model(options);
+  const at::Tensor saved = model->init_params(7);
+  std::map<std::string, at::Tensor> tensors;
+  for (const LayerSegment& s : model->layout().segments) {
+    tensors[s.name] = saved.narrow(0, s.offset, s.numel).view(s.shape).clone();
+  }
+  const std::string path = temp_file("lenet");
+  write_safetensors(path, tensors);
+  at::Tensor params = model->init_params(8);
+  ASSERT_FALSE(torch::equal(params, saved));
+  const PretrainedReport report = load_pretrained(*model, path, params);
+  EXPECT_TRUE(torch::equal(params, saved));
+  EXPECT_EQ(report.loaded.size(), model->layout().segments.size());
+  tensors.erase(model->layout().segments.front().name);
+  write_safetensors(path, tensors);
+  try {
+    load_pretrained(*model, path, params);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("'" + model->layout().segments.front().name + "'"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("lenet5"), std::string::npos) << message;
+    EXPECT_EQ(message.find("DistilBERT"), std::string::npos) << message;
+  }
+  fs::remove(path);
+}
+
 }  // namespace
 }  // namespace lpdt::models

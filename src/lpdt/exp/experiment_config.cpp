@@ -304,8 +304,9 @@ void add_keys(ConfigSchema& s) {
             "Channel groups of EvoNorm-S0, Range EvoNorm and GroupNorm.")
       .at_least(1);
   s.add_string("model.pretrained", d.model.pretrained,
-               "Transformers: initial weights from a Hugging Face model.safetensors (DistilBERT "
-               "names, docs/pretrained.md); \"\" = random initialisation.");
+               "Initial weights from a safetensors file, by parameter name (transformers: a "
+               "Hugging Face DistilBERT model.safetensors; docs/pretrained.md); \"\" = random "
+               "initialisation.");
   s.add_int("model.transformer_hidden", d.model.transformer_hidden,
             "arch transformer: hidden size (distilbert: 768).")
       .at_least(1);

@@ -1,5 +1,6 @@
 #include "lpdt/models/pretrained.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -50,10 +51,20 @@ PretrainedReport load_pretrained(const Model& model, const std::string& path, at
         report.fresh.push_back(segment.name);
         continue;
       }
-      throw UserError(path + ": no tensor '" + segment.name + "' (or 'distilbert." +
-                      segment.name + "') for the model's parameter of shape " +
-                      shape_text(segment.shape) + ": is this a DistilBERT checkpoint, and do " +
-                      "model.arch and model.transformer_* describe it?");
+      // Only transformers carry DistilBERT's names; other models are read by lpdt's own names.
+      const bool transformer =
+          std::any_of(segments.begin(), segments.end(), [](const LayerSegment& x) {
+            return x.name == "embeddings.word_embeddings.weight";
+          });
+      throw UserError(
+          path + ": no tensor '" + segment.name + "'" +
+          (transformer ? " (or 'distilbert." + segment.name + "')" : std::string()) +
+          " for the model's parameter of shape " + shape_text(segment.shape) +
+          (transformer ? ": is this a DistilBERT checkpoint, and do model.arch and "
+                         "model.transformer_* describe it?"
+                       : ": is this a checkpoint of model '" + model.name() +
+                             "' under lpdt's parameter names (layers.csv lists them), and do "
+                             "model.arch and model.depth describe it?"));
     }
     const auto& [file_name, tensor] = found->second;
     if (!at::isFloatingType(tensor.scalar_type())) {
