@@ -95,7 +95,7 @@ class MpiCluster final : public Cluster {
     const auto* bytes = static_cast<const std::uint8_t*>(mine.data_ptr());
     const std::size_t size_bytes = static_cast<std::size_t>(mine.nbytes());
     if (!leader()) {
-      control_->send({bytes, size_bytes}, 0, kTagGather, "rank 0 to gather rows");
+      control_->send({bytes, size_bytes}, 0, kTagGather, "its rows");
       return at::Tensor();
     }
     auto shape = mine.sizes().vec();
@@ -129,7 +129,7 @@ class MpiCluster final : public Cluster {
     const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(text.data()),
                                               text.size());
     if (!leader()) {
-      control_->send(bytes, 0, kTagGather, "rank 0 to gather text");
+      control_->send(bytes, 0, kTagGather, "its text");
       return {};
     }
     std::vector<std::string> all{text};
@@ -148,7 +148,7 @@ class MpiCluster final : public Cluster {
         notices_->absorb();
         if (notices_->dead(r)) continue;
         try {
-          control_->send(bytes, r, kTagBroadcast, "rank " + std::to_string(r) + " to take text");
+          control_->send(bytes, r, kTagBroadcast, "the leader's text");
         } catch (const PeerTimeout& timeout) {
           notices_->declare(r);
           std::fprintf(stderr, "rank 0: %s; treating rank %d as dead\n", timeout.what(), r);
@@ -156,7 +156,7 @@ class MpiCluster final : public Cluster {
       }
       return text;
     }
-    const auto got = control_->receive(0, kTagBroadcast, "rank 0's text");
+    const auto got = control_->receive(0, kTagBroadcast, "the leader's text");
     return std::string(got.begin(), got.end());
   }
 

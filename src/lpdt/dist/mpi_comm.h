@@ -47,9 +47,11 @@ class MpiComm {
   // Waits for every request; PeerTimeout after the deadline, naming `what`.
   void wait_all(std::vector<MPI_Request>& requests, Clock::time_point deadline,
                 const std::string& what);
-  // Blocking send with a deadline.
+  // Blocking send with a deadline. `what` names the payload ("its rows"): a timeout says "rank R
+  // waited T s for <what> to be taken by rank <dest>".
   void send(std::span<const std::uint8_t> bytes, int dest, int tag, const std::string& what);
-  // Receives one message of any size from `source` (probed), with a deadline. notices: if
+  // Receives one message of any size from `source` (probed), with a deadline; `what` names the
+  // payload ("rank R waited T s for <what> from rank <source>"). notices: if
   // given, the wait ends early (nullopt) when `source` is found dead, and is extended once after
   // a recent death.
   std::vector<std::uint8_t> receive(int source, int tag, const std::string& what);
