@@ -109,6 +109,14 @@ check "kill: survivors' accuracies = simulator" cmp \
   <(cut -d, -f1,2,5 "$work"/kill_np4/*/metrics.csv) <(cut -d, -f1,2,5 "$work"/kill_sim/*/metrics.csv)
 check "kill: dead nodes left out of the last epoch" bash -c \
   "! grep -q '^2,6,' $work/kill_np4/*/metrics.csv && grep -q '^2,5,' $work/kill_np4/*/metrics.csv"
+# The dead rank's bytes in summary.json are those of its last report (the end of epoch 1, before
+# it died at step 7), which are the simulator's epoch-1 bytes of nodes 6 and 7, not 0.
+check "kill: dead nodes' bytes as last reported" cmp \
+  <(awk '/"bytes_sent_per_node": \[/{f=1;next} f&&/\]/{f=0} f{gsub(/[ ,]/,"");print}' \
+      "$work"/kill_np4/*/summary.json | sed -n '7,8p') \
+  <(awk -F, '$1==1&&($2==6||$2==7){print $6}' "$work"/kill_sim/*/metrics.csv)
+check "kill: the dead rank's bytes are marked" bash -c "grep -A1 \
+  '\"bytes_as_last_reported_by_ranks\": \\[' $work/kill_np4/*/summary.json | grep -qx ' *3'"
 
 # More ranks than nodes: a configuration error naming the key, exit code 2.
 out=$("${mpirun[@]}" -np 3 "$lpdt" train --out "$work/bad" "${tiny[@]}" --set graph.nodes=2 2>&1)

@@ -186,5 +186,31 @@ TEST(ByteLedger, BlocksAddUpToTheWholeRun) {
   EXPECT_THROW(five.add(other), UserError);
 }
 
+// A dead rank's last report (fewer rounds) adds its nodes' totals, not its rounds; add() refuses
+// it, and a ledger of other nodes or another accounting is refused by both.
+TEST(ByteLedger, AnEarlierLedgerAddsItsNodeTotalsOnly) {
+  const auto w = irregular_graph();
+  const auto payload = torch::tensor({100, 70, 50, 30, 10}, torch::kLong);
+  const auto in_a = torch::tensor({1, 1, 0, 0, 0}, torch::kLong);
+  ByteLedger a(5, ByteAccounting::kLpdt), b_early(5, ByteAccounting::kLpdt);
+  for (std::int64_t round = 0; round < 4; ++round) {
+    const EdgeBytes edges = bytes_over_edges(w, payload);
+    a.record_round(round, edges.sent * in_a, edges.received * in_a);
+    if (round < 2) b_early.record_round(round, edges.sent * (1 - in_a), edges.received * (1 - in_a));
+  }
+  EXPECT_THROW(ByteLedger(a).add(b_early), UserError);
+  ByteLedger sum = a;
+  sum.add_node_totals(b_early);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(sum.bytes_sent_per_node()[i],
+              a.bytes_sent_per_node()[i] + b_early.bytes_sent_per_node()[i])
+        << "node " << i;
+  }
+  EXPECT_GT(sum.bytes_sent_per_node()[3], 0);
+  EXPECT_EQ(sum.rounds(), a.rounds());
+  EXPECT_THROW(sum.add_node_totals(ByteLedger(4, ByteAccounting::kLpdt)), UserError);
+  EXPECT_THROW(sum.add_node_totals(ByteLedger(5, ByteAccounting::kReference)), UserError);
+}
+
 }  // namespace
 }  // namespace lpdt::metrics

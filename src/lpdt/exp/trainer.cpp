@@ -817,14 +817,26 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // Whole-run views on rank 0 (every rank calls these; the others get undefined tensors / an
   // empty ledger): every node's rows, and the ranks' byte ledgers added up.
   const auto all_rows = [&](const at::Tensor& rows) { return cluster.gather_rows(rows, n); };
+  // A dead rank's nodes count the bytes of the last ledger it reported (an epoch's end or a
+  // checkpoint), not 0: what it sent after that died with it (docs/mpi.md).
+  std::vector<std::string> last_ledger_texts;
+  std::set<int> ledgers_as_last_reported;
   const auto whole_ledger = [&]() -> std::optional<metrics::ByteLedger> {
     if (!cluster.distributed()) return ledger;
     const auto texts = cluster.gather_text(ledger.to_json().dump());
     if (!leader) return std::nullopt;
+    last_ledger_texts.resize(texts.size());
     metrics::ByteLedger sum = metrics::ByteLedger::from_json(nlohmann::json::parse(texts[0]));
     for (std::size_t r = 1; r < texts.size(); ++r) {
-      if (texts[r].empty()) continue;  // a dead rank: its bytes are lost with it
-      sum.add(metrics::ByteLedger::from_json(nlohmann::json::parse(texts[r])));
+      if (!texts[r].empty()) {
+        last_ledger_texts[r] = texts[r];
+        sum.add(metrics::ByteLedger::from_json(nlohmann::json::parse(texts[r])));
+        continue;
+      }
+      ledgers_as_last_reported.insert(static_cast<int>(r));
+      if (last_ledger_texts[r].empty()) continue;  // dead before its first report
+      sum.add_node_totals(
+          metrics::ByteLedger::from_json(nlohmann::json::parse(last_ledger_texts[r])));
     }
     return sum;
   };
@@ -1191,6 +1203,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
     nlohmann::json f = fault_counts_to_json(faults);
     f["injected"] = config.faults.any();
+    // The ranks whose bytes in "final" are those of their last report before they died.
+    f["bytes_as_last_reported_by_ranks"] = ledgers_as_last_reported;
     f["survivors"] = survivors().size();
     if (leader && !faults.dead_nodes.empty()) {
       std::vector<std::int64_t> alive = survivors();

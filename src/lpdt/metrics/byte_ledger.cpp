@@ -158,6 +158,16 @@ void ByteLedger::add(const ByteLedger& other) {
   }
 }
 
+void ByteLedger::add_node_totals(const ByteLedger& other) {
+  if (other.num_nodes_ != num_nodes_ || other.mode_ != mode_) {
+    throw UserError("byte ledgers of different runs cannot be added (nodes " +
+                    std::to_string(num_nodes_) + " vs " + std::to_string(other.num_nodes_) +
+                    ", accounting " + std::string(to_string(mode_)) + " vs " +
+                    std::string(to_string(other.mode_)) + ")");
+  }
+  add_to_totals(other.sent_per_node_, other.received_per_node_);
+}
+
 void ByteLedger::keep_only_nodes(std::int64_t first, std::int64_t count, bool keep_round_totals) {
   LPDT_CHECK(first >= 0 && count >= 0 && first + count <= num_nodes_,
              "keep_only_nodes: nodes out of range");

@@ -85,6 +85,9 @@ class ByteLedger {
   // others' entries stay 0); the ranks' ledgers add up to the simulator's. add() sums another
   // ledger of the same nodes, mode and recorded rounds into this one (UserError otherwise).
   void add(const ByteLedger& other);
+  // The per-node totals alone of a ledger of the same nodes and mode that may have stopped
+  // earlier: a dead rank's last report. Its rounds are not added (UserError on another run's).
+  void add_node_totals(const ByteLedger& other);
   // A rank continuing from a whole-run ledger: keeps the totals of nodes [first, first + count)
   // only, and the per-round totals only if keep_round_totals (one rank keeps them).
   void keep_only_nodes(std::int64_t first, std::int64_t count, bool keep_round_totals);
