@@ -54,6 +54,40 @@ TEST(TextDataset, BuilderMatchesPerRowEncodingOnAnyThreadCount) {
   EXPECT_EQ(d.pad_id, 0);
 }
 
+// The share of [UNK] among the word tokens, against a count over the encoded words of each text
+// (cut to the row as the builder cuts it): [CLS], [SEP] and padding never count.
+TEST(TextDataset, UnknownTokenFractionCountsWordTokensOnly) {
+  const auto tokenizer = small_tokenizer();
+  std::vector<TextSample> samples;
+  for (int i = 0; i < 300; ++i) {
+    std::string text;
+    for (int w = 0; w < i % 11; ++w) text += (w * 7 + i) % 4 == 0 ? "zz " : "a bb ";
+    samples.push_back({text, 0});
+  }
+  const int64_t length = 9;
+  const TextDataset d = build_text_dataset("t", samples, tokenizer, length, {"x"});
+  EXPECT_EQ(d.unk_id, tokenizer.unk_id());
+  int64_t words = 0, unknown = 0;
+  for (const TextSample& sample : samples) {
+    const std::vector<int32_t> ids = tokenizer.encode(sample.text);
+    const std::size_t kept = std::min<std::size_t>(ids.size(), length - 2);
+    for (std::size_t j = 0; j < kept; ++j) {
+      ++words;
+      unknown += ids[j] == tokenizer.unk_id();
+    }
+  }
+  ASSERT_GT(unknown, 0);
+  ASSERT_LT(unknown, words);
+  EXPECT_DOUBLE_EQ(unknown_token_fraction(d),
+                   static_cast<double>(unknown) / static_cast<double>(words));
+  // Only special tokens: every word is [UNK]; rows without words: 0.
+  const auto specials = WordPieceTokenizer::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]"});
+  EXPECT_DOUBLE_EQ(unknown_token_fraction(build_text_dataset("t", samples, specials, length, {"x"})),
+                   1.0);
+  EXPECT_DOUBLE_EQ(unknown_token_fraction(build_text_dataset("t", {{"", 0}}, tokenizer, 4, {"x"})),
+                   0.0);
+}
+
 TEST(TextDataset, BuilderErrors) {
   const auto tokenizer = small_tokenizer();
   expect_error<UserError>(

@@ -115,7 +115,41 @@ TEST(TextTraining, AgNewsWithAPretrainedTinyDistilBertLearnsAtBothPrecisions) {
     const nlohmann::json summary = nlohmann::json::parse(in);
     EXPECT_EQ(summary["config"]["data"]["dataset"], "ag-news");
     EXPECT_EQ(summary["config"]["model"]["pretrained"], (dir / "model.safetensors").string());
+    EXPECT_EQ(summary["warnings"].dump().find("[UNK]"), std::string::npos) << summary["warnings"];
   }
+  fs::remove_all(dir);
+}
+
+// A vocab.txt that cannot spell the text (here: the special tokens and punctuation only) turns
+// most words into [UNK]: the run says so when it starts and records it in summary.json.
+TEST(TextTraining, AVocabularyThatCannotSpellTheTextIsAWarning) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("lpdt_text_unknown_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "ag_news_csv");
+  write_ag_news_csv(dir / "ag_news_csv" / "train.csv", 16, 1);
+  write_ag_news_csv(dir / "ag_news_csv" / "test.csv", 4, 2);
+  std::ofstream(dir / "vocab.txt") << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n,\n.\n\"\n";
+  const ExperimentConfig config = load_experiment_config(
+      std::nullopt,
+      {"run.out_dir=\"" + (dir / "runs").string() + "\"", "run.epochs=1", "run.log_every=0",
+       "data.dataset=\"ag-news\"", "data.dir=\"" + dir.string() + "\"",
+       "data.vocab=\"" + (dir / "vocab.txt").string() + "\"", "data.max_length=24",
+       "data.batch_size=8", "model.arch=\"transformer\"", "model.transformer_hidden=16",
+       "model.transformer_layers=1", "model.transformer_heads=2", "model.transformer_ffn=32",
+       "graph.nodes=2"});
+  std::vector<std::string> lines;
+  const TrainResult result = train(config, [&](const std::string& l) { lines.push_back(l); });
+  bool said = false;
+  for (const auto& line : lines) {
+    said = said || (line.find("warning:") != std::string::npos &&
+                    line.find("words are [UNK]") != std::string::npos);
+  }
+  EXPECT_TRUE(said);
+  std::ifstream in(result.run_dir / "summary.json");
+  const nlohmann::json warnings = nlohmann::json::parse(in)["warnings"];
+  ASSERT_EQ(warnings.size(), 1u) << warnings;
+  EXPECT_NE(warnings[0].get<std::string>().find("data.vocab"), std::string::npos) << warnings;
   fs::remove_all(dir);
 }
 

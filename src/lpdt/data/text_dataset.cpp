@@ -110,9 +110,21 @@ TextDataset build_text_dataset(const std::string& name, const std::vector<TextSa
   d.num_classes = num_classes;
   d.class_names = std::move(class_names);
   d.pad_id = tokenizer.pad_id();
+  d.unk_id = tokenizer.unk_id();
   d.vocab_size = tokenizer.vocab_size();
   check_text_dataset(d);
   return d;
+}
+
+double unknown_token_fraction(const TextDataset& dataset) {
+  if (dataset.size() == 0) return 0;
+  // Word positions: 1 .. lengths - 2 of each row (after [CLS], before [SEP]).
+  const torch::Tensor position = torch::arange(dataset.max_length(), torch::kInt64).unsqueeze(0);
+  const torch::Tensor word = position.ge(1).logical_and(position.lt(dataset.lengths.unsqueeze(1) - 1));
+  const auto words = word.sum().item<int64_t>();
+  if (words == 0) return 0;
+  const auto unknown = dataset.tokens.eq(dataset.unk_id).logical_and(word).sum().item<int64_t>();
+  return static_cast<double>(unknown) / static_cast<double>(words);
 }
 
 Dataset to_dataset(const TextDataset& text) {

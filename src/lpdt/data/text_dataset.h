@@ -21,6 +21,7 @@ struct TextDataset {
   int64_t num_classes = 0;
   std::vector<std::string> class_names;  // num_classes entries
   int64_t pad_id = 0;
+  int64_t unk_id = -1;  // the tokenizer's [UNK]: a word the vocabulary cannot spell
   int64_t vocab_size = 0;
 
   int64_t size() const { return tokens.defined() ? tokens.size(0) : 0; }
@@ -45,6 +46,12 @@ void check_text_dataset(const TextDataset& dataset);
 TextDataset build_text_dataset(const std::string& name, const std::vector<TextSample>& samples,
                                const WordPieceTokenizer& tokenizer, int64_t max_length,
                                std::vector<std::string> class_names, int threads = 2);
+
+// The share of the rows' word tokens ([CLS], [SEP] and padding left out) that are [UNK], in
+// [0, 1]; 0 for a dataset without word tokens. A vocabulary that is not the text's tokenizer
+// (another language, a vocab.txt of special tokens only) turns most words into [UNK], and the
+// model then learns from their lengths alone.
+double unknown_token_fraction(const TextDataset& dataset);
 
 // The common Dataset (tokens, labels, num_classes, pad_id, vocab_size), sharing the tensors.
 Dataset to_dataset(const TextDataset& text);

@@ -472,16 +472,21 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   const bool text =
       std::find(text_names.begin(), text_names.end(), dataset_name) != text_names.end();
   // Text sets are tokenized here (data.vocab, data.max_length) into token-id Datasets.
+  double train_unknown_fraction = 0;  // of the training words, [UNK] (a warning below)
   const auto load = [&](data::Split split) {
     if (!text) {
       return data::load_dataset(dataset_name, config.data.dir, split, synthetic,
                                 config.data.image_size);
     }
-    return data::to_dataset(data::load_text_dataset(
+    const data::TextDataset tokenized = data::load_text_dataset(
         dataset_name, config.data.dir, config.data.vocab, split, config.data.max_length,
         data::SyntheticTextOptions()
             .seed(config.run.seed)
-            .samples_per_class(config.data.synthetic_samples_per_class)));
+            .samples_per_class(config.data.synthetic_samples_per_class));
+    if (split == data::Split::kTrain) {
+      train_unknown_fraction = data::unknown_token_fraction(tokenized);
+    }
+    return data::to_dataset(tokenized);
   };
   const data::Dataset train_set = load(data::Split::kTrain);
   data::Dataset test_set = load(data::Split::kTest);
@@ -695,6 +700,16 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                        " is larger than the largest node's share of the training data (" +
                        std::to_string(largest_share) +
                        " samples): every batch repeats a node's samples");
+  }
+  // A vocabulary that is not the text's tokenizer spells most words as [UNK]; a real one
+  // leaves few.
+  constexpr double kMostlyUnknown = 0.25;
+  if (train_unknown_fraction > kMostlyUnknown) {
+    warnings.push_back(
+        format("%.0f%% of the training set's words are [UNK] under data.vocab = '%s': it is "
+               "probably not this text's tokenizer (a pretrained model's own vocab.txt spells "
+               "almost every word)",
+               100.0 * train_unknown_fraction, config.data.vocab.c_str()));
   }
   for (const std::string& warning : warnings) say("warning: " + warning);
   if (cluster.distributed()) {
