@@ -136,6 +136,46 @@ TEST(Pretrained, AMissingEncoderTensorIsAnError) {
   fs::remove(path);
 }
 
+// Files that would load into a different network than they hold are errors, not "unused"
+// tensors: more encoder layers than the model has, one tensor under two names, half a head.
+TEST(Pretrained, FilesThatDoNotFitTheModelWholeAreErrors) {
+  const auto model = make_model(tiny_distilbert());
+  const auto error_of = [&](const std::map<std::string, at::Tensor>& tensors) {
+    const std::string path = temp_file("fit");
+    write_safetensors(path, tensors);
+    at::Tensor params = model->init_params(3);
+    std::string message = "(no error)";
+    try {
+      load_pretrained(*model, path, params);
+    } catch (const UserError& e) {
+      message = e.what();
+    }
+    fs::remove(path);
+    return message;
+  };
+  auto deeper = masked_lm_checkpoint(*model);
+  deeper["distilbert.transformer.layer.2.ffn.lin1.weight"] = torch::randn({16, 8});
+  EXPECT_NE(error_of(deeper).find("3 encoder layers"), std::string::npos) << error_of(deeper);
+  EXPECT_NE(error_of(deeper).find("model.transformer_layers = 3"), std::string::npos);
+
+  auto twice = masked_lm_checkpoint(*model);
+  twice["embeddings.LayerNorm.bias"] = torch::zeros({8});
+  const std::string twice_message = error_of(twice);
+  EXPECT_NE(twice_message.find("'distilbert.embeddings.LayerNorm.bias'"), std::string::npos)
+      << twice_message;
+  EXPECT_NE(twice_message.find("both name"), std::string::npos) << twice_message;
+
+  auto half_head = masked_lm_checkpoint(*model);
+  for (const LayerSegment& s : model->layout().segments) {
+    if (s.name.rfind("pre_classifier", 0) == 0) half_head[s.name] = torch::randn(s.shape);
+  }
+  const std::string head_message = error_of(half_head);
+  EXPECT_NE(head_message.find("part of the classification head"), std::string::npos)
+      << head_message;
+  // The checkpoint as it is loads.
+  EXPECT_EQ(error_of(masked_lm_checkpoint(*model)), "(no error)");
+}
+
 // Any model loads from a file under lpdt's own parameter names; a missing tensor's message names
 // the model, not DistilBERT.
 TEST(Pretrained, AnImageModelLoadsByItsOwnNames) {

@@ -27,6 +27,19 @@ std::string shape_text(at::IntArrayRef shape) {
   return out.str();
 }
 
+// i for a tensor of DistilBERT's encoder layer i ("transformer.layer.<i>...."), else -1.
+int encoder_layer(const std::string& name) {
+  static const std::string kLayer = "transformer.layer.";
+  if (name.rfind(kLayer, 0) != 0) return -1;
+  const std::size_t end = name.find('.', kLayer.size());
+  const std::string digits = name.substr(kLayer.size(), end - kLayer.size());
+  if (digits.empty() || digits.size() > 4 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return -1;
+  }
+  return std::stoi(digits);
+}
+
 }  // namespace
 
 PretrainedReport load_pretrained(const Model& model, const std::string& path, at::Tensor& params) {
@@ -36,7 +49,27 @@ PretrainedReport load_pretrained(const Model& model, const std::string& path, at
   SafetensorsFile file = read_safetensors(path);
   std::map<std::string, std::pair<std::string, at::Tensor>> by_model_name;
   for (auto& [name, tensor] : file.tensors) {
-    by_model_name[model_name(name)] = {name, tensor};
+    const auto [it, inserted] = by_model_name.try_emplace(model_name(name), name, tensor);
+    if (!inserted) {  // "x" and "distilbert.x": which one the model takes would be a guess
+      throw UserError(path + ": tensors '" + it->second.first + "' and '" + name +
+                      "' both name the model's '" + it->first + "': keep one of them");
+    }
+  }
+  // Encoder layers the model lacks would be dropped without a word, leaving a shallower network
+  // than the checkpoint's: the layer count in [model] is wrong.
+  int file_layers = 0, model_layers = 0;
+  for (const auto& [name, entry] : by_model_name) {
+    file_layers = std::max(file_layers, encoder_layer(name) + 1);
+  }
+  for (const LayerSegment& segment : model.layout().segments) {
+    model_layers = std::max(model_layers, encoder_layer(segment.name) + 1);
+  }
+  if (model_layers > 0 && file_layers > model_layers) {
+    throw UserError(path + ": the checkpoint has " + std::to_string(file_layers) +
+                    " encoder layers (transformer.layer.0 .. " + std::to_string(file_layers - 1) +
+                    "), the model " + std::to_string(model_layers) +
+                    ": set model.transformer_layers = " + std::to_string(file_layers) +
+                    " (model.arch = 'distilbert' has 6) rather than drop layers");
   }
   PretrainedReport report;
   std::map<std::string, bool> used;
@@ -99,6 +132,13 @@ PretrainedReport load_pretrained(const Model& model, const std::string& path, at
   }
   for (const auto& [name, entry] : by_model_name) {
     if (!used.count(name)) report.unused.push_back(entry.first);
+  }
+  // A head is fresh or pretrained as a whole: half of one would train against the other half.
+  const auto loaded_head = std::find_if(report.loaded.begin(), report.loaded.end(), is_head);
+  if (!report.fresh.empty() && loaded_head != report.loaded.end()) {
+    throw UserError(path + ": the file holds part of the classification head ('" + *loaded_head +
+                    "') but not '" + report.fresh.front() +
+                    "': give the whole head, or remove it from the file to start it fresh");
   }
   return report;
 }

@@ -23,8 +23,9 @@ struct PretrainedReport {
 // UserError naming the file and the tensor when a shape differs from the model's, when an
 // encoder parameter (anything but pre_classifier / classifier) is missing (the sizes in
 // [model] do not describe this checkpoint), or when the file holds a non-floating tensor under a
-// parameter's name. A head trained for another number of classes is a shape error (the message
-// says so). Quantizer ranges kept as parameters are not weights and keep their values.
+// parameter's name; also when the file has more encoder layers than the model, two tensors
+// for one parameter ("x" and "distilbert.x"), or part of the classification head. A head
+// trained for another number of classes is a shape error (the message says so). Quantizer ranges kept as parameters are not weights and keep their values.
 PretrainedReport load_pretrained(const Model& model, const std::string& path, at::Tensor& params);
 
 }  // namespace lpdt::models
