@@ -493,8 +493,10 @@ void add_keys(ConfigSchema& s) {
       .at_least(0)
       .less_than(1);
   s.add_int("faults.delay_rounds", d.faults.delay_rounds,
-            "How many rounds late a delayed message arrives.")
-      .at_least(1);
+            "How many rounds late a delayed message arrives (a message still in flight when the "
+            "run ends never arrives).")
+      .at_least(1)
+      .at_most(1000000);
   s.add_int_list("faults.kill_nodes",
                  std::vector<std::int64_t>(d.faults.kill_nodes.begin(), d.faults.kill_nodes.end()),
                  "Injected fault: these nodes die at step faults.kill_step; the survivors drop "

@@ -734,6 +734,17 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     say("warning: " + warning);
     warnings.push_back(warning);
   }
+  // One gossip round per step: a delay as long as the run delivers no delayed message at all.
+  const std::int64_t run_rounds = steps_per_epoch * config.run.epochs;
+  if (config.faults.delay_probability > 0 && config.faults.delay_rounds >= run_rounds) {
+    const std::string warning =
+        "faults.delay_rounds = " + std::to_string(config.faults.delay_rounds) +
+        " is not less than the run's " + std::to_string(run_rounds) +
+        " gossip rounds: no delayed message arrives before the run ends (each is lost, and held "
+        "in memory until then)";
+    say("warning: " + warning);
+    warnings.push_back(warning);
+  }
   // Passes of several nodes, each convolution one grouped kernel. Automatic on the CPU: as many
   // nodes as keep a pass's saved activations in cache, from one traced node of an image model
   // (models::automatic_nodes_per_pass); a text model is not traced and takes the cap.
