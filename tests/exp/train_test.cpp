@@ -339,6 +339,16 @@ TEST_P(ResumeCase, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
   }
   EXPECT_EQ(resumed.bytes_sent_per_node, full.bytes_sent_per_node);
   EXPECT_EQ(resumed.steps, full.steps);
+  // The fault counts in summary.json continue the checkpoint's: those of the whole run.
+  const auto faults_of = [](const TrainResult& r) {
+    std::ifstream in(r.run_dir / "summary.json");
+    return nlohmann::json::parse(in).value("faults", nlohmann::json());
+  };
+  EXPECT_EQ(faults_of(resumed), faults_of(full));
+  if (GetParam()) {
+    EXPECT_GT(faults_of(full).at("messages_lost").get<int>(), 0);
+    EXPECT_GE(faults_of(full).at("messages_in_flight").get<int>(), 0);
+  }
   const TrainingState a = read_checkpoint(full.run_dir / kCheckpointFile);
   const TrainingState b = read_checkpoint(resumed.run_dir / kCheckpointFile);
   EXPECT_EQ(b.epochs_done, 3);

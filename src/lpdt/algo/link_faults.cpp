@@ -11,11 +11,23 @@ void FaultCounts::add(const FaultCounts& other) {
   messages_lost += other.messages_lost;
   messages_late += other.messages_late;
   late_rounds += other.late_rounds;
+  messages_in_flight += other.messages_in_flight;
   dead_edge_rounds += other.dead_edge_rounds;
   for (const auto& [node, round] : other.dead_nodes) {
     const auto it = dead_nodes.find(node);
     if (it == dead_nodes.end() || round < it->second) dead_nodes[node] = round;
   }
+}
+
+FaultCounts LinkFaults::counts() const {
+  FaultCounts now = counts_;
+  now.messages_in_flight = static_cast<std::int64_t>(held_.size());
+  return now;
+}
+
+void LinkFaults::restore_counts(const FaultCounts& counts) {
+  counts_ = counts;
+  counts_.messages_in_flight = 0;  // counts() takes it from the held messages
 }
 
 LinkFaults::LinkFaults(FaultPlan plan, const NodeRange& hosted, bool choco, bool kills_from_plan)

@@ -38,8 +38,11 @@ namespace lpdt::algo {
 struct FaultCounts {
   std::int64_t messages_lost = 0;     // losses (each one resent the next round)
   std::int64_t messages_late = 0;     // messages that arrived at least one round late
-  std::int64_t late_rounds = 0;       // sum over late messages of how late they were
-  std::int64_t dead_edge_rounds = 0;  // (edge, round) pairs dropped because a node was dead
+  // The three above count each late message's whole fate when it is sent: a message still in
+  // flight when the run ends counts its rounds past the end too.
+  std::int64_t late_rounds = 0;         // sum over late messages of how late they were
+  std::int64_t messages_in_flight = 0;  // late messages not yet arrived (at a run's end: never)
+  std::int64_t dead_edge_rounds = 0;    // (edge, round) pairs dropped because a node was dead
   std::map<std::int64_t, std::int64_t> dead_nodes;  // node -> round its death was seen here
 
   void add(const FaultCounts& other);
@@ -65,7 +68,10 @@ class LinkFaults {
 
   bool dead(std::int64_t node) const { return dead_.count(node) > 0; }
   const std::set<std::int64_t>& dead_nodes() const { return dead_; }
-  const FaultCounts& counts() const { return counts_; }
+  // The counts so far, messages_in_flight those held back now.
+  FaultCounts counts() const;
+  // A resumed run continues the counts of its checkpoint (in flight: from restore_held).
+  void restore_counts(const FaultCounts& counts);
   const FaultPlan& plan() const { return plan_; }
 
   // Messages held back at the hosted receivers (checkpoints): "fault_held_meta" [H, 4] int64

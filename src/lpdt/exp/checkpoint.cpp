@@ -81,6 +81,7 @@ void write_checkpoint(const fs::path& file, const TrainingState& state) {
   meta["elapsed_s"] = state.elapsed_s;
   meta["ledger"] = state.ledger;
   meta["epochs"] = state.epochs;
+  if (!state.fault_counts.is_null()) meta["fault_counts"] = state.fault_counts;
   meta["config"] = state.config;
   meta["buffers"] = state.buffers.size();
   meta["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
@@ -169,6 +170,7 @@ TrainingState read_checkpoint(const fs::path& file) {
     state.elapsed_s = meta.at("elapsed_s").get<double>();
     state.ledger = meta.at("ledger");
     state.epochs = meta.at("epochs");
+    state.fault_counts = meta.value("fault_counts", nlohmann::json());
     state.config = meta.at("config");
     torch::serialize::InputArchive archive;
     archive.load_from(bytes.data() + blob_at, blob_size);

@@ -32,6 +32,7 @@ struct TrainingState {
   at::Tensor torch_rng_state;                     // LibTorch's default CPU generator (dropout)
   nlohmann::json ledger;                          // ByteLedger::to_json
   nlohmann::json epochs;                          // the EpochSummary list so far
+  nlohmann::json fault_counts;                    // all nodes' FaultCounts; null without faults
   nlohmann::json config;                          // to_json(ExperimentConfig) of the run
 };
 
