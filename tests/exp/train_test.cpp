@@ -525,5 +525,61 @@ TEST(Checkpoint, ResumingARunWithADamagedTableNamesItAndWritesNothing) {
   fs::remove_all(out);
 }
 
+// Tables cut or edited below their header: fewer rows than the checkpoint's epochs wrote, a row cut
+// in the middle, a row twice. Each is named and nothing is written;
+// rows of epochs after the checkpoint and a half-written last line are dropped, as after a kill.
+TEST(Checkpoint, ResumingARunWithTruncatedTablesNamesThemAndWritesNothing) {
+  const fs::path out = fresh_dir("truncated_table");
+  const TrainResult run = train(stateful_run(out, 2), [](const std::string&) {});
+  const auto read = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const fs::path epochs = run.run_dir / "epochs.csv", metrics = run.run_dir / "metrics.csv";
+  const std::string epochs_text = read(epochs), metrics_text = read(metrics);
+  const std::string epochs_header = epochs_text.substr(0, epochs_text.find('\n') + 1);
+  const std::string first_row =
+      epochs_text.substr(epochs_header.size(),
+                         epochs_text.find('\n', epochs_header.size()) + 1 - epochs_header.size());
+  const auto resume_error = [&]() {
+    TrainOptions resume;
+    resume.resume_dir = run.run_dir;
+    return error_of([&] { train(stateful_run(out, 3), [](const std::string&) {}, resume); });
+  };
+  struct Damage {
+    fs::path file;
+    std::string text, expected;
+  };
+  const std::vector<Damage> damages = {
+      {epochs, epochs_header, "holds 0 rows of epoch 1, the run wrote 1"},
+      {epochs, epochs_header + first_row.substr(0, 12) + "\n", "line 2 is not a row of 10 fields"},
+      {epochs, epochs_text + first_row, "holds 2 rows of epoch 1, the run wrote 1"},
+      {metrics, metrics_text.substr(0, metrics_text.rfind('\n', metrics_text.size() - 2) + 1),
+       "holds 3 rows of epoch 2, the run wrote 4"},
+  };
+  for (const Damage& damage : damages) {
+    SCOPED_TRACE(damage.expected);
+    std::ofstream(damage.file, std::ios::binary) << damage.text;
+    const std::string config_before = read(run.run_dir / "config.toml");
+    const std::string error = resume_error();
+    EXPECT_NE(error.find(damage.expected), std::string::npos) << error;
+    EXPECT_NE(error.find(damage.file.filename().string()), std::string::npos) << error;
+    EXPECT_EQ(read(damage.file), damage.text);
+    EXPECT_EQ(read(run.run_dir / "config.toml"), config_before);
+    std::ofstream(epochs, std::ios::binary) << epochs_text;
+    std::ofstream(metrics, std::ios::binary) << metrics_text;
+  }
+  // A kill after the tables of epoch 3 were half written, before its checkpoint: resumes.
+  std::ofstream(epochs, std::ios::binary) << epochs_text << "3,0.1,2.0";
+  TrainOptions resume;
+  resume.resume_dir = run.run_dir;
+  const TrainResult resumed = train(stateful_run(out, 3), [](const std::string&) {}, resume);
+  EXPECT_EQ(resumed.epochs.size(), 3u);
+  const std::string after = read(epochs);
+  EXPECT_EQ(after.substr(0, epochs_text.size()), epochs_text);
+  EXPECT_EQ(std::count(after.begin(), after.end(), '\n'), 4);
+  fs::remove_all(out);
+}
+
 }  // namespace
 }  // namespace lpdt::exp

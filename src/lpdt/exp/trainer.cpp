@@ -6,6 +6,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -319,6 +320,7 @@ nlohmann::json fault_counts_to_json(const algo::FaultCounts& c) {
   return {{"messages_lost", c.messages_lost},
           {"messages_late", c.messages_late},
           {"late_rounds", c.late_rounds},
+          {"messages_in_flight", c.messages_in_flight},
           {"dead_edge_rounds", c.dead_edge_rounds},
           {"dead_nodes", dead}};
 }
@@ -328,6 +330,7 @@ algo::FaultCounts fault_counts_from_json(const nlohmann::json& j) {
   c.messages_lost = j.at("messages_lost").get<std::int64_t>();
   c.messages_late = j.at("messages_late").get<std::int64_t>();
   c.late_rounds = j.at("late_rounds").get<std::int64_t>();
+  c.messages_in_flight = j.value("messages_in_flight", std::int64_t{0});
   c.dead_edge_rounds = j.at("dead_edge_rounds").get<std::int64_t>();
   for (const auto& d : j.at("dead_nodes")) {
     c.dead_nodes[d.at("node").get<std::int64_t>()] = d.at("seen_in_round").get<std::int64_t>();
@@ -406,41 +409,68 @@ constexpr const char* kEpochsHeader =
 constexpr const char* kLayersHeader =
     "epoch,layer,numel,distance,relative_distance,mean_node_norm,average_norm";
 
-// Resuming appends to the run's tables: one that is missing, or whose first line is not the
-// table's header, is damaged, and appending to it would only hide that. Checked for every table
-// before any file of the run is written.
-void check_resumable_table(const std::filesystem::path& csv, const std::string& expected_header) {
-  std::ifstream in(csv);
+// Resuming appends to the run's tables, which must hold, for the epochs the checkpoint covers,
+// exactly the rows the run wrote: the header, then for each evaluated epoch e the complete rows
+// `expected_rows[e]` counts (-1: the same positive count for every epoch). Rows of later epochs
+// (written before a kill that came ahead of the checkpoint) and a half-written last line are
+// dropped. Anything else is damage, and appending to it would hide it: UserError naming the file
+// and what is wrong, raised before any file of the run is written. Returns the text to keep.
+std::string resumable_table_text(const std::filesystem::path& csv, const std::string& header,
+                                 int epochs_done, const std::map<int, long>& expected_rows) {
+  std::ifstream in(csv, std::ios::binary);
   if (!in) throw UserError("cannot resume: '" + csv.string() + "' is missing from the run folder");
-  std::string line;
-  if (!std::getline(in, line) || line != expected_header) {
-    throw UserError("cannot resume: '" + csv.string() + "' does not start with its header '" +
-                    expected_header + "': the file is damaged; restore it or start a new run");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto damaged = [&](const std::string& what) {
+    return UserError("cannot resume: '" + csv.string() + "' " + what +
+                     ": the file was cut or edited; restore it, or start a new run");
+  };
+  std::vector<std::string> lines;
+  std::size_t begin = 0;
+  for (std::size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    lines.push_back(text.substr(begin, end - begin));
   }
-}
-
-// Resuming: drops the rows of epochs after the checkpoint's (and a half-written last line), so
-// the resumed run appends where the checkpoint left off.
-void keep_rows_up_to_epoch(const std::filesystem::path& csv, int epochs_done) {
-  std::ifstream in(csv);
-  if (!in) throw UserError("cannot resume: '" + csv.string() + "' is missing from the run folder");
-  std::string text, line;
-  bool header = true;
-  while (std::getline(in, line)) {
-    if (!header) {
-      const auto comma = line.find(',');
-      int epoch = 0;
-      try {
-        epoch = std::stoi(line.substr(0, comma));
-      } catch (const std::exception&) {
-        continue;  // a half-written last line
-      }
-      if (epoch > epochs_done || comma == std::string::npos) continue;
+  // (text after the last newline: a half-written line, dropped)
+  if (lines.empty() || lines[0] != header) {
+    throw damaged("does not start with its header '" + header + "'");
+  }
+  const auto fields_of = [](const std::string& line) {
+    return std::count(line.begin(), line.end(), ',') + 1;
+  };
+  const auto columns = fields_of(header);
+  std::string kept = header + "\n";
+  std::map<int, long> rows;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    int epoch = 0;
+    const auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), epoch);
+    if (ec != std::errc() || ptr == line.data() || *ptr != ',' || epoch < 1 ||
+        fields_of(line) != columns) {
+      throw damaged("line " + std::to_string(i + 1) + " is not a row of " +
+                    std::to_string(columns) + " fields starting with an epoch ('" +
+                    line.substr(0, 60) + "')");
     }
-    header = false;
-    text += line + "\n";
+    if (epoch > epochs_done) continue;
+    ++rows[epoch];
+    kept += line + "\n";
   }
-  write_text_file(csv, text);
+  long per_epoch = -1;
+  for (const auto& [epoch, expected] : expected_rows) {
+    const long found = rows.count(epoch) ? rows.at(epoch) : 0;
+    const long wanted = expected >= 0 ? expected : per_epoch;
+    if ((wanted >= 0 && found != wanted) || found == 0) {
+      throw damaged("holds " + std::to_string(found) + " rows of epoch " + std::to_string(epoch) +
+                    ", the run wrote " +
+                    (wanted >= 0 ? std::to_string(wanted) : std::string("some")));
+    }
+    if (expected < 0) per_epoch = found;
+  }
+  for (const auto& [epoch, found] : rows) {
+    if (!expected_rows.count(epoch)) {
+      throw damaged("holds rows of epoch " + std::to_string(epoch) +
+                    ", which the checkpoint's run did not evaluate");
+    }
+  }
+  return kept;
 }
 
 }  // namespace
@@ -618,6 +648,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     if (optimizer.faults() != nullptr && resumed->optimizer.count("fault_held_meta")) {
       const_cast<algo::LinkFaults*>(optimizer.faults())->restore_held(resumed->optimizer);
     }
+    // The counts of all nodes so far: rank 0 carries them on (the ranks' counts are summed).
+    if (optimizer.faults() != nullptr && !resumed->fault_counts.is_null() && leader) {
+      const_cast<algo::LinkFaults*>(optimizer.faults())
+          ->restore_counts(fault_counts_from_json(resumed->fault_counts));
+    }
     ledger = metrics::ByteLedger::from_json(resumed->ledger);
     if (!hosted.is_all()) ledger.keep_only_nodes(hosted.first, k, /*keep_round_totals=*/leader);
     {
@@ -632,11 +667,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   std::filesystem::path run_dir = options.resume_dir;
   if (!resumed && leader) run_dir = create_run_folder(config.run.out_dir, config.run.name);
   run_dir = cluster.broadcast_text(run_dir.string());
+  // A resumed run's tables, checked against its checkpoint before anything is written.
+  std::string resumed_metrics, resumed_epochs;
+  std::optional<std::string> resumed_layers;  // runs from before layers.csv resume without it
   if (resumed && leader) {
-    check_resumable_table(run_dir / "metrics.csv", kMetricsHeader);
-    check_resumable_table(run_dir / "epochs.csv", kEpochsHeader);
+    std::map<int, long> one_row, node_rows, layer_rows;
+    for (const EpochSummary& e : epochs_from_json(resumed->epochs)) {
+      one_row[e.epoch] = 1;
+      // With eval.per_node = false no node was evaluated, and metrics.csv has no rows.
+      if (!e.evaluation.node_accuracy.empty()) {
+        node_rows[e.epoch] = static_cast<long>(e.evaluation.node_accuracy.size());
+      }
+      layer_rows[e.epoch] = -1;
+    }
+    const int done = resumed->epochs_done;
+    resumed_metrics = resumable_table_text(run_dir / "metrics.csv", kMetricsHeader, done, node_rows);
+    resumed_epochs = resumable_table_text(run_dir / "epochs.csv", kEpochsHeader, done, one_row);
     if (std::filesystem::exists(run_dir / "layers.csv")) {
-      check_resumable_table(run_dir / "layers.csv", kLayersHeader);
+      resumed_layers = resumable_table_text(run_dir / "layers.csv", kLayersHeader, done, layer_rows);
     }
   }
   // A resumed run keeps the config.toml of its checkpoint until it writes a checkpoint (or its
@@ -652,13 +700,12 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   if (!leader) {
     // Ranks other than 0 write nothing.
   } else if (resumed) {
-    keep_rows_up_to_epoch(run_dir / "metrics.csv", resumed->epochs_done);
-    keep_rows_up_to_epoch(run_dir / "epochs.csv", resumed->epochs_done);
+    write_text_file(run_dir / "metrics.csv", resumed_metrics);
+    write_text_file(run_dir / "epochs.csv", resumed_epochs);
     metrics_csv.open(run_dir / "metrics.csv", std::ios::app);
     epochs_csv.open(run_dir / "epochs.csv", std::ios::app);
-    // Runs from before layers.csv existed resume without it.
-    if (std::filesystem::exists(run_dir / "layers.csv")) {
-      keep_rows_up_to_epoch(run_dir / "layers.csv", resumed->epochs_done);
+    if (resumed_layers) {
+      write_text_file(run_dir / "layers.csv", *resumed_layers);
       layers_csv.open(run_dir / "layers.csv", std::ios::app);
     }
   } else {
@@ -866,6 +913,19 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
     return sum;
   };
+  // Every rank's fault counts, summed on rank 0 (nullopt elsewhere and without faults).
+  const auto whole_fault_counts = [&]() -> std::optional<algo::FaultCounts> {
+    if (optimizer.faults() == nullptr) return std::nullopt;
+    const algo::FaultCounts mine = optimizer.faults()->counts();
+    if (!cluster.distributed()) return mine;
+    const auto texts = cluster.gather_text(fault_counts_to_json(mine).dump());
+    if (!leader) return std::nullopt;
+    algo::FaultCounts sum;
+    for (const std::string& text : texts) {
+      if (!text.empty()) sum.add(fault_counts_from_json(nlohmann::json::parse(text)));
+    }
+    return sum;
+  };
   // Messages in flight (held back by injected faults) at every receiver, on rank 0.
   const auto all_held_messages = [&]() -> std::map<std::string, at::Tensor> {
     std::map<std::string, at::Tensor> mine = optimizer.faults()->held_state();
@@ -969,8 +1029,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       state.torch_rng_state = generator.get_state();
     }
     const auto ledger_now = whole_ledger();
+    const std::optional<algo::FaultCounts> counts_now = whole_fault_counts();
     if (!leader) return;
     state.ledger = ledger_now->to_json();
+    if (counts_now) state.fault_counts = fault_counts_to_json(*counts_now);
     state.epochs = epochs_to_json(result.epochs);
     state.config = to_json(config);
     write_checkpoint(run_dir / kCheckpointFile, state);
