@@ -525,6 +525,38 @@ TEST(Checkpoint, ResumingARunWithADamagedTableNamesItAndWritesNothing) {
   fs::remove_all(out);
 }
 
+// Extending a cosine run changes the schedule's span: the resumed run says so, and records it.
+TEST(Checkpoint, ExtendingACosineRunIsAWarning) {
+  const fs::path out = fresh_dir("extend_cosine");
+  const auto quiet = [](const std::string&) {};
+  const auto run = [&](int epochs, OptimConfig::Schedule schedule) {
+    ExperimentConfig config = small_synthetic_run(out);
+    config.run.epochs = epochs;
+    config.optim.schedule = schedule;
+    return config;
+  };
+  const auto warnings_of = [](const TrainResult& r) {
+    std::ifstream in(r.run_dir / "summary.json");
+    return nlohmann::json::parse(in).at("warnings").dump();
+  };
+  for (const auto schedule : {OptimConfig::Schedule::kCosine, OptimConfig::Schedule::kMultistep}) {
+    const TrainResult first = train(run(1, schedule), quiet);
+    EXPECT_EQ(warnings_of(first).find("spans run.epochs"), std::string::npos);
+    TrainOptions resume;
+    resume.resume_dir = first.run_dir;
+    const std::string warnings = warnings_of(train(run(2, schedule), quiet, resume));
+    if (schedule == OptimConfig::Schedule::kCosine) {
+      EXPECT_NE(warnings.find("optim.schedule = cosine spans run.epochs: the 1 epochs trained so "
+                              "far followed a cosine over 1 epochs, the rest follows one over 2"),
+                std::string::npos)
+          << warnings;
+    } else {
+      EXPECT_EQ(warnings.find("spans run.epochs"), std::string::npos) << warnings;
+    }
+  }
+  fs::remove_all(out);
+}
+
 // Tables cut or edited below their header: fewer rows than the checkpoint's epochs wrote, a row cut
 // in the middle, a row twice. Each is named and nothing is written;
 // rows of epochs after the checkpoint and a half-written last line are dropped, as after a kill.

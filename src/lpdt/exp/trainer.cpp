@@ -781,6 +781,19 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     say("warning: " + warning);
     warnings.push_back(warning);
   }
+  // A cosine schedule spans run.epochs: a run extended on resume followed the old span so far.
+  if (resumed && config.optim.schedule == OptimConfig::Schedule::kCosine) {
+    const int planned = resumed->config.at("run").at("epochs").get<int>();
+    if (planned != config.run.epochs) {
+      const std::string warning = format(
+          "optim.schedule = cosine spans run.epochs: the %d epochs trained so far followed a "
+          "cosine over %d epochs, the rest follows one over %d, so the learning rates differ from "
+          "a run started with run.epochs = %d (multistep and constant schedules extend exactly)",
+          resumed->epochs_done, planned, config.run.epochs, config.run.epochs);
+      say("warning: " + warning);
+      warnings.push_back(warning);
+    }
+  }
   // One gossip round per step: a delay as long as the run delivers no delayed message at all.
   const std::int64_t run_rounds = steps_per_epoch * config.run.epochs;
   if (config.faults.delay_probability > 0 && config.faults.delay_rounds >= run_rounds) {
