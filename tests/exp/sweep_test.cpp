@@ -137,6 +137,12 @@ TEST(Sweep, BadFilesNameTheProblem) {
               HasSubstr("j.toml:1: seeds lists 1 twice"));
   EXPECT_THAT(load_error(write(dir / "k.toml", "[grid]\n\"data.skew\" = [0.1, 0.1]\n")),
               HasSubstr("k.toml:2: grid key 'data.skew' lists 0.1 twice"));
+  EXPECT_THAT(load_error(write(dir / "k2.toml", "[grid]\n\"data.skew\" = [1, 0.5, 1.0]\n")),
+              HasSubstr("grid key 'data.skew' lists 1 and 1.0, one value twice"));
+  EXPECT_THAT(load_error(write(dir / "k3.toml", "[grid]\n\"data.dir\" = [\"a/b\", \"a b\"]\n")),
+              AllOf(HasSubstr("the grid values data.dir = \"a/b\" and \"a b\" give the same run "
+                              "name 'data.dir-a+b_seed-"),
+                    HasSubstr("make the values differ")));
   EXPECT_THAT(load_error(write(dir / "l.toml", grid + "\"data.skew+graph.nodes\" = [[0.2, 2]]\n")),
               HasSubstr("grid key 'data.skew' is varied by two [grid] entries"));
   EXPECT_THAT(load_error(write(dir / "m.toml", "[set]\n\"data.skew\" = 0.3\n" + grid)),
@@ -230,6 +236,15 @@ TEST(Sweep, RunsSkipsResumesAndExtends) {
   EXPECT_EQ(find_sweep_run(spec, point).dir, done.dir);  // continued in place
   std::ifstream in(done.dir / "summary.json");
   EXPECT_EQ(nlohmann::json::parse(in).at("config").at("run").at("epochs").get<int>(), 2);
+  // Lowered again: the finished runs trained more epochs than the file says; tables of their
+  // figures would be mislabelled, so the sweep stops and says which way out.
+  spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 1)));
+  try {
+    run_sweep(spec, quiet);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("run.epochs = 1"), HasSubstr("trained 2 epochs")));
+  }
   fs::remove_all(dir);
 }
 

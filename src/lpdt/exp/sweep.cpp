@@ -58,6 +58,21 @@ std::string toml_text(const toml::node& node) {
   return out.str();
 }
 
+// The value a TOML value stands for, as text: an integer as the float it equals ("1" and "1.0"
+// are one value of a float key), anything else as toml_text.
+std::string value_identity(const toml::node& node) {
+  if (const auto* i = node.as_integer()) {
+    toml::value<double> as_float(static_cast<double>(i->get()));
+    return toml_text(as_float);
+  }
+  if (const auto* tuple = node.as_array()) {
+    std::string joined;
+    for (const auto& part : *tuple) joined += value_identity(part) + ",";
+    return joined;
+  }
+  return toml_text(node);
+}
+
 // The keys of a table in file order (toml++ iterates them sorted).
 std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml::table& table) {
   std::vector<std::pair<std::string, const toml::node*>> keys;
@@ -319,12 +334,15 @@ SweepSpec load_sweep(const fs::path& file) {
             axis.values.push_back(joined);
           }
         }
-        // A value listed twice would be one run counted twice in the tables.
+        // A value listed twice would be one run counted twice in the tables (1 and 1.0 too).
         for (std::size_t i = 0; i < axis.values.size(); ++i) {
           for (std::size_t j = 0; j < i; ++j) {
-            if (axis.values[i] == axis.values[j]) {
+            if (value_identity((*values)[i]) == value_identity((*values)[j])) {
               fail(file, (*values)[i].source(),
-                   "grid key '" + name + "' lists " + axis.values[i] + " twice");
+                   "grid key '" + name + "' lists " +
+                       (axis.values[i] == axis.values[j]
+                            ? axis.values[i] + " twice"
+                            : axis.values[j] + " and " + axis.values[i] + ", one value twice"));
             }
           }
         }
@@ -414,6 +432,25 @@ SweepSpec load_sweep(const fs::path& file) {
                         e.what());
     }
   }
+  // Run names are folder-safe forms of the values: two points must not share one, or their runs
+  // would be taken for each other.
+  std::map<std::string, std::vector<std::string>> named;
+  for (const SweepPoint& point : expand_sweep(spec)) {
+    const auto [it, inserted] = named.try_emplace(point.name, point.values);
+    if (!inserted) {
+      std::string a, b;
+      for (std::size_t v = 0; v < point.values.size(); ++v) {
+        if (it->second[v] == point.values[v]) continue;
+        a = spec.grid[v].key + " = " + it->second[v];
+        b = point.values[v];
+        break;
+      }
+      throw ConfigError(file.string() + ": the grid values " + a + " and " + b +
+                        " give the same run name '" + point.name +
+                        "' (run names keep letters, digits, '.' and '-', and turn other "
+                        "characters into '+'): make the values differ in those characters");
+    }
+  }
   return spec;
 }
 
@@ -479,9 +516,16 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
     }
     // A sweep file changed under its runs: name the keys (run.epochs may grow).
     check_resumable(summary.at("config"), wanted, dir / "summary.json");
-    if (summary.at("config").at("run").at("epochs").get<int>() >= epochs) {
-      return {SweepRunState::Kind::kDone, dir};
+    const int trained = summary.at("config").at("run").at("epochs").get<int>();
+    if (trained > epochs) {
+      // Its final figures are those of the longer run: a table of them would be mislabelled.
+      throw ConfigError(spec.file.string() + ": run.epochs = " + std::to_string(epochs) +
+                        ", but run '" + dir.string() + "' trained " + std::to_string(trained) +
+                        " epochs: set run.epochs back to at least " + std::to_string(trained) +
+                        " (per-epoch tables: epochs-<metric>.md), or give the sweep another "
+                        "out_dir");
     }
+    if (trained == epochs) return {SweepRunState::Kind::kDone, dir};
   }
   if (fs::exists(dir / kDivergedFile)) {
     std::ifstream in(dir / kDivergedFile);
