@@ -128,8 +128,11 @@ expect 2 "set run.epochs higher" -- "$lpdt" train --resume "$run_dir"
 expect 2 "graph.nodes = 4 in checkpoint.lpdt, 8 now" -- "$lpdt" train --resume "$run_dir" \
   --set run.epochs=2 --set graph.nodes=8
 expect 0 "note: run.out_dir and run.name place a new run's folder" -- "$lpdt" train \
-  --resume "$run_dir" --set run.epochs=2 --set run.name=renamed
+  --resume "$run_dir" --set run.epochs=2 --set run.name=renamed --out "$work/elsewhere"
 expect 0 "^2," -- cat "$run_dir/epochs.csv"
+# The resumed run's recorded configuration keeps its own name and folder.
+expect 0 '^name = "quickstart"' -- cat "$run_dir/config.toml"
+expect 0 '"name": "quickstart"' -- cat "$run_dir/summary.json"
 expect 2 "config.toml' cannot be read" -- "$lpdt" train --resume "$work"
 mkdir -p "$work/no-checkpoint" && cp "$run_dir/config.toml" "$work/no-checkpoint/"
 expect 1 "no checkpoint" -- "$lpdt" train --resume "$work/no-checkpoint" --set run.epochs=2

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
@@ -57,7 +58,28 @@ void add_train_command(CLI::App& app) {
     if (!args->out_dir.empty()) overrides.push_back("run.out_dir=\"" + args->out_dir + "\"");
     std::optional<std::string> path =
         args->config_path.empty() ? std::nullopt : std::optional<std::string>(args->config_path);
-    if (!args->resume_dir.empty()) path = args->resume_dir + "/config.toml";
+    if (!args->resume_dir.empty()) {
+      path = args->resume_dir + "/config.toml";
+      // A resumed run stays in its folder under its name: its recorded configuration keeps
+      // them, whatever placed a new run's folder.
+      const auto places_folder = [](const std::string& o) {
+        const std::string key = o.substr(0, o.find('='));
+        const auto trimmed = [](std::string k) {
+          k.erase(0, k.find_first_not_of(" \t"));
+          k.erase(k.find_last_not_of(" \t") + 1);
+          return k;
+        }(key);
+        return trimmed == "run.name" || trimmed == "run.out_dir";
+      };
+      if (std::any_of(overrides.begin(), overrides.end(), places_folder)) {
+        std::cout << "note: run.out_dir and run.name place a new run's folder; a resumed run "
+                     "continues in its own, "
+                  << args->resume_dir << ", under its name (those settings are ignored)"
+                  << std::endl;
+        overrides.erase(std::remove_if(overrides.begin(), overrides.end(), places_folder),
+                        overrides.end());
+      }
+    }
     const ExperimentConfig config = load_experiment_config(path, overrides);
     if (args->print_config) {
       std::cout << to_toml(config);
