@@ -281,6 +281,19 @@ TEST(Train, ADivergedRunStopsAndSaysWhatToChange) {
   const nlohmann::json record = nlohmann::json::parse(in);
   EXPECT_EQ(record.at("epoch").get<int>(), 1);
   EXPECT_NE(record.at("message").get<std::string>().find("diverged"), std::string::npos);
+  // Resuming it would replay the same steps: refused, naming diverged.json and what to change.
+  TrainOptions resume;
+  resume.resume_dir = run_dir;
+  try {
+    config.run.epochs = 4;
+    train(config, [](const std::string&) {}, resume);
+    FAIL() << "a diverged run was resumed";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("the run diverged"), std::string::npos) << message;
+    EXPECT_NE(message.find("diverged.json"), std::string::npos) << message;
+    EXPECT_NE(message.find("optim.lr"), std::string::npos) << message;
+  }
   fs::remove_all(out);
 }
 

@@ -618,6 +618,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   std::optional<TrainingState> resumed;
   if (!options.resume_dir.empty()) {
     const auto file = options.resume_dir / kCheckpointFile;
+    // Resuming replays the same steps (only run.epochs and the like may change), so a run that
+    // diverged would diverge again.
+    if (std::filesystem::exists(options.resume_dir / kDivergedFile)) {
+      throw UserError("cannot resume '" + options.resume_dir.string() + "': the run diverged (" +
+                      (options.resume_dir / kDivergedFile).string() +
+                      "), and resuming would repeat the same steps: start a new run with a lower "
+                      "optim.lr or a warm-up (optim.warmup = \"official\")");
+    }
     resumed = read_checkpoint(file);
     check_resumable(resumed->config, to_json(config), file);
     if (resumed->epochs_done >= config.run.epochs) {
