@@ -276,6 +276,12 @@ TEST(ReportChart, NiceRangesTicksAndCompactNumbers) {
   EXPECT_EQ(nice_range(9.95, 19.8, false), std::make_pair(8.0, 20.0));
   EXPECT_EQ(nice_range(0.003, 0.7, true), std::make_pair(0.001, 1.0));
   EXPECT_EQ(nice_range(1, 2, false, true), std::make_pair(1.0, 2.0));
+  // 60 decades: every 8th power of ten, so about 8 labels instead of 61.
+  const std::vector<double> wide = Scale(1e-30, 1e30, 0, 1, true).ticks();
+  EXPECT_EQ(wide.size(), 7u);
+  for (const double v : wide) {
+    EXPECT_EQ(static_cast<int>(std::round(std::log10(v))) % 8, 0) << v;
+  }
   EXPECT_EQ(Scale(1, 2, 0, 1, false, true).ticks(), (std::vector<double>{1, 2}));
   EXPECT_EQ(Scale(0, 1, 0, 1, false).ticks(), (std::vector<double>{0, 0.2, 0.4, 0.6, 0.8, 1}));
   EXPECT_EQ(format_number(12546176), "1.255e7");

@@ -129,8 +129,13 @@ std::vector<double> Scale::ticks() const {
   const double eps = 1e-9 * (hi_ - lo_);
   if (log_) {
     const bool fine = hi_ / lo_ < 100;
-    for (int k = static_cast<int>(std::floor(std::log10(lo_))); k <= std::ceil(std::log10(hi_));
-         ++k) {
+    const int first = static_cast<int>(std::floor(std::log10(lo_)));
+    const int last = static_cast<int>(std::ceil(std::log10(hi_)));
+    // At most about 8 labelled decades: a wider range labels every stride-th power of ten.
+    constexpr int kMostDecades = 8;
+    const int stride = std::max(1, (last - first + kMostDecades - 1) / kMostDecades);
+    for (int k = first; k <= last; ++k) {
+      if (((k % stride) + stride) % stride != 0) continue;
       for (double m : {1.0, 2.0, 5.0}) {
         if (m != 1 && !fine) continue;
         const double v = m * std::pow(10.0, k);
