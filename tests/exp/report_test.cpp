@@ -435,6 +435,9 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
         "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,1.5,high,1\n");
   EXPECT_THAT(report_error(dir), HasSubstr("metrics.csv' line 2, column test_accuracy: 'high' is "
                                            "not a number"));
+  write(dir / "metrics.csv",
+        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,1e400,1,1\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("'1e400' is beyond the range of a double"));
   write(dir / "metrics.csv", "epoch,node,accuracy\n1,0,3\n");
   EXPECT_THAT(report_error(dir), HasSubstr("lacks column 'test_accuracy'"));
 
@@ -451,6 +454,12 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
   fs::remove(dir / "cost.json");
   write(dir / "topology.json", "{\"num_nodes\": 2, \"edges\": [{\"src\": 0, \"dst\": 5}]}");
   EXPECT_THAT(report_error(dir), HasSubstr("edge 0 -> 5 names a node outside 0..1"));
+  write(dir / "topology.json", "{\"num_nodes\": 2, \"edges\": [{\"src\": 0, \"dst\": 1e30}]}");
+  EXPECT_THAT(report_error(dir), HasSubstr("an edge's dst 1e+30 is not a node id"));
+  write(dir / "topology.json", "{\"num_nodes\": 2, \"edges\": [{\"src\": 0.5, \"dst\": 1}]}");
+  EXPECT_THAT(report_error(dir), HasSubstr("an edge's src 0.5 is not a node id"));
+  write(dir / "topology.json", "{\"nodes\": [{\"id\": 0, \"out_neighbors\": [\"x\"]}]}");
+  EXPECT_THAT(report_error(dir), HasSubstr("an out-neighbour \"x\" is not a node id"));
   write(dir / "topology.json", "{\"num_nodes\": -5, \"edges\": []}");
   EXPECT_THAT(report_error(dir), HasSubstr("num_nodes = -5 (expected 1 to 4096)"));
 

@@ -62,6 +62,18 @@ double required_number(const fs::path& file, const json& object, const std::stri
   return it->get<double>();
 }
 
+// A node id: a whole number within any graph lpdt makes (a cast of 1e30 or 1.7 would be another
+// node, or none).
+int node_id(const fs::path& file, const json& value, const std::string& where) {
+  const double id = value.is_number() ? value.get<double>() : -1;
+  if (!(id >= 0 && id < static_cast<double>(graph::kMaxNodes) && id == std::floor(id))) {
+    throw UserError("'" + file.string() + "': " + where + " " + value.dump() +
+                    " is not a node id (expected a whole number 0 to " +
+                    std::to_string(graph::kMaxNodes - 1) + ")");
+  }
+  return static_cast<int>(id);
+}
+
 // The figures the pages plot and tabulate from summary.json must be numbers (null where the run
 // had none, as JSON writes NaN): a value of another type is a damaged or hand-edited file, named
 // here rather than drawn as a gap.
@@ -112,16 +124,19 @@ TopologyInfo parse_topology(const fs::path& file, const json& j) {
   if (j.contains("edges") && j["edges"].is_array()) {
     for (const json& e : j["edges"]) {
       if (!e.is_object()) throw UserError("'" + file.string() + "': 'edges' must hold objects");
-      topo.edges.push_back({static_cast<int>(required_number(file, e, "src", "an edge")),
-                            static_cast<int>(required_number(file, e, "dst", "an edge")),
+      required_number(file, e, "src", "an edge");
+      required_number(file, e, "dst", "an edge");
+      topo.edges.push_back({node_id(file, e.at("src"), "an edge's src"),
+                            node_id(file, e.at("dst"), "an edge's dst"),
                             json_number(e, {"weight"}).value_or(kNaN)});
     }
   } else if (nodes != nullptr) {  // edges from each node's out-neighbours
     for (const json& node : *nodes) {
-      const int id = static_cast<int>(required_number(file, node, "id", "a node"));
+      required_number(file, node, "id", "a node");
+      const int id = node_id(file, node.at("id"), "a node's id");
       if (node.contains("out_neighbors") && node["out_neighbors"].is_array()) {
         for (const json& dst : node["out_neighbors"]) {
-          if (dst.is_number()) topo.edges.push_back({id, dst.get<int>(), kNaN});
+          topo.edges.push_back({id, node_id(file, dst, "an out-neighbour"), kNaN});
         }
       }
     }
@@ -333,7 +348,10 @@ double csv_number(const CsvFile& csv, std::size_t row, const std::string& column
   const auto [ptr, ec] = std::from_chars(begin, end, value);
   if (ec != std::errc() || ptr != end || begin == end) {
     throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[row]) +
-                    ", column " + column + ": '" + field + "' is not a number");
+                    ", column " + column + ": '" + field + "' is " +
+                    (ec == std::errc::result_out_of_range && ptr == end
+                         ? "beyond the range of a double (about 1e308)"
+                         : "not a number"));
   }
   return value;
 }
