@@ -315,6 +315,10 @@ TEST(ExperimentConfigErrorTest, SetValueErrors) {
             "--set graph.topology=tours: key 'graph.topology' = \"tours\" is not an accepted "
             "value: expected one of directed-ring, ring, torus, complete, exponential, random, "
             "one-peer-exponential; did you mean \"torus\"?");
+  // A quoted string shows as the string, not as its quoted text.
+  EXPECT_THAT(
+      config_error_of([] { load_experiment_config(std::nullopt, {"algo.name=\"Choco\""}); }),
+      HasSubstr("key 'algo.name' = \"Choco\" is not an accepted value"));
   EXPECT_THAT(config_error_of([] { load_experiment_config(std::nullopt, {"data.augment=yes"}); }),
               HasSubstr("--set data.augment=yes: key 'data.augment' = \"yes\" has the wrong type: "
                         "expected a bool (true or false), got a string"));

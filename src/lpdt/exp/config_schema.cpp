@@ -797,6 +797,7 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
       const bool quoted = !value_text.empty() && (value_text[0] == '"' || value_text[0] == '\'');
       if (quoted && parsed && (*parsed)["v"].is_string()) {
         value = ConfigValue((*parsed)["v"].as_string()->get());
+        shown = quote((*parsed)["v"].as_string()->get());  // the string, not its quoted text
       } else {
         value = ConfigValue(value_text);
       }
