@@ -106,6 +106,14 @@ expect 0 "faults.delay_rounds = 3 is not less than the run's 1 gossip rounds" --
 expect 2 "'faults.delay_rounds' = 1000001 is out of range" -- "$lpdt" train \
   --set faults.delay_rounds=1000001
 expect 2 "expected an image model" -- "$lpdt" bench --arch transformer
+# Numbers beyond an option's type are refused, not saturated; thread counts have a ceiling.
+expect 2 "got 99999999999999999999: expected an integer >= 1" -- "$lpdt" topo \
+  -n 99999999999999999999
+expect 2 "got 18446744073709551616: expected an integer from 0 to 18446744073709551615" -- \
+  "$lpdt" topo -t random -n 5 --seed 18446744073709551616
+expect 2 "got -1: expected an integer >= 0" -- "$lpdt" bench --precision --profile -1
+expect 2 "got 100000: expected an integer from 0 to 1024" -- "$lpdt" bench --threads 100000
+expect 2 "'run.threads' = 100000 is out of range" -- "$lpdt" train --set run.threads=100000
 expect 2 "its folder '$work/missing' does not exist" -- "$lpdt" bench --json "$work/missing/b.json"
 # Files that cannot be written are named with the reason.
 touch "$work/plain"

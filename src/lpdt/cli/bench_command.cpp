@@ -5,6 +5,7 @@
 #include "lpdt/cli/option_checks.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/bench_record.h"
+#include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/conv_forms_bench.h"
 #include "lpdt/exp/precision_bench.h"
 #include "lpdt/exp/scaling_bench.h"
@@ -20,7 +21,9 @@ void add_bench_command(CLI::App& app) {
       "Training throughput (images/s) of the node-batched engine vs one model per node run in "
       "turn, measured in the same run");
   cmd->add_option("--arch", options->arch, "Model")->capture_default_str();
-  cmd->add_option("--depth", options->depth, "ResNet depth")->capture_default_str();
+  cmd->add_option("--depth", options->depth, "ResNet depth")
+      ->capture_default_str()
+      ->check(at_least(1));
   // Counts and sizes are checked here, so that a bad one is named before anything runs (CLI11's
   // message names the option and the value; exit code 2 like every usage error).
   cmd->add_option("--nodes", options->nodes, "Node counts to measure")
@@ -37,7 +40,7 @@ void add_bench_command(CLI::App& app) {
       ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--threads", options->threads, "Intra-op threads (0 = all cores)")
-      ->check(at_least(0))
+      ->check(integer_in(0, kMaxThreads))
       ->capture_default_str();
   cmd->add_option("--channels", options->channels, "Input channels")
       ->check(at_least(1))
@@ -70,7 +73,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--profile", *profile_rows,
                   "With --precision: after the timed steps, run as many again observing LibTorch's "
                   "operator ranges and print this many operators by self time per step (0 = off)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(at_least(0));
   auto scaling = std::make_shared<bool>(false);
   cmd->add_flag(
       "--scaling", *scaling,

@@ -35,14 +35,19 @@ void add_topo_command(CLI::App& app) {
                   "directed-ring | ring | torus | complete | exponential | random | "
                   "one-peer-exponential")
       ->capture_default_str();
-  cmd->add_option("-n,--nodes", args->nodes, "Number of nodes")->capture_default_str();
+  cmd->add_option("-n,--nodes", args->nodes, "Number of nodes")
+      ->capture_default_str()
+      ->check(at_least(1));
   cmd->add_option("-m,--mixing", args->mixing, "uniform | metropolis")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the random digraph")
       ->capture_default_str()
+      ->check(seed_value());
+  cmd->add_option("--rows", args->rows, "Torus rows (0 = most square)")
+      ->capture_default_str()
       ->check(at_least(0));
-  cmd->add_option("--rows", args->rows, "Torus rows (0 = most square)")->capture_default_str();
   cmd->add_option("--out-degree", args->out_degree, "Random digraph out-degree")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(at_least(1));
   cmd->add_option("--dot", args->dot_path, "Write the graph as Graphviz DOT to this file");
   cmd->add_option("--json", args->json_path, "Write the graph and its mixing matrix as JSON");
   cmd->callback([args]() {

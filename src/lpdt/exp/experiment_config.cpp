@@ -175,8 +175,11 @@ void add_keys(ConfigSchema& s) {
       .at_least(0);
   s.add_string("run.device", name_of(d.run.device), "Device that trains the nodes.")
       .one_of(choices<RunConfig::Device>());
-  s.add_int("run.threads", d.run.threads, "CPU threads for tensor operations; 0 = all cores.")
-      .at_least(0);
+  s.add_int("run.threads", d.run.threads,
+            "CPU threads for tensor operations; 0 = all cores (more threads than cores share "
+            "them and wait on each other: the run warns).")
+      .at_least(0)
+      .at_most(static_cast<double>(kMaxThreads));
   s.add_int("run.epochs", d.run.epochs, "Training epochs (passes over each node's partition).")
       .at_least(1);
   s.add_int("run.eval_every", d.run.eval_every,

@@ -77,6 +77,10 @@ struct DataConfig {
 };
 
 // [model]
+// The most CPU threads a run or benchmark may ask for (run.threads, bench --threads): beyond
+// any machine's cores, OpenMP's set-up of that many threads takes minutes before any output.
+inline constexpr std::int64_t kMaxThreads = 1024;
+
 // DistilBERT-base's position table (models::TransformerOptions::distilbert_base(); a test ties
 // the two): model.arch = "distilbert" reads at most this many tokens per sequence.
 inline constexpr std::int64_t kDistilbertPositions = 512;

@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "lpdt/algo/consensus.h"
 #include "lpdt/algo/decentralized_optimizer.h"
@@ -491,6 +492,17 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   const ProgressSink say = [&](const std::string& line) {
     if (leader) progress(line);
   };
+  // More threads than cores share them and wait on each other; said before the (then slow)
+  // thread set-up.
+  std::optional<std::string> threads_warning;
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0 && config.run.threads > static_cast<int>(cores)) {
+    threads_warning = "run.threads = " + std::to_string(config.run.threads) +
+                      " is more than this machine's " + std::to_string(cores) +
+                      " logical cores: the threads share them and wait on each other (much "
+                      "slower; 0 takes every core)";
+    say("warning: " + *threads_warning);
+  }
   const RuntimeInfo runtime = configure_runtime(config.run.threads);
   const at::Device device = resolve_device(config);
   torch::manual_seed(config.run.seed);  // dropout masks
@@ -767,6 +779,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                100.0 * train_unknown_fraction, config.data.vocab.c_str()));
   }
   for (const std::string& warning : warnings) say("warning: " + warning);
+  if (threads_warning) warnings.push_back(*threads_warning);  // said when the run started
   if (cluster.distributed()) {
     say(
         format("%s: each rank trains %lld or %lld of the %lld nodes; payloads between ranks are "
