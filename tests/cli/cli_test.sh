@@ -63,8 +63,10 @@ expect 1 "out of memory" -- "$lpdt" bench --arch mlp --size 100000 --channels 10
   --steps 1 --warmup 0 --threads 1 --nodes 1
 # Graphs beyond the dense mixing matrix's limit, and runaway gossip rounds, are refused.
 expect 2 "expected 1 to 4096 nodes" -- "$lpdt" topo --nodes 20000
-expect 2 "\-\-seed: got -1: expected an integer >= 0" -- "$lpdt" topo --seed -1
+expect 2 "\-\-seed: got -1: expected an integer from 0 to" -- "$lpdt" topo --seed -1
 expect 2 "\-\-set excludes \-\-table10" -- "$lpdt" cost --table10 --set model.arch=foo
+expect 2 "\-\-json excludes \-\-table10" -- "$lpdt" cost --table10 --json "$work/t10.json"
+expect 2 "\-\-measure excludes \-\-table10" -- "$lpdt" cost --table10 --measure
 expect 2 "eval.gossip_rounds" -- "$lpdt" train --set eval.gossip_rounds=2000000000
 # Rates beyond float32 and MPI deadlines beyond any bound are refused by range, naming the key.
 expect 2 "optim.lr = 1e+39 is larger than float32's largest number" -- "$lpdt" train \

@@ -153,6 +153,26 @@ TEST(CostAnalysis, AnalyticActivationMemoryMatchesARealStep) {
   EXPECT_GT(fp32.measured_memory.state_mib, 0);
 }
 
+// The optimizer's state: one buffer for SGD with momentum, none without, two for Adam and AdamW
+// (m and v) whatever optim.momentum (SGD's) says.
+TEST(CostAnalysis, OptimizerMemoryCountsItsBuffers) {
+  const auto optimizer_mib = [](OptimConfig::Optimizer optimizer, double momentum) {
+    CostOptions options = cifar_options(ModelConfig::Arch::kResnet, 8, ModelConfig::Norm::kEvonorm);
+    options.config.optim.optimizer = optimizer;
+    options.config.optim.momentum = momentum;
+    options.config.optim.nesterov = false;
+    options.precisions = {"fp32"};
+    return analyse_cost(options).precisions.at(0).training_memory.optimizer / kMiB;
+  };
+  const double sgd = optimizer_mib(OptimConfig::Optimizer::kSgd, 0.9);
+  EXPECT_GT(sgd, 0);
+  EXPECT_EQ(optimizer_mib(OptimConfig::Optimizer::kSgd, 0), 0);
+  for (const auto adam : {OptimConfig::Optimizer::kAdam, OptimConfig::Optimizer::kAdamW}) {
+    EXPECT_DOUBLE_EQ(optimizer_mib(adam, 0.9), 2 * sgd);
+    EXPECT_DOUBLE_EQ(optimizer_mib(adam, 0), 2 * sgd);
+  }
+}
+
 TEST(CostAnalysis, EnergyTableFileIsChecked) {
   const auto dir = std::filesystem::temp_directory_path() / "lpdt_cost_energy_test";
   std::filesystem::create_directories(dir);

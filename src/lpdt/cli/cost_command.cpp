@@ -37,13 +37,19 @@ void add_cost_command(CLI::App& app) {
                   "TOML file of per-operation energies in pJ (name, fp32_add_pj, fp32_mult_pj, "
                   "int8_add_pj, int8_mult_pj); default: Horowitz 2014, 45 nm")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--json", args->json_path, "Also write the report as JSON (cost.json format)");
-  cmd->add_flag("--per-layer", args->per_layer, "Print every layer's row");
-  cmd->add_flag("--measure", args->measure,
-                "Also run real training steps and measure the memory they hold");
+  auto* json_option = cmd->add_option("--json", args->json_path,
+                                      "Also write the report as JSON (cost.json format)");
+  auto* per_layer_option = cmd->add_flag("--per-layer", args->per_layer, "Print every layer's row");
+  auto* measure_option =
+      cmd->add_flag("--measure", args->measure,
+                    "Also run real training steps and measure the memory they hold");
+  // The table is the paper's fixed models: options of an experiment's report do not apply.
   cmd->add_flag("--table10", args->table10, "Recompute the paper's Table 10 next to its numbers")
       ->excludes(config_option)
-      ->excludes(set_option);
+      ->excludes(set_option)
+      ->excludes(json_option)
+      ->excludes(per_layer_option)
+      ->excludes(measure_option);
   cmd->callback([args]() {
     metrics::EnergyTable energy;
     if (!args->energy_table.empty()) energy = exp::load_energy_table(args->energy_table);

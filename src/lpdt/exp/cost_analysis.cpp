@@ -112,8 +112,11 @@ metrics::MemoryInputs memory_inputs(const ExperimentConfig& config, const LayerL
   for (std::int64_t i = 0; i < graph.num_nodes(); ++i) {
     in.in_degree = std::max(in.in_degree, graph.in_degree(i));
   }
-  // SGD's momentum buffer, or QGM's buffer m plus the pre-step parameters it differences.
-  if (config.algo.qgm) {
+  // Adam's moments m and v (optim.momentum is SGD's and does not apply); SGD's momentum buffer,
+  // or QGM's buffer m plus the pre-step parameters it differences.
+  if (config.optim.optimizer != OptimConfig::Optimizer::kSgd) {
+    in.optimizer_copies = 2;
+  } else if (config.algo.qgm) {
     in.optimizer_copies = 2;
   } else if (config.optim.momentum > 0) {
     in.optimizer_copies = 1;

@@ -66,7 +66,7 @@ struct MemoryBreakdown {
 struct MemoryInputs {
   std::int64_t params = 0;            // one node's parameters
   bool low_precision = false;         // an 8-bit model
-  std::int64_t optimizer_copies = 0;  // [P] fp32 buffers of the local optimizer (momentum, QGM)
+  std::int64_t optimizer_copies = 0;  // [P] fp32 buffers of the local optimizer (momentum, QGM, Adam)
   std::int64_t algorithm_copies = 0;  // [P] fp32 buffers of the algorithm (Choco x-hat copies,
                                       // DeepSqueeze's error feedback)
   double message_bytes = 0;           // one encoded outgoing message (comm/wire_payload.h)
