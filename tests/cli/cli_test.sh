@@ -117,6 +117,7 @@ expect 2 "got -1: expected an integer >= 0" -- "$lpdt" bench --precision --profi
 expect 2 "got 100000: expected an integer from 0 to 1024" -- "$lpdt" bench --threads 100000
 expect 2 "'run.threads' = 100000 is out of range" -- "$lpdt" train --set run.threads=100000
 expect 2 "its folder '$work/missing' does not exist" -- "$lpdt" bench --json "$work/missing/b.json"
+expect 2 "bench --json $work: it is a folder" -- "$lpdt" bench --json "$work"
 # Files that cannot be written are named with the reason.
 touch "$work/plain"
 expect 2 "'$work/plain' is a file, not a folder" -- "$lpdt" bench --json "$work/plain/b.json"

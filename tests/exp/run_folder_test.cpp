@@ -105,3 +105,45 @@ TEST(RunFolder, UnwritablePathsNameThePathAndTheReason) {
 
 }  // namespace
 }  // namespace lpdt::exp
+
+namespace lpdt::exp {
+namespace {
+
+// A path that is a link, or a device behind one, is written through: the link stays a link and
+// the device a device (a rename over them would replace either with a plain file), and a device
+// that refuses the bytes (/dev/full) is an error, not "wrote".
+TEST(RunFolder, LinksAndDevicesAreWrittenThroughNotReplaced) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("lpdt_write_through_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path target = dir / "target.json", link = dir / "link.json";
+  std::ofstream(target) << "old";
+  fs::create_symlink(target, link);
+  write_text_file(link, "new");
+  EXPECT_TRUE(fs::is_symlink(link));
+  std::ifstream in(target);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "new");
+
+  const fs::path to_null = dir / "null";
+  fs::create_symlink("/dev/null", to_null);
+  write_text_file(to_null, "discarded");
+  EXPECT_TRUE(fs::is_symlink(to_null));
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+
+  if (fs::is_character_file("/dev/full")) {
+    const fs::path to_full = dir / "full";
+    fs::create_symlink("/dev/full", to_full);
+    try {
+      write_text_file(to_full, "bytes");
+      ADD_FAILURE() << "a write to /dev/full succeeded";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lpdt::exp

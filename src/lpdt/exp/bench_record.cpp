@@ -60,6 +60,9 @@ void check_bench_json_path(const std::string& path, const std::string& who) {
     throw ConfigError(who + " --json " + path + ": " + why_cannot_write(path, 0) +
                       ": create the folder first or write elsewhere");
   }
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError(who + " --json " + path + ": it is a folder: name a file in it");
+  }
   if (::access(folder.c_str(), W_OK) != 0) {
     throw ConfigError(who + " --json " + path + ": the folder '" + folder.string() +
                       "' is not writable");

@@ -52,7 +52,40 @@ std::string why_cannot_write(const std::filesystem::path& path, int error_number
   return error_number != 0 ? std::strerror(error_number) : "unknown reason";
 }
 
-void write_text_file(const std::filesystem::path& path, const std::string& text) {
+namespace {
+
+// Writes straight into an existing file that is not a regular one (/dev/stdout, a FIFO, a
+// device): a rename over it would replace the device or link with a plain file.
+void write_in_place(const std::filesystem::path& path, const std::string& text) {
+  errno = 0;
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw UserError("cannot write '" + path.string() + "': " + why_cannot_write(path, errno));
+  out << text;
+  out.flush();
+  if (!out) {
+    const int error_number = errno;
+    throw UserError("cannot write '" + path.string() +
+                    "': " + (error_number != 0 ? std::strerror(error_number) : "disk full?"));
+  }
+}
+
+}  // namespace
+
+void write_text_file(const std::filesystem::path& given, const std::string& text) {
+  std::error_code status_error;
+  const auto status = std::filesystem::status(given, status_error);  // follows links
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
+      !std::filesystem::is_directory(status)) {
+    write_in_place(given, text);
+    return;
+  }
+  // A link to a regular file: the file is replaced, the link stays.
+  std::filesystem::path path = given;
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(given, status_error)) &&
+      std::filesystem::is_regular_file(status)) {
+    path = std::filesystem::canonical(given, status_error);
+    if (status_error) path = given;
+  }
   // A temporary name of this writer's own: processes (sweep shards writing the same tables) and
   // threads never share one, so each rename publishes a whole file and the last one stands.
   static std::atomic<unsigned long> writes{0};

@@ -17,8 +17,10 @@ std::filesystem::path create_run_folder(const std::string& out_dir, const std::s
 
 // Writes `text` to `path` atomically (a temporary file of this process and call, then rename), so
 // a crash never leaves a half-written file in place of a good one, and concurrent writers of the
-// same path (sweep shards) each publish a whole file: the last rename stands. UserError naming
-// `path` and why it cannot be written.
+// same path (sweep shards) each publish a whole file: the last rename stands. A link to a file
+// is followed (the file is replaced, the link stays); an existing path that is not a regular file
+// (/dev/stdout, a FIFO, a device) is written in place, never replaced. UserError naming `path`
+// and why it cannot be written (a device that refuses the bytes included).
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
 // Why `path` cannot be written, for a message: its folder is missing or a file, the path is a
