@@ -46,7 +46,10 @@ std::string why_cannot_write(const std::filesystem::path& path, int error_number
     return "its folder '" + folder.string() + "' does not exist";
   }
   if (!std::filesystem::is_directory(folder, ec)) {
-    return "'" + folder.string() + "' is a file, not a folder";
+    std::string message = folder.string();  // (appended in steps: GCC 12 misreads a + chain here)
+    message.insert(0, 1, '\'');
+    message += "' is a file, not a folder";
+    return message;
   }
   if (std::filesystem::is_directory(path, ec)) return "it is a folder";
   return error_number != 0 ? std::strerror(error_number) : "unknown reason";
