@@ -151,6 +151,8 @@ expect 1 "no checkpoint" -- "$lpdt" train --resume "$work/no-checkpoint" --set r
 expect 0 "topk:0.01      int8" -- "$lpdt" bench --wire --arch lenet5 --channels 1 --size 28 \
   --steps 1 --compressors topk:0.01
 expect 2 "topk:<keep fraction>" -- "$lpdt" bench --wire --compressors topk:many
+expect 2 "'topk' needs its keep fraction, e.g. topk:0.01" -- "$lpdt" bench --wire \
+  --compressors none,topk
 expect 2 "algo.message_values" -- "$lpdt" train --set algo.name=dpsgd --set algo.message_values=int8
 # Sweeps: a bad grid value names the run and the key before anything runs; a dry run lists the
 # grid; the preset resolves.

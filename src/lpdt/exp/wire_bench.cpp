@@ -29,6 +29,12 @@ struct CompressorSpec {
 CompressorSpec parse_compressor(const std::string& spec) {
   const auto colon = spec.find(':');
   CompressorSpec out{spec.substr(0, colon), 1.0};
+  // A sparsifier without its fraction would silently keep everything.
+  if ((out.name == "topk" || out.name == "randomk") && colon == std::string::npos) {
+    throw ConfigError("bench --wire: compressor '" + spec + "' needs its keep fraction, e.g. " +
+                      out.name + ":0.01 (must be none, topk:<keep fraction> or "
+                      "randomk:<keep fraction>)");
+  }
   if (colon != std::string::npos) {
     try {
       std::size_t used = 0;
@@ -54,6 +60,10 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
   if (options.nodes < 1 || options.repeats < 1) {
     throw ConfigError("bench --wire: --nodes and --steps must be positive");
   }
+  // Every compressor and value format is checked before anything runs or prints.
+  std::vector<CompressorSpec> specs;
+  for (const std::string& spec : options.compressors) specs.push_back(parse_compressor(spec));
+  for (const std::string& values_name : options.values) compress::parse_message_values(values_name);
   models::ModelOptions model_options;
   model_options.arch = options.arch;
   model_options.depth = options.depth;
@@ -83,8 +93,9 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
       "encode MB/s  decode MB/s");
 
   std::vector<WireBenchRow> results;
-  for (const std::string& spec : options.compressors) {
-    const CompressorSpec c = parse_compressor(spec);
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    const CompressorSpec& c = specs[k];
+    const std::string& spec = options.compressors[k];
     for (const std::string& values_name : options.values) {
       const auto values = compress::parse_message_values(values_name);
       auto compressor = compress::make_compressor(compress::CompressorOptions()
