@@ -30,6 +30,17 @@ expect 2 "unknown key 'graph.topolgy'" -- "$lpdt" train --set graph.topolgy=toru
 expect 2 "optim.lr" -- "$lpdt" train --set optim.lr=-1
 expect 2 "directed-ring" -- "$lpdt" train --set graph.topology=hypercube
 printf '[optim]\nlr = "fast"\n' >"$work/bad.toml"
+# A file the user may not read is said to be one (as root: run as nobody, where that can run lpdt).
+nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && "${nobody[@]}" "$lpdt" --version \
+  >/dev/null 2>&1; then
+  unreadable=$(mktemp /tmp/lpdt_unreadable.XXXXXX)
+  printf '[optim]\nlr = 0.1\n' >"$unreadable"
+  chmod 000 "$unreadable"
+  expect 2 "config file '$unreadable' cannot be read: Permission denied" -- "${nobody[@]}" \
+    "$lpdt" train -c "$unreadable" --print-config
+  rm -f "$unreadable"
+fi
 expect 2 "bad.toml:2" -- "$lpdt" train --config "$work/bad.toml"
 expect 2 "torus" -- "$lpdt" topo --topology torus --nodes 10
 expect 1 "no-such-dir" -- "$lpdt" train --set data.dir="$work/no-such-dir" --out "$work/runs"

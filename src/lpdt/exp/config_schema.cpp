@@ -3,9 +3,12 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -13,6 +16,23 @@
 #include "lpdt/core/error.h"
 
 namespace lpdt {
+
+std::string read_toml_file_text(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ConfigError(what + " '" + path + "' cannot be read: " +
+                      (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"));
+  }
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  std::string text;
+  if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) {
+    throw ConfigError(what + " '" + path + "' cannot be read: " +
+                      (errno != 0 ? std::strerror(errno) : "read error"));
+  }
+  return text;
+}
 namespace {
 
 // ---------------------------------------------------------------------------------------------
@@ -703,13 +723,7 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
       if (text) {
         table = toml::parse(*text, *path);
       } else {
-        std::error_code ec;
-        if (!std::filesystem::is_regular_file(*path, ec)) {
-          throw ConfigError(
-              "config file '" + *path + "' cannot be read: " +
-              (std::filesystem::exists(*path, ec) ? "not a regular file" : "no such file"));
-        }
-        table = toml::parse_file(*path);
+        table = toml::parse(read_toml_file_text(*path, "config file"), *path);
       }
     } catch (const toml::parse_error& error) {
       const auto& begin = error.source().begin;

@@ -27,6 +27,11 @@
 
 namespace lpdt {
 
+// The text of a TOML file the user named (`what`: "config file", "sweep file", ...).
+// ConfigError "<what> '<path>' cannot be read: <reason>" for a missing path, a folder or another
+// non-file, and one the system refuses to open (the system's reason, e.g. permission denied).
+std::string read_toml_file_text(const std::string& path, const std::string& what);
+
 // The types a key can have. The order matches the alternatives of ConfigValue.
 enum class ConfigType { kBool, kInt, kFloat, kString, kIntList, kFloatList };
 

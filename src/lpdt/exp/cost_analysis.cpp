@@ -241,7 +241,7 @@ CostReport analyse_cost(const CostOptions& options) {
 metrics::EnergyTable load_energy_table(const std::string& path) {
   toml::table table;
   try {
-    table = toml::parse_file(path);
+    table = toml::parse(read_toml_file_text(path, "cost --energy-table"), path);
   } catch (const toml::parse_error& e) {
     throw ConfigError("cost --energy-table " + path + ":" +
                       std::to_string(e.source().begin.line) + ": " + std::string(e.description()));

@@ -236,7 +236,7 @@ const std::vector<std::string>& sweep_metric_names() {
 SweepSpec load_sweep(const fs::path& file) {
   toml::table root;
   try {
-    root = toml::parse_file(file.string());
+    root = toml::parse(read_toml_file_text(file.string(), "sweep file"), file.string());
   } catch (const toml::parse_error& e) {
     throw ConfigError(file.string() + ":" + std::to_string(e.source().begin.line) +
                       ": not valid TOML: " + std::string(e.description()));
