@@ -49,6 +49,16 @@ TEST(CsvParser, Errors) {
                           {"t.csv", "line 1", "unexpected character 'x' after a closing quote"});
   expect_error<UserError>([] { parse_csv("a,b\nc,d\"e\n", "t.csv"); },
                           {"t.csv", "line 2", "inside an unquoted field"});
+  // Lines ending in a lone carriage return: the byte is shown escaped and the cause named.
+  expect_error<UserError>([] { parse_csv("\"1\",\"a\"\r\"2\",\"b\"\r", "t.csv"); },
+                          {"t.csv", "line 1", "unexpected character '\\x0D'", "lone carriage return"});
+}
+
+// A UTF-8 byte order mark (spreadsheet programs write one) is not part of the first field.
+TEST(CsvParser, SkipsAByteOrderMark) {
+  const auto records = parse_csv("\xEF\xBB\xBF\"3\",\"t\",\"d\"\n1,x,y\n", "t.csv");
+  EXPECT_EQ(fields_of(records),
+            (std::vector<std::vector<std::string>>{{"3", "t", "d"}, {"1", "x", "y"}}));
 }
 
 TEST(AgNews, ReadsRowsLabelsAndText) {

@@ -150,6 +150,15 @@ TEST(WordPiece, ClassificationEncodingTruncatesAndPads) {
                             {"max_length", "at least 2", "got 1"});
 }
 
+// A byte order mark before the first token (some editors write one) is not part of it.
+TEST(WordPiece, VocabularyWithAByteOrderMark) {
+  TempDir dir;
+  write_vocab(dir.file("bom.txt"), {"\xEF\xBB\xBF[PAD]", "[UNK]", "[CLS]", "[SEP]", "the"});
+  const auto tokenizer = WordPieceTokenizer::from_file(dir.file("bom.txt"));
+  EXPECT_EQ(tokenizer.pad_id(), 0);
+  EXPECT_EQ(tokenizer.token(0), "[PAD]");
+}
+
 TEST(WordPiece, VocabularyErrors) {
   TempDir dir;
   expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("missing.txt")); },
@@ -160,6 +169,10 @@ TEST(WordPiece, VocabularyErrors) {
   write_vocab(dir.file("dup.txt"), {"[PAD]", "[UNK]", "the", "[CLS]", "the", "[SEP]"});
   expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("dup.txt")); },
                           {"dup.txt", "\"the\"", "line 5", "duplicates line 3"});
+  // Control bytes of a damaged file are quoted escaped, never sent raw to the terminal.
+  write_vocab(dir.file("binary.txt"), {"[PAD]", "[UNK]", "\x1B[31m", "[CLS]", "\x1B[31m", "[SEP]"});
+  expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("binary.txt")); },
+                          {"binary.txt", "\"\\x1B[31m\"", "line 5"});
   write_vocab(dir.file("blank.txt"), {"[PAD]", "[UNK]", "", "[CLS]", "[SEP]"});
   expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("blank.txt")); },
                           {"blank.txt", "line 3 is empty"});

@@ -6,6 +6,7 @@
 // Nothing in the library calls exit or abort.
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace lpdt {
 
@@ -26,6 +27,10 @@ class InternalError : public std::logic_error {
  public:
   using std::logic_error::logic_error;
 };
+
+// Text from a user's file, fit to quote in a message: control bytes (a carriage return, an
+// escape sequence) as \xNN, so a message never moves the cursor or recolours the terminal.
+std::string printable(std::string_view text);
 
 [[noreturn]] void fail_internal(const char* condition, const char* file, int line,
                                 const std::string& message);

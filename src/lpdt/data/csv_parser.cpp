@@ -7,7 +7,8 @@ namespace lpdt::data {
 std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& what) {
   std::vector<CsvRecord> records;
   const std::size_t n = text.size();
-  std::size_t i = 0;
+  // A UTF-8 byte order mark, as spreadsheet programs save CSV files, is not text.
+  std::size_t i = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
   int64_t line = 1;
   const auto fail = [&](int64_t at, const std::string& message) {
     throw UserError(what + ": line " + std::to_string(at) + ": " + message);
@@ -54,8 +55,12 @@ std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& what)
           ++i;
         }
         if (!(at_line_end(i) || text[i] == ',')) {
-          fail(line, std::string("unexpected character '") + text[i] +
-                         "' after a closing quote, expected ',' or the end of the line");
+          // A lone CR ends lines only in files of classic Mac OS.
+          fail(line, "unexpected character '" + printable(text.substr(i, 1)) +
+                         "' after a closing quote, expected ',' or the end of the line" +
+                         (text[i] == '\r' ? " (lines ending in a lone carriage return: convert "
+                                            "the file to \\n or \\r\\n line endings)"
+                                          : ""));
         }
       } else {
         while (!at_line_end(i) && text[i] != ',') {

@@ -50,6 +50,8 @@ WordPieceTokenizer WordPieceTokenizer::from_file(const std::string& vocab_path) 
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // A UTF-8 byte order mark (files saved by some editors) is not part of the first token.
+    if (tokens.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     tokens.push_back(line);
   }
   if (in.bad()) throw UserError("wordpiece vocabulary: " + vocab_path + ": read error");
@@ -70,7 +72,8 @@ WordPieceTokenizer WordPieceTokenizer::from_tokens(std::vector<std::string> toke
     }
     const auto [it, inserted] = t.ids_.emplace(token, static_cast<int32_t>(i));
     if (!inserted) {
-      throw UserError(what + ": token \"" + token + "\" on line " + std::to_string(i + 1) +
+      throw UserError(what + ": token \"" + printable(token) + "\" on line " +
+                      std::to_string(i + 1) +
                       " duplicates line " + std::to_string(it->second + 1));
     }
   }
