@@ -200,6 +200,15 @@ TEST(CostAnalysis, EnergyTableFileIsChecked) {
     const std::string negative = error_of(
         "fp32_add_pj = -1\nfp32_mult_pj = 1\nint8_add_pj = 1\nint8_mult_pj = 1\n");
     EXPECT_NE(negative.find("fp32_add_pj"), std::string::npos) << negative;
+    const std::string huge = error_of(
+        "fp32_add_pj = 1\nfp32_mult_pj = 1e308\nint8_add_pj = 1\nint8_mult_pj = 1\n");
+    EXPECT_NE(huge.find("'fp32_mult_pj' must be a positive number of picojoules per operation, "
+                        "at most 1e6"),
+              std::string::npos)
+        << huge;
+    const std::string name = error_of(
+        "name = 5\nfp32_add_pj = 1\nfp32_mult_pj = 1\nint8_add_pj = 1\nint8_mult_pj = 1\n");
+    EXPECT_NE(name.find("'name' must be a string"), std::string::npos) << name;
     const std::string unknown = error_of(
         "fp32_add_pj = 1\nfp32_mult_pj = 1\nint8_add_pj = 1\nint8_mult_pj = 1\nfp16_add_pj = 1\n");
     EXPECT_NE(unknown.find("fp16_add_pj"), std::string::npos) << unknown;

@@ -247,13 +247,19 @@ metrics::EnergyTable load_energy_table(const std::string& path) {
                       std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
   }
   metrics::EnergyTable energy;
+  if (table.contains("name") && !table["name"].is_string()) {
+    throw ConfigError("cost --energy-table " + path + ": key 'name' must be a string");
+  }
   energy.name = table["name"].value_or(path);
+  // A microjoule per operation is far beyond any circuit (a DRAM access costs hundreds of pJ),
+  // and larger values would overflow the totals to inf.
+  constexpr double kMostPicojoules = 1e6;
   const auto read = [&](const char* key, double& value) {
     const auto node = table[key];
     const std::optional<double> v = node.value<double>();
-    if (!v || !(*v > 0) || !std::isfinite(*v)) {
+    if (!v || !(*v > 0) || !(*v <= kMostPicojoules)) {
       throw ConfigError("cost --energy-table " + path + ": key '" + key +
-                        "' must be a positive number of picojoules per operation" +
+                        "' must be a positive number of picojoules per operation, at most 1e6" +
                         (node ? "" : " (missing)"));
     }
     value = *v;
