@@ -385,6 +385,15 @@ TEST(ExperimentConfigErrorTest, ResnetDepthMustBe6nPlus2) {
 
 // DistilBERT has 512 positions: a longer data.max_length is a config error, found before the run
 // folder is made, not at the first forward pass.
+// A run name the run folder's name cannot hold is said before anything runs.
+TEST(ExperimentConfigErrorTest, RunNameFitsAFolderName) {
+  EXPECT_NO_THROW(load_experiment_config(std::nullopt, {"run.name=" + std::string(200, 'a')}));
+  EXPECT_THAT(config_error_of([] {
+                load_experiment_config(std::nullopt, {"run.name=" + std::string(201, 'a')});
+              }),
+              HasSubstr("run.name is 201 bytes long: expected at most 200"));
+}
+
 TEST(ExperimentConfigErrorTest, DistilbertReadsAtMostItsPositions) {
   EXPECT_EQ(kDistilbertPositions, models::TransformerOptions::distilbert_base().max_positions);
   const std::string message =

@@ -168,7 +168,7 @@ void add_keys(ConfigSchema& s) {
   // [run]
   s.add_string("run.name", d.run.name,
                "Name of the run; its folder is run.out_dir/name-YYYYMMDD-HHMMSS, so one folder "
-               "name: not empty, no '/', '\\' or control characters.");
+               "name: not empty, at most 200 bytes, no '/', '\\' or control characters.");
   s.add_string("run.out_dir", d.run.out_dir, "Folder that holds the run folders.");
   s.add_int("run.seed", static_cast<std::int64_t>(d.run.seed),
             "Root seed; every random stream is derived from (seed, node, purpose).")
@@ -537,6 +537,15 @@ void add_checks(ConfigSchema& s) {
                      ": expected a name for the run folder, without '/', '\\' or control "
                      "characters (it goes inside run.out_dir)";
                  if (name.empty()) return "run.name is empty" + expected;
+                 // A folder name has at most 255 bytes on common file systems, and the folder
+                 // adds "-YYYYMMDD-HHMMSS" and perhaps "-k".
+                 constexpr std::size_t kMostNameBytes = 200;
+                 if (name.size() > kMostNameBytes) {
+                   return "run.name is " + std::to_string(name.size()) +
+                          " bytes long: expected at most " + std::to_string(kMostNameBytes) +
+                          " (the run folder's name adds a time stamp, and file systems allow "
+                          "255 bytes)";
+                 }
                  if (name == "." || name == "..") return "run.name = \"" + name + "\"" + expected;
                  for (const char ch : name) {
                    const auto code = static_cast<unsigned char>(ch);
