@@ -119,6 +119,7 @@ expect 0 "faults.delay_rounds = 3 is not less than the run's 1 gossip rounds" --
 expect 2 "'faults.delay_rounds' = 1000001 is out of range" -- "$lpdt" train \
   --set faults.delay_rounds=1000001
 expect 2 "expected an image model" -- "$lpdt" bench --arch transformer
+expect 2 "\-\-norm: foo not in {evonorm" -- "$lpdt" bench --arch lenet5 --norm foo
 # Numbers beyond an option's type are refused, not saturated; thread counts have a ceiling.
 expect 2 "got 99999999999999999999: expected an integer >= 1" -- "$lpdt" topo \
   -n 99999999999999999999

@@ -57,7 +57,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--model-precision", options->precision,
                   "fp32 | bf16 | int8 (simulated) for the engine-vs-per-node comparison")
       ->capture_default_str();
-  cmd->add_option("--norm", options->norm, "Normalisation: evonorm | batchnorm | groupnorm")
+  // Checked whatever the model (LeNet-5 and the MLP have no normaliser and would ignore it).
+  std::vector<std::string> norms;
+  for (const auto name : config_names<ModelConfig::Norm>()) norms.emplace_back(name);
+  cmd->add_option("--norm", options->norm, "Normalisation (model.norm's names)")
+      ->check(CLI::IsMember(norms))
       ->capture_default_str();
   cmd->add_option("--json", options->json_path, "Also write the results as JSON");
   auto precision = std::make_shared<bool>(false);
