@@ -107,6 +107,29 @@ TEST(Sweep, ExpandsTheGridInFileOrder) {
   EXPECT_EQ(config.run.name, points[7].name);
 }
 
+// [table] with one side given: the other side holds the grid keys it leaves out, so one grid key
+// in rows makes a one-column table (the defaults alone would place it twice).
+TEST(Sweep, OneTableSideGivesTheOtherTheRest) {
+  const fs::path dir = fresh_dir("one_side");
+  const SweepSpec rows_only = load_sweep(
+      write(dir / "a.toml", "[grid]\n\"data.skew\" = [0.0, 0.4]\n[table]\nrows = [\"data.skew\"]\n"));
+  EXPECT_EQ(rows_only.rows, (std::vector<std::string>{"data.skew"}));
+  EXPECT_TRUE(rows_only.columns.empty());
+  const SweepSpec columns_only =
+      load_sweep(write(dir / "b.toml",
+                       "[grid]\n\"data.skew\" = [0.0]\n\"algo.name\" = [\"choco\"]\n"
+                       "\"graph.nodes\" = [4]\n[table]\ncolumns = [\"algo.name\"]\n"));
+  EXPECT_EQ(columns_only.rows, (std::vector<std::string>{"data.skew", "graph.nodes"}));
+  EXPECT_EQ(columns_only.columns, (std::vector<std::string>{"algo.name"}));
+  // A one-column table is headed by its metric.
+  SweepCell cell;
+  cell.values = {50.0};
+  cell.mean = 50.0;
+  const SweepTable table{"average_model_accuracy", {{"0.0"}}, {{}}, {{cell}}, rows_only.rows};
+  EXPECT_THAT(sweep_table_markdown(rows_only, table),
+              HasSubstr("| data.skew | average_model_accuracy |"));
+}
+
 TEST(Sweep, BadFilesNameTheProblem) {
   const fs::path dir = fresh_dir("errors");
   const std::string grid = "[grid]\n\"data.skew\" = [0.0, 0.4]\n";

@@ -396,15 +396,32 @@ SweepSpec load_sweep(const fs::path& file) {
   for (std::size_t a = 0; a + 1 < spec.grid.size(); ++a) spec.rows.push_back(spec.grid[a].key);
   spec.columns = {spec.grid.back().key};
   if (table_section != nullptr) {
+    bool rows_given = false;
+    bool columns_given = false;
     for (const auto& [key, node] : in_file_order(*table_section)) {
       if (key == "rows") {
         spec.rows = string_list(file, *node, "table.rows");
+        rows_given = true;
       } else if (key == "columns") {
         spec.columns = string_list(file, *node, "table.columns");
+        columns_given = true;
       } else {
         fail(file, node->source(), "unknown [table] key '" + key + "' (expected rows, columns)");
       }
     }
+    // One side given: the other holds the grid keys it leaves out (the defaults above could
+    // place a key twice, e.g. rows = ["data.skew"] with one grid key).
+    const auto rest = [&](const std::vector<std::string>& given) {
+      std::vector<std::string> keys;
+      for (const auto& axis : spec.grid) {
+        if (std::find(given.begin(), given.end(), axis.key) == given.end()) {
+          keys.push_back(axis.key);
+        }
+      }
+      return keys;
+    };
+    if (rows_given && !columns_given) spec.columns = rest(spec.rows);
+    if (columns_given && !rows_given) spec.rows = rest(spec.columns);
   }
   std::multiset<std::string> placed(spec.rows.begin(), spec.rows.end());
   placed.insert(spec.columns.begin(), spec.columns.end());
@@ -768,6 +785,7 @@ std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table)
   for (const auto& column : table.column_labels) {
     std::string name;
     for (const auto& v : column) name += (name.empty() ? "" : " / ") + label(v);
+    if (column.empty()) name = table.metric;  // every grid key is a row: one column
     out << " " << name << " |";
   }
   out << "\n|";
