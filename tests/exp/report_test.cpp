@@ -447,7 +447,9 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
 
   write_run(dir, SyntheticRun{});
   write(dir / "summary.json", "{\"config\": ");
-  EXPECT_THAT(report_error(dir), HasSubstr("summary.json' is not valid JSON"));
+  // The line and column, without the JSON library's exception name.
+  EXPECT_THAT(report_error(dir), AllOf(HasSubstr("summary.json' is not valid JSON (line 1, column"),
+                                       Not(HasSubstr("json.exception"))));
   write_run(dir, SyntheticRun{});
   write(dir / "cost.json", "{\"model\": \"mlp\"}");
   EXPECT_THAT(report_error(dir), HasSubstr("cost.json' needs a 'precisions' array"));
@@ -465,13 +467,20 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
 
   // Figures of the wrong type are named, not drawn as gaps.
   write_run(dir, SyntheticRun{});
-  write(dir / "summary.json", "{\"final\": \"abc\"}");
-  EXPECT_THAT(report_error(dir), HasSubstr("summary.json': \"final\" must be an object, got \"abc\""));
-  write(dir / "summary.json", "{\"final\": {\"average_model_accuracy\": \"abc\"}}");
+  write(dir / "summary.json", "{\"config\": {}, \"final\": {\"average_model_accuracy\": \"abc\"}}");
   EXPECT_THAT(report_error(dir),
               HasSubstr("\"final\".average_model_accuracy must be a number, got \"abc\""));
-  write(dir / "summary.json", "{\"config\": {\"data\": {\"skew\": \"abc\"}}}");
+  write(dir / "summary.json", "{\"config\": {\"data\": {\"skew\": \"abc\"}}, \"final\": {}}");
   EXPECT_THAT(report_error(dir), HasSubstr("\"config\".data.skew must be a number"));
+
+  // A file of another shape (hand-edited, another tool's) is named, not shown as empty fields.
+  write(dir / "summary.json", "[1, 2]");
+  EXPECT_THAT(report_error(dir), HasSubstr("summary.json' is not a summary.json as lpdt train "
+                                           "writes it: expected a JSON object, got array"));
+  write(dir / "summary.json", "{\"accuracy\": 90}");
+  EXPECT_THAT(report_error(dir), HasSubstr("no \"config\" object"));
+  write(dir / "summary.json", "{\"config\": {}, \"final\": \"abc\"}");
+  EXPECT_THAT(report_error(dir), HasSubstr("no \"final\" object"));
 
   // A node id no graph has would size the page's per-node arrays: an error naming the line.
   write_run(dir, SyntheticRun{});

@@ -21,6 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("lpdt_sweep_test_" + name);
@@ -267,6 +268,26 @@ TEST(Sweep, RunsSkipsResumesAndExtends) {
     ADD_FAILURE() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_THAT(e.what(), AllOf(HasSubstr("run.epochs = 1"), HasSubstr("trained 2 epochs")));
+  }
+  // A damaged or foreign summary.json is named with what is wrong, not a JSON library error.
+  spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 2)));
+  const auto sweep_error = [&] {
+    try {
+      run_sweep(spec, quiet);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"[]", "expected a JSON object, got array"},
+           {"{}", "no \"config\" object"},
+           {"{\"config\": {\"run\": {}}, \"final\": {}}", "no whole number \"config\".run.epochs"},
+           {"{\"con", "is not valid JSON (line 1, column"}}) {
+    write(done.dir / "summary.json", text);
+    EXPECT_THAT(sweep_error(), AllOf(HasSubstr((done.dir / "summary.json").string()),
+                                     HasSubstr(expected), Not(HasSubstr("json.exception"))))
+        << text;
   }
   fs::remove_all(dir);
 }

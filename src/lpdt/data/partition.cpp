@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/json_error_text.h"
 
 namespace lpdt::data {
 namespace {
@@ -94,7 +95,7 @@ Partition read_partition_json(const std::string& path, int64_t num_samples) {
   try {
     in >> j;
   } catch (const nlohmann::json::exception& e) {
-    throw UserError("partition: " + path + ": not valid JSON: " + e.what());
+    throw UserError("partition: " + path + ": not valid JSON (" + json_error_text(e) + ")");
   }
   if (!j.is_object() || !j.contains("partitions") || !j["partitions"].is_array()) {
     throw UserError("partition: " + path + ": expected an object with a \"partitions\" array");

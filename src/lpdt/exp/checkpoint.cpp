@@ -13,6 +13,7 @@
 
 #include "lpdt/build_info.h"
 #include "lpdt/core/error.h"
+#include "lpdt/core/json_error_text.h"
 
 namespace lpdt::exp {
 namespace fs = std::filesystem;
@@ -187,7 +188,7 @@ TrainingState read_checkpoint(const fs::path& file) {
     }
     archive.read("torch_rng_state", state.torch_rng_state);
   } catch (const nlohmann::json::exception& e) {
-    throw UserError(corrupt(file, e.what()));
+    throw UserError(corrupt(file, json_error_text(e)));
   } catch (const c10::Error& e) {
     throw UserError(corrupt(file, e.what_without_backtrace()));
   }

@@ -13,11 +13,13 @@
 #include <toml++/toml.h>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/json_error_text.h"
 #include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/progress_meter.h"
 #include "lpdt/exp/report/run_results.h"
 #include "lpdt/exp/run_folder.h"
+#include "lpdt/exp/summary_file.h"
 
 namespace lpdt::exp {
 namespace {
@@ -524,16 +526,21 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
   const nlohmann::json wanted = to_json(sweep_point_config(spec, point));
   const int epochs = wanted.at("run").at("epochs").get<int>();
   if (fs::exists(dir / "summary.json")) {
-    std::ifstream in(dir / "summary.json");
-    nlohmann::json summary;
-    try {
-      summary = nlohmann::json::parse(in);
-    } catch (const std::exception& e) {
-      throw UserError("cannot read '" + (dir / "summary.json").string() + "': " + e.what());
+    const nlohmann::json summary = read_run_summary(dir / "summary.json");
+    const nlohmann::json* trained_epochs = nullptr;
+    if (const auto& config = summary.at("config");
+        config.contains("run") && config.at("run").is_object()) {
+      const auto it = config.at("run").find("epochs");
+      if (it != config.at("run").end() && it->is_number_integer()) trained_epochs = &*it;
+    }
+    if (trained_epochs == nullptr) {
+      throw UserError("'" + (dir / "summary.json").string() +
+                      "' has no whole number \"config\".run.epochs: a damaged summary.json; "
+                      "restore it, or delete its run folder to train the run again");
     }
     // A sweep file changed under its runs: name the keys (run.epochs may grow).
     check_resumable(summary.at("config"), wanted, dir / "summary.json");
-    const int trained = summary.at("config").at("run").at("epochs").get<int>();
+    const int trained = trained_epochs->get<int>();
     if (trained > epochs) {
       // Its final figures are those of the longer run: a table of them would be mislabelled.
       throw ConfigError(spec.file.string() + ": run.epochs = " + std::to_string(epochs) +
@@ -549,11 +556,13 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
     nlohmann::json record;
     try {
       record = nlohmann::json::parse(in);
-    } catch (const std::exception& e) {
-      throw UserError("cannot read '" + (dir / kDivergedFile).string() + "': " + e.what());
+    } catch (const nlohmann::json::parse_error& e) {
+      throw UserError("'" + (dir / kDivergedFile).string() + "' is not valid JSON (" +
+                      json_error_text(e) + ")");
     }
-    if (!record.contains("config")) {
-      throw UserError("'" + (dir / kDivergedFile).string() + "' has no \"config\"");
+    if (!record.is_object() || !record.contains("config") || !record.at("config").is_object()) {
+      throw UserError("'" + (dir / kDivergedFile).string() +
+                      "' has no \"config\" object (the diverged run's configuration)");
     }
     check_resumable(record.at("config"), wanted, dir / kDivergedFile);
     return {SweepRunState::Kind::kDiverged, dir};
@@ -680,15 +689,7 @@ std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec) {
     if (state.kind == SweepRunState::Kind::kDiverged) ++diverged[point.values];
     if (state.kind != SweepRunState::Kind::kDone) continue;
     const fs::path file = state.dir / "summary.json";
-    std::ifstream in(file);
-    nlohmann::json summary;
-    try {
-      summary = nlohmann::json::parse(in);
-    } catch (const std::exception& e) {
-      throw UserError("cannot read '" + file.string() + "': " + e.what());
-    }
-    if (!summary.contains("final")) throw UserError("'" + file.string() + "' has no \"final\"");
-    finals[point.values].push_back(summary.at("final"));
+    finals[point.values].push_back(read_run_summary(file).at("final"));
   }
   std::vector<SweepTable> tables;
   const auto row_combos = combinations(spec, spec.rows);

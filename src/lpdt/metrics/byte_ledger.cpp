@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/json_error_text.h"
 
 namespace lpdt::metrics {
 namespace {
@@ -214,7 +215,7 @@ ByteLedger ByteLedger::from_json(const nlohmann::json& j) {
     }
     return ledger;
   } catch (const nlohmann::json::exception& e) {
-    throw UserError(std::string("byte ledger checkpoint is malformed: ") + e.what());
+    throw UserError(std::string("byte ledger checkpoint is malformed: ") + json_error_text(e));
   }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/json_error_text.h"
 
 namespace lpdt::models {
 namespace {
@@ -330,7 +331,7 @@ void write_safetensors(const std::string& path, const std::map<std::string, at::
     text = header.dump();
   } catch (const nlohmann::json::exception& e) {
     throw UserError("cannot write safetensors file '" + path +
-                    "': a tensor name or metadata string is not valid UTF-8 (" + e.what() + ")");
+                    "': a tensor name or metadata string is not valid UTF-8 (" + json_error_text(e) + ")");
   }
   text.append((8 - text.size() % 8) % 8, ' ');
 

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/json_error_text.h"
+#include "lpdt/exp/summary_file.h"
 #include "lpdt/exp/sweep.h"
 #include "lpdt/graph/factory.h"
 
@@ -47,7 +49,7 @@ json read_json(const fs::path& path) {
     }
     return j;
   } catch (const json::parse_error& e) {
-    throw UserError("'" + path.string() + "' is not valid JSON: " + e.what());
+    throw UserError("'" + path.string() + "' is not valid JSON (" + json_error_text(e) + ")");
   }
 }
 
@@ -221,7 +223,7 @@ RunResults read_run_files(const fs::path& dir) {
     return false;
   };
   if (present("summary.json")) {
-    run.summary = read_json(dir / "summary.json");
+    run.summary = read_run_summary(dir / "summary.json");
     check_summary_types(dir / "summary.json", *run.summary);
   }
   if (present("metrics.csv")) {
