@@ -100,6 +100,23 @@ TEST(IdxReader, MissingFilesNameTheFolder) {
   expect_error<UserError>([&] { read_idx_labels(dir.path(), "mnist"); }, {"is a directory"});
 }
 
+// A folder that cannot be searched is not "not found": the system's reason is given. (A link loop
+// here, since permission bits do not bind the root user that CI may run as.)
+TEST(IdxReader, AFolderThatCannotBeOpenedGivesTheReason) {
+  TempDir dir;
+  const std::string loop = dir.file("loop");
+  std::filesystem::create_directory_symlink(loop, loop);
+  try {
+    load_fashion_mnist(loop, Split::kTrain);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find(loop + "/train-images-idx3-ubyte: cannot open: "), std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("found"), std::string::npos) << text;
+  }
+}
+
 TEST(IdxReader, BadMagic) {
   TempDir dir;
   const auto path = dir.file("x");

@@ -21,6 +21,10 @@ constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 void check_regular_file(const std::string& path, const std::string& what) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
+  // A folder that may not be searched (mode 000) is not a missing file: give the system's reason.
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    fail(what, path, "cannot open: " + ec.message());
+  }
   if (ec || !std::filesystem::exists(status)) fail(what, path, "no such file");
   if (std::filesystem::is_directory(status)) fail(what, path, "is a directory, expected a file");
 }
@@ -81,9 +85,14 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path, const std::st
 }
 
 std::string find_plain_or_gz(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec)) return path;
-  if (std::filesystem::is_regular_file(path + ".gz", ec)) return path + ".gz";
+  for (const std::string& candidate : {path, path + ".gz"}) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+    // Not a missing file (a folder that may not be searched): reading it names the reason.
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+      return candidate;
+    }
+  }
   return "";
 }
 

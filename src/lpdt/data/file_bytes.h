@@ -14,7 +14,8 @@ bool is_gzip_file(const std::string& path);
 // unreadable file and a corrupt gzip stream are UserErrors.
 std::vector<std::uint8_t> read_file_bytes(const std::string& path, const std::string& what);
 
-// `path` if it exists, else `path + ".gz"` if that exists, else "".
+// `path` if it exists, else `path + ".gz"` if that exists, else "". A path whose folder may not
+// be searched is returned as it is, so that reading it names the system's reason.
 std::string find_plain_or_gz(const std::string& path);
 
 }  // namespace lpdt::data
