@@ -57,6 +57,11 @@ expect 2 "expected fp32, bf16 or int8" -- "$lpdt" bench --model-precision fp16
 expect 0 "aten::convolution_backward" -- "$lpdt" bench --precision --modes fp32 --nodes 1 \
   --depth 8 --channels 1 --size 8 --batch 4 --steps 1 --warmup 0 --threads 1 --profile 500
 expect 2 "add --precision" -- "$lpdt" bench --profile 5
+# One benchmark per call, and a benchmark's options only with it: neither is silently skipped.
+expect 2 "\-\-precision excludes \-\-wire" -- "$lpdt" bench --precision --wire
+expect 2 "\-\-scaling excludes \-\-conv-forms" -- "$lpdt" bench --scaling --conv-forms
+expect 2 "\-\-modes requires \-\-precision" -- "$lpdt" bench --modes fp32
+expect 2 "\-\-compressors requires \-\-wire" -- "$lpdt" bench --precision --compressors none
 # The two forms of the same convolutions: a row per shape, and the pass's total.
 expect 0 "one forward pass of these layers" -- "$lpdt" bench --conv-forms --depth 8 --channels 1 \
   --size 8 --batch 2 --steps 1 --warmup 0 --threads 1

@@ -66,11 +66,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--json", options->json_path, "Also write the results as JSON");
   auto precision = std::make_shared<bool>(false);
   auto modes = std::make_shared<std::vector<std::string>>(exp::PrecisionBenchOptions().modes);
-  cmd->add_flag(
+  CLI::Option* precision_flag = cmd->add_flag(
       "--precision", *precision,
       "Compare precisions instead (fp32, bf16, int8 simulated, int8 integer): step time and "
       "the activation memory a pass holds for backward, in the same run");
-  cmd->add_option("--modes", *modes, "Precisions compared by --precision")
+  CLI::Option* modes_option =
+      cmd->add_option("--modes", *modes, "Precisions compared by --precision")
       ->delimiter(',')
       ->capture_default_str();
   auto profile_rows = std::make_shared<std::size_t>(0);
@@ -80,27 +81,40 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()
       ->check(at_least(0));
   auto scaling = std::make_shared<bool>(false);
-  cmd->add_flag(
+  CLI::Option* scaling_flag = cmd->add_flag(
       "--scaling", *scaling,
       "Step time, memory, page faults and heap growth of the engine against the node "
       "count instead (e.g. --arch lenet5 --nodes 1,8,64,256,1024 --channels 1 --size 28)");
   auto wire = std::make_shared<bool>(false);
   auto wire_options = std::make_shared<exp::WireBenchOptions>();
-  cmd->add_flag("--wire", *wire,
+  CLI::Option* wire_flag = cmd->add_flag("--wire", *wire,
                 "Bytes of one gossip message per compressor and value format for the model's "
                 "layout, with encode / decode speed (docs/wire.md)");
-  cmd->add_option("--compressors", wire_options->compressors,
+  CLI::Option* compressors_option = cmd->add_option("--compressors", wire_options->compressors,
                   "Compressors compared by --wire: none, topk:<keep>, randomk:<keep>")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--values", wire_options->values, "Message value formats compared by --wire")
+  CLI::Option* values_option =
+      cmd->add_option("--values", wire_options->values, "Message value formats compared by --wire")
       ->delimiter(',')
       ->capture_default_str();
   auto conv_forms = std::make_shared<bool>(false);
-  cmd->add_flag("--conv-forms", *conv_forms,
+  CLI::Option* conv_forms_flag = cmd->add_flag("--conv-forms", *conv_forms,
                 "Time each stride-1 'same' convolution shape of the model in oneDNN's forward "
                 "kernel against its backward-data form (what the fp32 layers run on AVX2 CPUs), "
                 "alternating, one node; --steps calls of each form");
+  // One benchmark per call: a second would be silently skipped.
+  const std::vector<CLI::Option*> benchmarks = {precision_flag, scaling_flag, wire_flag,
+                                                conv_forms_flag};
+  for (CLI::Option* a : benchmarks) {
+    for (CLI::Option* b : benchmarks) {
+      if (a != b) a->excludes(b);
+    }
+  }
+  // Options of one benchmark are refused without it rather than ignored.
+  modes_option->needs(precision_flag);
+  compressors_option->needs(wire_flag);
+  values_option->needs(wire_flag);
   cmd->callback([options, precision, modes, profile_rows, scaling, wire, wire_options,
                  conv_forms]() {
     const auto print = [](const std::string& line) { std::cout << line << std::endl; };
