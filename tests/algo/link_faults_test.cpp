@@ -212,6 +212,21 @@ TEST(LinkFaults, SurvivorsOfADeadNodeConserveTheirMassAndAgree) {
     EXPECT_EQ(opt.faults()->counts().dead_nodes.at(3), 5);
     // Node 3 hears from 2, 1, 7 and sends to 4, 5, 7: its 3 in-edges of survivors are counted.
     EXPECT_EQ(opt.faults()->counts().dead_edge_rounds, 3 * (300 - 5));
+    // Bytes go over live edges only: node 3 sends and hears nothing from round 5 on, and its
+    // in-neighbours send on 2 of their 3 out-edges. Node 0's edges all live: 300 x 3 messages.
+    const auto& sent = ledger.bytes_sent_per_node();
+    const auto& received = ledger.bytes_received_per_node();
+    ASSERT_EQ(sent[0] % 900, 0) << algorithm;
+    const std::int64_t message = sent[0] / 900;
+    EXPECT_EQ(sent[3], 5 * 3 * message) << algorithm;
+    EXPECT_EQ(received[3], 5 * 3 * message) << algorithm;
+    for (const int in_neighbour : {1, 2, 7}) {
+      EXPECT_EQ(sent[in_neighbour], (5 * 3 + 295 * 2) * message) << algorithm << in_neighbour;
+    }
+    for (const int out_neighbour : {4, 5, 7}) {  // hear from 3 for 5 rounds only
+      EXPECT_EQ(received[out_neighbour], (5 * 3 + 295 * 2) * message) << algorithm << out_neighbour;
+    }
+    EXPECT_EQ(received[6], 300 * 3 * message) << algorithm;  // hears from 5, 4, 2
   }
 }
 

@@ -115,6 +115,12 @@ check "kill: dead nodes' bytes as last reported" cmp \
   <(awk '/"bytes_sent_per_node": \[/{f=1;next} f&&/\]/{f=0} f{gsub(/[ ,]/,"");print}' \
       "$work"/kill_np4/*/summary.json | sed -n '7,8p') \
   <(awk -F, '$1==1&&($2==6||$2==7){print $6}' "$work"/kill_sim/*/metrics.csv)
+# The survivors send nothing to the dead nodes from their death on, under MPI as in the simulator.
+survivor_bytes() {
+  awk '/"bytes_sent_per_node": \[/{f=1;next} f&&/\]/{f=0} f{gsub(/[ ,]/,"");print}' \
+    "$work"/$1/*/summary.json | sed -n '1,6p'
+}
+check "kill: survivors' bytes = simulator" cmp <(survivor_bytes kill_np4) <(survivor_bytes kill_sim)
 check "kill: the dead rank's bytes are marked" bash -c "grep -A1 \
   '\"bytes_as_last_reported_by_ranks\": \\[' $work/kill_np4/*/summary.json | grep -qx ' *3'"
 

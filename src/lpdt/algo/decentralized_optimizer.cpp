@@ -1,5 +1,6 @@
 #include "lpdt/algo/decentralized_optimizer.h"
 
+#include <set>
 #include <sstream>
 
 #include "lpdt/comm/message_codec.h"
@@ -170,14 +171,33 @@ void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing, 
   rounds_.add_(1);
 }
 
+const at::Tensor& DecentralizedOptimizer::live_edges(const at::Tensor& host) {
+  if (!faults_ || faults_->dead_nodes().empty()) return host;
+  // Dead nodes only join the set, so its size tells whether it changed.
+  const std::set<std::int64_t>& dead = faults_->dead_nodes();
+  if (!live_edges_source_.defined() || !live_edges_source_.is_same(host) ||
+      live_edges_dead_count_ != dead.size()) {
+    live_edges_ = host.clone();
+    for (const std::int64_t d : dead) {
+      live_edges_.select(0, d).zero_();  // d hears nothing
+      live_edges_.select(1, d).zero_();  // and sends nothing
+    }
+    live_edges_source_ = host;
+    live_edges_dead_count_ = dead.size();
+  }
+  return live_edges_;
+}
+
 void DecentralizedOptimizer::record_bytes(std::int64_t round, const at::Tensor& mixing,
                                           metrics::ByteLedger& ledger) {
+  // A dead node sends nothing, and no survivor sends to it (docs/faults.md, "Dead peers").
+  const at::Tensor& edges_used = live_edges(host_mixing(mixing));
   if (nodes_.is_all()) {
-    ledger.record_round_from_payload(round, host_mixing(mixing), last_payload_);
+    ledger.record_round_from_payload(round, edges_used, last_payload_);
     return;
   }
   // Only the hosted nodes' sends and receives: other ranks record theirs.
-  const metrics::EdgeBytes edges = metrics::bytes_over_edges(host_mixing(mixing), last_payload_);
+  const metrics::EdgeBytes edges = metrics::bytes_over_edges(edges_used, last_payload_);
   at::Tensor hosted = at::zeros({num_nodes_}, at::kLong);
   hosted.narrow(0, nodes_.first, nodes_.count).fill_(1);
   ledger.record_round(round, edges.sent * hosted, edges.received * hosted);

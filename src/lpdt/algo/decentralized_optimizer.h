@@ -158,7 +158,14 @@ class DecentralizedOptimizer {
   // no CUDA graph captures a sparse step).
   at::Tensor last_payload_;
   // Records a round's bytes: every node's when all are hosted, else the hosted nodes' only.
+  // Over the edges that carry messages: none to or from a dead node (docs/faults.md).
   void record_bytes(std::int64_t round, const at::Tensor& mixing, metrics::ByteLedger& ledger);
+  // The host mixing matrix without the dead nodes' edges (their rows and columns zeroed), kept
+  // while the matrix and the dead nodes stay the same.
+  const at::Tensor& live_edges(const at::Tensor& host);
+  at::Tensor live_edges_source_;
+  std::size_t live_edges_dead_count_ = 0;
+  at::Tensor live_edges_;
 };
 
 }  // namespace lpdt::algo
