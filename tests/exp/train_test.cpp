@@ -231,6 +231,17 @@ TEST(Train, SurvivesInjectedFaultsAndReportsThem) {
   EXPECT_EQ(faults.at("dead_nodes")[0].at("node").get<int>(), 2);
   EXPECT_EQ(faults.at("dead_nodes")[0].at("seen_in_round").get<int>(), 4);
   EXPECT_EQ(faults.at("survivors").get<int>(), 3);
+  // summary.json's node_accuracy is by node id: null for dead node 2, the others in place.
+  const auto& by_node = summary.at("final").at("node_accuracy");
+  ASSERT_EQ(by_node.size(), 4u);
+  EXPECT_TRUE(by_node[2].is_null());
+  EXPECT_EQ(by_node[3].get<double>(), faulty.final_evaluation.node_accuracy[2]);
+  EXPECT_EQ(by_node[1].get<double>(), faulty.final_evaluation.node_accuracy[1]);
+  // The dead node's bytes stop at its death: fewer than any survivor's.
+  const auto& bytes = summary.at("final").at("bytes_sent_per_node");
+  for (const int survivor : {0, 1, 3}) {
+    EXPECT_LT(bytes[2].get<std::int64_t>(), bytes[survivor].get<std::int64_t>()) << survivor;
+  }
   bool reported = false;
   for (const auto& line : lines)
     reported |= line.find("round 4: node 2 is dead") != std::string::npos;

@@ -12,6 +12,9 @@ namespace lpdt::exp {
 
 struct Evaluation {
   std::vector<double> node_accuracy;  // percent, one per node; empty when not evaluated
+  // The node of each node_accuracy entry when not every node was evaluated (the survivors of a
+  // run with dead nodes); empty means node_accuracy[i] is node i's.
+  std::vector<std::int64_t> node_ids;
   // Over node_accuracy; NaN when the nodes were not evaluated (eval.per_node = false), which the
   // run files write as an empty CSV field and a JSON null, never as 0%.
   double mean_accuracy = 0, min_accuracy = 0, max_accuracy = 0;

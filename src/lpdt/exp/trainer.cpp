@@ -344,6 +344,7 @@ nlohmann::json epochs_to_json(const std::vector<EpochSummary>& epochs) {
   for (const auto& e : epochs) {
     const Evaluation& ev = e.evaluation;
     out.push_back({{"epoch", e.epoch},
+                   {"node_ids", ev.node_ids},
                    {"lr", e.lr},
                    {"train_loss", e.train_loss},
                    {"node_accuracy", ev.node_accuracy},
@@ -380,6 +381,9 @@ std::vector<EpochSummary> epochs_from_json(const nlohmann::json& j) {
     s.lr = e.at("lr").get<double>();
     s.train_loss = e.at("train_loss").get<double>();
     s.evaluation.node_accuracy = e.at("node_accuracy").get<std::vector<double>>();
+    if (e.contains("node_ids")) {  // checkpoints before node ids were recorded: every node
+      s.evaluation.node_ids = e.at("node_ids").get<std::vector<std::int64_t>>();
+    }
     s.evaluation.mean_accuracy = number_or_nan(e.at("mean_accuracy"));
     s.evaluation.min_accuracy = number_or_nan(e.at("min_accuracy"));
     s.evaluation.max_accuracy = number_or_nan(e.at("max_accuracy"));
@@ -394,6 +398,17 @@ std::vector<EpochSummary> epochs_from_json(const nlohmann::json& j) {
 
 // "nodes mean M% [min A, max B]", or a note when the nodes were not evaluated (eval.per_node =
 // false leaves their accuracies empty, not 0%).
+// summary.json's node_accuracy: entry i is node i's accuracy, null for a node not evaluated
+// (dead); empty when no node was evaluated (eval.per_node = false).
+nlohmann::json node_accuracy_by_node(const Evaluation& ev, std::int64_t n) {
+  if (ev.node_accuracy.empty() || ev.node_ids.empty()) return ev.node_accuracy;
+  nlohmann::json out(static_cast<std::size_t>(n), nullptr);
+  for (std::size_t a = 0; a < ev.node_accuracy.size(); ++a) {
+    out[static_cast<std::size_t>(ev.node_ids[a])] = ev.node_accuracy[a];
+  }
+  return out;
+}
+
 std::string node_accuracy_text(const Evaluation& ev) {
   if (ev.node_accuracy.empty()) return "nodes not evaluated (eval.per_node = false)";
   return format("nodes mean %.2f%% [min %.2f, max %.2f]", ev.mean_accuracy, ev.min_accuracy,
@@ -1017,7 +1032,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     std::vector<at::Tensor> alive_buffers;
     for (const auto& b : all_buffers)
       alive_buffers.push_back(b.index_select(0, index.to(b.device())));
-    return evaluate(*model, all_x.index_select(0, index), alive_buffers, test_batches, per_node);
+    Evaluation ev =
+        evaluate(*model, all_x.index_select(0, index), alive_buffers, test_batches, per_node);
+    ev.node_ids = alive;
+    return ev;
   };
   std::set<std::int64_t> deaths_reported;
   const auto report_deaths = [&] {
@@ -1352,7 +1370,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   summary["topology"] = {{"label", topology->label()}, {"spectral_gap", gap}};
   summary["model"] = {{"name", model->name()}, {"params_per_node", model->num_params()}};
   summary["final"] = {{"average_model_accuracy", final_evaluation.average_model_accuracy},
-                      {"node_accuracy", final_evaluation.node_accuracy},
+                      {"node_accuracy", node_accuracy_by_node(final_evaluation, n)},
                       {"mean_node_accuracy", final_evaluation.mean_accuracy},
                       {"min_node_accuracy", final_evaluation.min_accuracy},
                       {"max_node_accuracy", final_evaluation.max_accuracy},
