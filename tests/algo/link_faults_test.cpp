@@ -88,6 +88,29 @@ TEST(FaultPlan, IsDeterministicAndDrawsAtTheConfiguredRates) {
   EXPECT_GT(differ, 10);
 }
 
+// Near p = 1 the losses in a row stop at the documented bound, for the fraction p^64 of
+// messages that capped_loss_fraction gives (what the run's warning reports).
+TEST(FaultPlan, LossesInARowStopAtTheBoundForTheFractionItGives) {
+  FaultOptions f;
+  f.seed = 3;
+  f.drop_probability = 0.99;
+  const FaultPlan plan(f);
+  std::int64_t capped = 0, total = 0;
+  for (std::int64_t round = 0; round < 400; ++round) {
+    for (std::int64_t j = 0; j < 10; ++j) {
+      const MessageFate fate = plan.fate(round, j, (j + 1) % 10);
+      ASSERT_LE(fate.losses, kMaxConsecutiveLosses);
+      capped += fate.losses == kMaxConsecutiveLosses;
+      ++total;
+    }
+  }
+  EXPECT_NEAR(capped_loss_fraction(0.99), std::pow(0.99, 64), 1e-12);
+  EXPECT_NEAR(capped_loss_fraction(0.99), 0.5256, 1e-4);
+  EXPECT_LT(capped_loss_fraction(0.9), 1.2e-3);
+  // 4000 draws: 3 standard deviations of the proportion are < 0.024.
+  EXPECT_NEAR(static_cast<double>(capped) / total, capped_loss_fraction(0.99), 0.024);
+}
+
 TEST(FaultPlan, RejectsBadOptions) {
   FaultOptions f;
   f.drop_probability = 1.0;

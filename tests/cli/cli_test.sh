@@ -114,12 +114,15 @@ expect 0 "warning: data.batch_size = 64 is larger than the largest node's share"
   --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
   --set model.norm=none --set graph.nodes=2 --set run.epochs=1 --set data.batch_size=64 \
   --set run.log_every=0 --set run.max_steps_per_epoch=1 --set 'faults.kill_nodes=[1]' \
-  --set faults.kill_step=99 --set faults.delay_probability=0.5 --set faults.delay_rounds=3
+  --set faults.kill_step=99 --set faults.delay_probability=0.5 --set faults.delay_rounds=3 \
+  --set faults.drop_probability=0.99
 expect 0 "larger than the largest node" -- cat "$work"/big_batch/quickstart-*/summary.json
 # So is a node kill planned after the run's last step, and a delay no message outlives.
 expect 0 "faults.kill_step = 99 is not a step of this run" -- \
   cat "$work"/big_batch/quickstart-*/summary.json
 expect 0 "faults.delay_rounds = 3 is not less than the run's 1 gossip rounds" -- \
+  cat "$work"/big_batch/quickstart-*/summary.json
+expect 0 "at this probability 52.6% of messages reach that bound" -- \
   cat "$work"/big_batch/quickstart-*/summary.json
 expect 2 "'faults.delay_rounds' = 1000001 is out of range" -- "$lpdt" train \
   --set faults.delay_rounds=1000001

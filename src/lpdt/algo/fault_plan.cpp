@@ -1,6 +1,7 @@
 #include "lpdt/algo/fault_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "lpdt/core/error.h"
@@ -9,13 +10,13 @@
 namespace lpdt::algo {
 namespace {
 
-// A lost message is resent every round; after this many losses in a row it goes through (a
-// bound that keeps the fate computable; with p < 1 it is essentially never reached).
-constexpr std::int64_t kMaxLosses = 64;
-
 constexpr std::uint64_t kFaultPurpose = 0x6661756c74ULL;  // "fault"
 
 }  // namespace
+
+double capped_loss_fraction(double drop_probability) {
+  return std::pow(drop_probability, static_cast<double>(kMaxConsecutiveLosses));
+}
 
 FaultPlan::FaultPlan(FaultOptions options) : options_(std::move(options)) {
   const auto check_probability = [](const char* key, double p) {
@@ -50,7 +51,7 @@ MessageFate FaultPlan::fate(std::int64_t round, std::int64_t sender, std::int64_
   MessageFate fate;
   if (!options_.any_link_fault()) return fate;
   // Draw 0, 1, ...: is the k-th send of this message lost?
-  while (fate.losses < kMaxLosses &&
+  while (fate.losses < kMaxConsecutiveLosses &&
          uniform(round, sender, receiver, static_cast<std::uint64_t>(fate.losses)) <
              options_.drop_probability) {
     ++fate.losses;

@@ -486,8 +486,9 @@ void add_keys(ConfigSchema& s) {
   // [faults]
   s.add_float("faults.drop_probability", d.faults.drop_probability,
               "Injected fault: each gossip message (one edge, one round) is lost with this "
-              "probability and sent again with the next round, which may lose it again; the "
-              "receiver mixes without it until it arrives (docs/faults.md).")
+              "probability and sent again with the next round, which may lose it again (at most "
+              "64 times in a row: above 0.9 a warning says how many messages reach that bound); "
+              "the receiver mixes without it until it arrives (docs/faults.md).")
       .at_least(0)
       .less_than(1);
   s.add_float("faults.delay_probability", d.faults.delay_probability,

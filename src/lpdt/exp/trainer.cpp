@@ -830,6 +830,20 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       warnings.push_back(warning);
     }
   }
+  // Losses in a row are bounded (algo/fault_plan.h): near p = 1 the links lose fewer messages
+  // than the probability says.
+  if (const double capped = algo::capped_loss_fraction(config.faults.drop_probability);
+      capped > 1e-3) {
+    const std::string warning = format(
+        "faults.drop_probability = %g: a message is lost at most %lld times in a row and then "
+        "goes through (this bounds the messages held in memory); at this probability %.1f%% of "
+        "messages reach that bound, so the links lose fewer messages than %g says (at most 0.9 "
+        "keeps it under 0.1%%)",
+        config.faults.drop_probability, static_cast<long long>(algo::kMaxConsecutiveLosses),
+        100 * capped, config.faults.drop_probability);
+    say("warning: " + warning);
+    warnings.push_back(warning);
+  }
   // One gossip round per step: a delay as long as the run delivers no delayed message at all.
   const std::int64_t run_rounds = steps_per_epoch * config.run.epochs;
   if (config.faults.delay_probability > 0 && config.faults.delay_rounds >= run_rounds) {
