@@ -250,6 +250,11 @@ TEST(Sweep, RunsSkipsResumesAndExtends) {
   const SweepPoint point = expand_sweep(spec)[3];
   const SweepRunState done = find_sweep_run(spec, point);
   ASSERT_EQ(done.kind, SweepRunState::Kind::kDone);
+  // Every epoch done but no summary.json (stopped before its final evaluation): resumed to
+  // finish, not trained anew in another folder.
+  fs::rename(done.dir / "summary.json", done.dir / "summary.kept");
+  EXPECT_EQ(find_sweep_run(spec, point).kind, SweepRunState::Kind::kResumable);
+  fs::rename(done.dir / "summary.kept", done.dir / "summary.json");
   spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 2)));
   EXPECT_EQ(find_sweep_run(spec, point).kind, SweepRunState::Kind::kResumable);
   fs::remove(done.dir / "summary.json");

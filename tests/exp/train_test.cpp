@@ -404,6 +404,41 @@ INSTANTIATE_TEST_SUITE_P(Checkpoint, ResumeCase, ::testing::Values(false, true),
                            return info.param ? std::string("WithFaults") : std::string("Plain");
                          });
 
+// Stopped after its last epoch's checkpoint but before summary.json (here: during the reference
+// protocol's gossip-only rounds): --resume finishes it with the uninterrupted run's final figures.
+// A finished run (summary.json) is not resumed again.
+TEST(Checkpoint, ARunStoppedBeforeItsSummaryResumesToFinish) {
+  const fs::path out = fresh_dir("finish");
+  const auto quiet = [](const std::string&) {};
+  ExperimentConfig config = small_synthetic_run(out);
+  config.run.epochs = 2;
+  config.eval.protocol = EvalConfig::Protocol::kReference;
+  config.eval.gossip_rounds = 20;
+  config.algo.compressor = AlgoConfig::Compressor::kTopK;
+  config.algo.keep_fraction = 0.1;
+  config.algo.consensus_step = 0.2;
+  const TrainResult full = train(config, quiet);
+  fs::remove(full.run_dir / "summary.json");
+  TrainOptions resume;
+  resume.resume_dir = full.run_dir;
+  const TrainResult finished = train(config, quiet, resume);
+  EXPECT_EQ(finished.steps, full.steps);
+  EXPECT_EQ(finished.final_evaluation.node_accuracy, full.final_evaluation.node_accuracy);
+  EXPECT_EQ(finished.final_evaluation.consensus_distance,
+            full.final_evaluation.consensus_distance);
+  EXPECT_EQ(finished.bytes_sent_per_node, full.bytes_sent_per_node);
+  ASSERT_TRUE(fs::exists(full.run_dir / "summary.json"));
+  try {
+    train(config, quiet, resume);
+    ADD_FAILURE() << "a finished run was resumed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("the run is finished; set run.epochs higher"),
+              std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(out);
+}
+
 // data.on_device = "on" on the CPU: the loader's device path (batches gathered, cropped, flipped
 // and normalised with tensor operations on the calling thread) trains bit for bit as the host
 // loader does, and summary.json records where the batches were made.

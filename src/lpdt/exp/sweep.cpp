@@ -570,7 +570,8 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
   if (fs::exists(dir / kCheckpointFile)) {
     const TrainingState saved = read_checkpoint(dir / kCheckpointFile);
     check_resumable(saved.config, wanted, dir / kCheckpointFile);
-    if (saved.epochs_done < epochs) return {SweepRunState::Kind::kResumable, dir};
+    // No summary.json: every epoch done counts too (stopped before its final evaluation).
+    if (saved.epochs_done <= epochs) return {SweepRunState::Kind::kResumable, dir};
   }
   return state;  // an unfinished run without a usable checkpoint: train anew
 }

@@ -655,11 +655,18 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
     resumed = read_checkpoint(file);
     check_resumable(resumed->config, to_json(config), file);
-    if (resumed->epochs_done >= config.run.epochs) {
+    // A run stopped after its last epoch's checkpoint but before summary.json (in the reference
+    // protocol's gossip-only rounds, or while writing) resumes to finish: no epochs, then the
+    // final evaluation and summary, as the uninterrupted run had them.
+    const bool unfinished_after_last_epoch =
+        resumed->epochs_done == config.run.epochs &&
+        !std::filesystem::exists(options.resume_dir / "summary.json");
+    if (resumed->epochs_done >= config.run.epochs && !unfinished_after_last_epoch) {
       throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its checkpoint has " +
                         std::to_string(resumed->epochs_done) +
                         " of run.epochs = " + std::to_string(config.run.epochs) +
-                        " epochs done; set run.epochs higher to continue it");
+                        " epochs done and the run is finished; set run.epochs higher to "
+                        "continue it");
     }
     std::ostringstream shapes;
     shapes << "checkpoint '" << file.string() << "' holds parameters " << resumed->params.sizes()
