@@ -61,6 +61,13 @@ expect 2 "add --precision" -- "$lpdt" bench --profile 5
 expect 2 "\-\-precision excludes \-\-wire" -- "$lpdt" bench --precision --wire
 expect 2 "\-\-scaling excludes \-\-conv-forms" -- "$lpdt" bench --scaling --conv-forms
 expect 2 "\-\-modes requires \-\-precision" -- "$lpdt" bench --modes fp32
+# A bad mode or compressor is refused before anything is measured (no table row first).
+first_line() { "$@" 2>&1 | head -n 1; return "${PIPESTATUS[0]}"; }
+expect 2 "^lpdt: configuration error: bench \-\-modes: 'foo' is not a mode" -- first_line \
+  "$lpdt" bench --precision --modes fp32,foo
+expect 2 "^lpdt: configuration error: bench \-\-wire: compressor 'topk:2' keeps a fraction" -- \
+  first_line "$lpdt" bench --wire --compressors none,topk:2
+expect 2 "compressor 'gzip' is not a compressor" -- "$lpdt" bench --wire --compressors gzip
 expect 2 "\-\-compressors requires \-\-wire" -- "$lpdt" bench --precision --compressors none
 # The two forms of the same convolutions: a row per shape, and the pass's total.
 expect 0 "one forward pass of these layers" -- "$lpdt" bench --conv-forms --depth 8 --channels 1 \

@@ -50,6 +50,7 @@ std::vector<PrecisionResult> run_precision_bench(
       options.modes.empty()) {
     throw ConfigError("bench: --steps, --batch, --nodes and --modes must be non-empty/positive");
   }
+  for (const std::string& mode : options.modes) options_for(mode);  // every mode, before timing
   const RuntimeInfo runtime = configure_runtime(options.threads);
   char line[256];
   std::snprintf(

@@ -29,6 +29,14 @@ struct CompressorSpec {
 CompressorSpec parse_compressor(const std::string& spec) {
   const auto colon = spec.find(':');
   CompressorSpec out{spec.substr(0, colon), 1.0};
+  const auto refuse = [&](const std::string& why) -> void {
+    throw ConfigError("bench --wire: compressor '" + spec + "' " + why +
+                      " (must be none, topk:<keep fraction> or randomk:<keep fraction>)");
+  };
+  if (out.name != "none" && out.name != "topk" && out.name != "randomk") {
+    refuse("is not a compressor");
+  }
+  if (out.name == "none" && colon != std::string::npos) refuse("takes no keep fraction");
   // A sparsifier without its fraction would silently keep everything.
   if ((out.name == "topk" || out.name == "randomk") && colon == std::string::npos) {
     throw ConfigError("bench --wire: compressor '" + spec + "' needs its keep fraction, e.g. " +
@@ -44,6 +52,7 @@ CompressorSpec parse_compressor(const std::string& spec) {
       throw ConfigError("bench --wire: compressor '" + spec +
                         "' must be none, topk:<keep fraction> or randomk:<keep fraction>");
     }
+    if (!(out.keep > 0 && out.keep <= 1)) refuse("keeps a fraction outside (0, 1]");
   }
   return out;
 }
