@@ -26,6 +26,8 @@ expect() {
 }
 
 expect 2 "required" -- "$lpdt"
+# --print-config and a new run's config.toml name where each value was set.
+expect 0 "^nodes = 2  # --set graph.nodes=2$" -- "$lpdt" train --set graph.nodes=2 --print-config
 expect 2 "unknown key 'graph.topolgy'" -- "$lpdt" train --set graph.topolgy=torus
 expect 2 "optim.lr" -- "$lpdt" train --set optim.lr=-1
 expect 2 "directed-ring" -- "$lpdt" train --set graph.topology=hypercube
@@ -124,6 +126,8 @@ expect 0 "warning: data.batch_size = 64 is larger than the largest node's share"
   --set faults.kill_step=99 --set faults.delay_probability=0.5 --set faults.delay_rounds=3 \
   --set faults.drop_probability=0.99
 expect 0 "larger than the largest node" -- cat "$work"/big_batch/quickstart-*/summary.json
+expect 0 "^batch_size = 64  # --set data.batch_size=64$" -- \
+  cat "$work"/big_batch/quickstart-*/config.toml
 # So is a node kill planned after the run's last step, and a delay no message outlives.
 expect 0 "faults.kill_step = 99 is not a step of this run" -- \
   cat "$work"/big_batch/quickstart-*/summary.json

@@ -80,13 +80,17 @@ void add_train_command(CLI::App& app) {
                         overrides.end());
       }
     }
-    const ExperimentConfig config = load_experiment_config(path, overrides);
+    const Config resolved = resolve_experiment_config(path, overrides);
+    const ExperimentConfig config = experiment_config_from(resolved);
     if (args->print_config) {
-      std::cout << to_toml(config);
+      std::cout << resolved.to_toml();  // each value set by the file or --set names its origin
       return;
     }
     exp::TrainOptions options;
     options.resume_dir = args->resume_dir;
+    // A new run's config.toml names where each value was set; a resumed run's keeps no origins
+    // (they would all point at its own config.toml).
+    if (args->resume_dir.empty()) options.config_toml = resolved.to_toml();
     options.progress_bar = isatty(fileno(stderr)) != 0;
     // Under mpirun: one rank of a multi-process run (dist/cluster.h).
     if (dist::launched_by_mpirun()) options.cluster = &dist::mpi_cluster(config.run.receive_timeout_s);

@@ -1008,8 +1008,15 @@ void Config::validate() const {
 
 std::string Config::to_toml() const {
   std::ostringstream out;
+  // Origins are known when this Config was resolved from a file and --set (the CLI); a Config
+  // made from a struct (to_config) has none, and the header does not promise them.
+  const bool any_origin = std::any_of(origins_.begin(), origins_.end(), [](const ValueOrigin& o) {
+    return o.kind == ValueOrigin::Kind::kFile || o.kind == ValueOrigin::Kind::kOverride;
+  });
   out << "# " << comment_safe(schema_->title()) << ", resolved: defaults < file < --set.\n"
-      << "# Every key is listed with its doc; a value set by a file or --set names its origin.\n";
+      << (any_origin ? "# Every key is listed with its doc; a value set by a file or --set names "
+                       "its origin.\n"
+                     : "# Every key is listed with its doc.\n");
   // Top-level keys must come before the first [section] header, or TOML would read them as
   // keys of that section.
   std::vector<std::string> sections = schema_->sections();

@@ -734,7 +734,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   bool config_written = false;
   const auto write_config = [&] {
     if (!leader || config_written) return;
-    write_text_file(run_dir / "config.toml", to_toml(config));
+    write_text_file(run_dir / "config.toml",
+                    !resumed && !options.config_toml.empty() ? options.config_toml
+                                                             : to_toml(config));
     config_written = true;
   };
   if (!resumed) write_config();

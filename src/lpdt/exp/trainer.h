@@ -60,6 +60,10 @@ struct TrainOptions {
   // Draw a progress bar with the time left on stderr, in place (the CLI: when stderr is a
   // terminal). Either way the periodic log lines carry the estimate. Changes no result.
   bool progress_bar = false;
+  // The run folder's config.toml when not empty: the resolved configuration with the origin of
+  // each value set by a file or --set (the CLI's Config::to_toml()); it must describe `config`.
+  // Empty: to_toml(config), without origins (a resumed run rewrites its file so).
+  std::string config_toml;
 };
 
 // Runs the experiment and writes its run folder (under config.run.out_dir; or resume_dir). The
