@@ -26,6 +26,19 @@ expect() {
 }
 
 expect 2 "required" -- "$lpdt"
+# An output file that cannot be written is a usage error (2) before any work, for every command.
+expect 2 "topo \-\-json $work/missing/t.json: its folder" -- "$lpdt" topo --json "$work/missing/t.json"
+expect 2 "topo \-\-dot $work: it is a folder" -- "$lpdt" topo --dot "$work"
+expect 2 "cost \-\-json $work/missing/c.json: its folder" -- "$lpdt" cost --json "$work/missing/c.json"
+expect 2 "report \-\-out $work/missing/r.html: its folder" -- "$lpdt" report "$work" \
+  --out "$work/missing/r.html"
+expect 2 "unknown subcommand 'trian' (expected one of train, topo" -- "$lpdt" trian
+expect 2 "data.dir is empty: data.dataset = \"mnist\" reads its files from a folder" -- \
+  "$lpdt" train --set data.dataset=mnist --set run.out_dir="$work/no_dir_runs"
+expect 2 "data.vocab is empty: data.dataset = \"ag-news\" needs a WordPiece vocab.txt" -- \
+  "$lpdt" train --set data.dataset=ag-news --set model.arch=transformer --set data.dir="$work" \
+  --set run.out_dir="$work/no_dir_runs"
+expect 2 "run.out_dir is empty: expected the folder" -- "$lpdt" train --set run.out_dir= --print-config
 # --print-config and a new run's config.toml name where each value was set.
 expect 0 "^nodes = 2  # --set graph.nodes=2$" -- "$lpdt" train --set graph.nodes=2 --print-config
 expect 2 "unknown key 'graph.topolgy'" -- "$lpdt" train --set graph.topolgy=torus
@@ -152,7 +165,7 @@ expect 2 "bench --json $work: it is a folder" -- "$lpdt" bench --json "$work"
 # Files that cannot be written are named with the reason.
 touch "$work/plain"
 expect 2 "'$work/plain' is a file, not a folder" -- "$lpdt" bench --json "$work/plain/b.json"
-expect 1 "cannot write '$work/plain/t.dot': '$work/plain' is a file, not a folder" -- \
+expect 2 "topo \-\-dot $work/plain/t.dot: '$work/plain' is a file, not a folder" -- \
   "$lpdt" topo --nodes 4 --dot "$work/plain/t.dot"
 expect 0 "spectral gap" -- "$lpdt" topo --topology torus --nodes 16 --dot "$work/t.dot" --json "$work/t.json"
 expect 0 "digraph" -- cat "$work/t.dot"

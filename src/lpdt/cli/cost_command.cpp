@@ -51,6 +51,7 @@ void add_cost_command(CLI::App& app) {
       ->excludes(per_layer_option)
       ->excludes(measure_option);
   cmd->callback([args]() {
+    exp::check_output_file(args->json_path, "cost --json");
     metrics::EnergyTable energy;
     if (!args->energy_table.empty()) energy = exp::load_energy_table(args->energy_table);
     if (args->table10) {

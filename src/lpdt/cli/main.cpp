@@ -58,6 +58,20 @@ int main(int argc, char** argv) {
   lpdt::cli::add_sweep_command(app);
   lpdt::cli::add_report_command(app);
   lpdt::cli::add_cost_command(app);
+  // A first word that is no subcommand: CLI11 would only say that one is required.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "lpdt: unknown subcommand '" << argv[1] << "' (expected one of " << names
+                << "; lpdt --help lists them)" << std::endl;
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

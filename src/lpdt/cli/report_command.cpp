@@ -3,6 +3,7 @@
 
 #include "lpdt/cli/commands.h"
 #include "lpdt/exp/report/report_page.h"
+#include "lpdt/exp/run_folder.h"
 
 namespace lpdt::cli {
 
@@ -23,6 +24,7 @@ void add_report_command(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--out", args->out, "HTML file to write (default: DIR/report.html)");
   cmd->callback([args]() {
+    exp::check_output_file(args->out, "report --out");
     const auto path = exp::report::write_report(
         args->dir,
         args->out.empty() ? std::nullopt : std::optional<std::filesystem::path>(args->out));

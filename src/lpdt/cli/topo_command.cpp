@@ -51,6 +51,8 @@ void add_topo_command(CLI::App& app) {
   cmd->add_option("--dot", args->dot_path, "Write the graph as Graphviz DOT to this file");
   cmd->add_option("--json", args->json_path, "Write the graph and its mixing matrix as JSON");
   cmd->callback([args]() {
+    exp::check_output_file(args->dot_path, "topo --dot");
+    exp::check_output_file(args->json_path, "topo --json");
     graph::TopologyOptions options;
     options.name(args->name).num_nodes(args->nodes).mixing(args->mixing).seed(args->seed);
     if (args->name == "torus") options.rows(args->rows);

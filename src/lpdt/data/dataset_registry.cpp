@@ -27,7 +27,10 @@ Dataset load_dataset(const std::string& name, const std::string& dir, Split spli
     for (const auto& n : dataset_names()) list += (list.empty() ? "" : ", ") + n;
     throw ConfigError("unknown dataset \"" + name + "\", expected one of: " + list);
   }
-  if (dir.empty()) throw ConfigError(name + ": a data directory is required");
+  if (dir.empty()) {
+    throw ConfigError("data.dir is empty: data.dataset = \"" + name +
+                      "\" reads its files from a folder; set data.dir to it (docs/data.md)");
+  }
   if (name == "mnist") return load_mnist(dir, split);
   if (name == "cifar10") return load_cifar10(dir, split);
   if (name == "imagenette") return load_imagenette(dir, split, image_size);
@@ -55,9 +58,13 @@ TextDataset load_text_dataset(const std::string& name, const std::string& dir,
     const WordPieceTokenizer tokenizer = WordPieceTokenizer::from_file(vocab_path);
     return make_synthetic_text(options, max_length, &tokenizer);
   }
-  if (dir.empty()) throw ConfigError(name + ": a data directory is required");
+  if (dir.empty()) {
+    throw ConfigError("data.dir is empty: data.dataset = \"" + name +
+                      "\" reads its files from a folder; set data.dir to it (docs/data.md)");
+  }
   if (vocab_path.empty()) {
-    throw ConfigError(name + ": a WordPiece vocab.txt is required (the pretrained model's)");
+    throw ConfigError("data.vocab is empty: data.dataset = \"" + name +
+                      "\" needs a WordPiece vocab.txt (the pretrained model's; docs/data.md)");
   }
   const WordPieceTokenizer tokenizer = WordPieceTokenizer::from_file(vocab_path);
   if (name == "ag-news") return load_ag_news(dir, split, tokenizer, max_length);

@@ -52,21 +52,7 @@ std::string utc_timestamp() {
 }
 
 void check_bench_json_path(const std::string& path, const std::string& who) {
-  if (path.empty()) return;
-  std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  if (folder.empty()) folder = ".";
-  std::error_code ec;
-  if (!std::filesystem::is_directory(folder, ec)) {
-    throw ConfigError(who + " --json " + path + ": " + why_cannot_write(path, 0) +
-                      ": create the folder first or write elsewhere");
-  }
-  if (std::filesystem::is_directory(path, ec)) {
-    throw ConfigError(who + " --json " + path + ": it is a folder: name a file in it");
-  }
-  if (::access(folder.c_str(), W_OK) != 0) {
-    throw ConfigError(who + " --json " + path + ": the folder '" + folder.string() +
-                      "' is not writable");
-  }
+  check_output_file(path, who + " --json");
 }
 
 void write_bench_json(const std::string& path, nlohmann::json results, const RuntimeInfo& runtime,

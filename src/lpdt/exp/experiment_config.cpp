@@ -169,7 +169,7 @@ void add_keys(ConfigSchema& s) {
   s.add_string("run.name", d.run.name,
                "Name of the run; its folder is run.out_dir/name-YYYYMMDD-HHMMSS, so one folder "
                "name: not empty, at most 200 bytes, no '/', '\\' or control characters.");
-  s.add_string("run.out_dir", d.run.out_dir, "Folder that holds the run folders.");
+  s.add_string("run.out_dir", d.run.out_dir, "Folder that holds the run folders (not empty; \".\" is the current folder).");
   s.add_int("run.seed", static_cast<std::int64_t>(d.run.seed),
             "Root seed; every random stream is derived from (seed, node, purpose).")
       .at_least(0);
@@ -557,6 +557,14 @@ void add_checks(ConfigSchema& s) {
                                  : std::string("'") + ch + "'") +
                             expected;
                    }
+                 }
+                 return std::nullopt;
+               }});
+  s.add_check({{"run.out_dir"}, [](const Config& c) -> Problem {
+                 if (c.get_string("run.out_dir").empty()) {
+                   return std::string(
+                       "run.out_dir is empty: expected the folder that holds the run folders, "
+                       "e.g. \"runs\" or \".\" for the current folder");
                  }
                  return std::nullopt;
                }});

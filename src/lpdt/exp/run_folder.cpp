@@ -38,6 +38,24 @@ std::filesystem::path create_run_folder(const std::string& out_dir, const std::s
   throw UserError("cannot find a free run folder name for '" + base + "' in '" + out_dir + "'");
 }
 
+void check_output_file(const std::string& path, const std::string& option) {
+  if (path.empty()) return;
+  std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) {
+    throw ConfigError(option + " " + path + ": " + why_cannot_write(path, 0) +
+                      ": create the folder first or write elsewhere");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError(option + " " + path + ": it is a folder: name a file in it");
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    throw ConfigError(option + " " + path + ": the folder '" + folder.string() +
+                      "' is not writable");
+  }
+}
+
 std::string why_cannot_write(const std::filesystem::path& path, int error_number) {
   std::filesystem::path folder = path.parent_path();
   if (folder.empty()) folder = ".";

@@ -23,6 +23,11 @@ std::filesystem::path create_run_folder(const std::string& out_dir, const std::s
 // and why it cannot be written (a device that refuses the bytes included).
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
+// Checks before any work that `path` can be written: its folder exists and is writable, and the
+// path is not a folder. ConfigError (a usage error) naming `option` (e.g. "topo --json"), the
+// path and what to do. An empty path (the option not given) passes.
+void check_output_file(const std::string& path, const std::string& option);
+
 // Why `path` cannot be written, for a message: its folder is missing or a file, the path is a
 // folder, or the system's reason (`error_number`, an errno value).
 std::string why_cannot_write(const std::filesystem::path& path, int error_number);
