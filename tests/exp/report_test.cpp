@@ -603,5 +603,38 @@ TEST(ReportSweep, WithoutVaryingSkewTheSkewPlotIsANote) {
   EXPECT_EQ(count(section(html, "runs"), "class=\"sparkline\""), 8);
 }
 
+// A diverged run (diverged.json, no summary.json) is named as such among the unfinished runs, and
+// the key its grid point varies is in the header although no finished run differs in it.
+TEST(ReportSweep, DivergedRunsAreNamedAndTheirKeysCount) {
+  const fs::path dir = fresh_dir("sweep_diverged");
+  SyntheticRun good;
+  good.name = "optim.lr-0.1_seed-1";
+  const fs::path good_dir = dir / "runs" / (good.name + "-20261123-101500");
+  write_run(good_dir, good);
+  json summary = json::parse(read(good_dir / "summary.json"));
+  summary["config"]["optim"] = {{"lr", 0.1}};
+  write(good_dir / "summary.json", summary.dump(2));
+  SyntheticRun bad;
+  bad.summary = false;
+  bad.epochs = 0;
+  bad.name = "optim.lr-1e30_seed-1";
+  const fs::path bad_dir = dir / "runs" / (bad.name + "-20261123-101500");
+  write_run(bad_dir, bad);
+  json config = summary["config"];
+  config["optim"]["lr"] = 1e30;
+  config["run"]["name"] = bad.name;
+  write(bad_dir / "diverged.json",
+        json{{"config", config}, {"epoch", 1}, {"step", 3}, {"nodes", "0, 1"}, {"message", "x"}}
+            .dump(2));
+  const std::string html = read(write_report(dir));
+  expect_well_formed(html);
+  EXPECT_THAT(html, HasSubstr("2 runs, 1 finished, 1 unfinished (1 diverged); varying keys: "
+                              "optim.lr"));
+  const std::string unfinished = section(html, "unfinished");
+  EXPECT_THAT(unfinished, HasSubstr("optim.lr-1e30_seed-1"));
+  EXPECT_THAT(unfinished, HasSubstr("diverged in epoch 1 (diverged.json"));
+  EXPECT_THAT(unfinished, Not(HasSubstr("optim.lr-0.1_seed-1")));
+}
+
 }  // namespace
 }  // namespace lpdt::exp::report

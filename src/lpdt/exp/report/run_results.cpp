@@ -226,6 +226,9 @@ RunResults read_run_files(const fs::path& dir) {
     run.summary = read_run_summary(dir / "summary.json");
     check_summary_types(dir / "summary.json", *run.summary);
   }
+  if (fs::is_regular_file(dir / "diverged.json")) {  // only a diverged run has one
+    run.diverged = read_json(dir / "diverged.json");
+  }
   if (present("metrics.csv")) {
     const CsvFile csv =
         read_csv(dir / "metrics.csv", {"epoch", "node", "test_accuracy", "bytes_sent"});

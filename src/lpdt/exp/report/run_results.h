@@ -80,6 +80,7 @@ struct RunResults {
   std::filesystem::path dir;
   std::string folder;                             // the folder's name
   std::optional<nlohmann::json> summary;          // summary.json
+  std::optional<nlohmann::json> diverged;         // diverged.json (a run that stopped diverged)
   std::vector<NodeEpoch> node_epochs;             // metrics.csv
   std::vector<EpochSummary> epochs;               // epochs.csv
   std::vector<LayerEpoch> layer_epochs;           // layers.csv, in file order

@@ -31,7 +31,19 @@ std::vector<FinishedRun> finished_runs(const SweepResults& sweep) {
   return runs;
 }
 
-// The configuration keys whose values are not the same in every finished run.
+// The runs that stopped diverged (diverged.json), with their configurations: not finished, but
+// points of the grid all the same.
+std::vector<FinishedRun> diverged_runs(const SweepResults& sweep) {
+  std::vector<FinishedRun> runs;
+  for (const RunResults& run : sweep.runs) {
+    if (!run.summary && run.diverged) {
+      runs.push_back({&run, flatten_json(run.diverged->value("config", json()))});
+    }
+  }
+  return runs;
+}
+
+// The configuration keys whose values are not the same in every run given.
 std::vector<std::string> varying_keys(const std::vector<FinishedRun>& runs) {
   std::set<std::string> keys;
   for (const auto& r : runs) {
@@ -188,13 +200,17 @@ std::string unfinished_section(const SweepResults& sweep) {
   std::vector<std::vector<std::string>> rows;
   for (const RunResults& run : sweep.runs) {
     if (run.finished()) continue;
-    rows.push_back({run.folder,
-                    std::to_string(run.epochs.size()) + " epoch(s) recorded in epochs.csv",
-                    accuracy_sparkline(run)});
+    std::string progress = std::to_string(run.epochs.size()) + " epoch(s) recorded in epochs.csv";
+    if (run.diverged) {
+      const auto epoch = json_number(*run.diverged, {"epoch"});
+      progress = "diverged" + (epoch ? " in epoch " + format_number(*epoch) : std::string()) +
+                 " (diverged.json; the sweep does not train it again); " + progress;
+    }
+    rows.push_back({run.folder, progress, accuracy_sparkline(run)});
   }
   if (rows.empty()) return "<p class=\"note\">None: every run has a summary.json.</p>\n";
-  return "<p class=\"note\">Runs without summary.json: still running, stopped, or not "
-         "started.</p>\n" +
+  return "<p class=\"note\">Runs without summary.json: diverged (their diverged.json says "
+         "where), or still running, stopped, or not started.</p>\n" +
          html_table({"run", "progress", "accuracy per epoch"}, rows, {2}, "data unfinished");
 }
 
@@ -203,16 +219,21 @@ std::string unfinished_section(const SweepResults& sweep) {
 std::string sweep_report_html(const SweepResults& sweep) {
   const std::vector<FinishedRun> finished = finished_runs(sweep);
   const std::vector<std::string> varying = varying_keys(finished);
+  // The header names the grid's keys over every run with a configuration, diverged ones too.
+  std::vector<FinishedRun> configured = finished;
+  const std::vector<FinishedRun> diverged = diverged_runs(sweep);
+  configured.insert(configured.end(), diverged.begin(), diverged.end());
+  const std::vector<std::string> grid_keys = varying_keys(configured);
   std::string name = sweep.dir.filename().string();
   if (name.empty()) name = sweep.dir.parent_path().filename().string();
   std::string varying_text;
-  for (const auto& key : varying) varying_text += (varying_text.empty() ? "" : ", ") + key;
+  for (const auto& key : grid_keys) varying_text += (varying_text.empty() ? "" : ", ") + key;
   std::string body =
       "<header>\n<h1>Sweep " + xml_escape(name) + "</h1>\n<p class=\"sub\">folder " +
       xml_escape(sweep.dir.string()) + ": " + std::to_string(sweep.runs.size()) + " runs, " +
       std::to_string(finished.size()) + " finished, " +
-      std::to_string(sweep.runs.size() - finished.size()) +
-      " unfinished; varying keys: " + xml_escape(varying_text.empty() ? "none" : varying_text) +
+      std::to_string(sweep.runs.size() - finished.size()) + " unfinished (" +
+      std::to_string(diverged.size()) + " diverged); varying keys: " + xml_escape(varying_text.empty() ? "none" : varying_text) +
       "</p>\n</header>\n";
   body += html_section("skew", "Accuracy against skew", skew_section(finished, varying));
   body += html_section("tables", "Tables", tables_section(sweep));
