@@ -136,6 +136,13 @@ TEST(CostAnalysis, GroupNormHasTheFp32ColumnAndANote) {
   EXPECT_NE(report.notes[0].find("'groupnorm' has no 8-bit version"), std::string::npos);
   EXPECT_NE(describe(report, false).find("note: no int8 column"), std::string::npos);
   EXPECT_EQ(to_json(report).at("notes").size(), 1u);
+  // LeNet-5 has no normalisation layers: model.norm changes nothing, and the report says "none"
+  // with both columns.
+  const CostReport lenet =
+      analyse_cost(cifar_options(ModelConfig::Arch::kLenet5, 0, ModelConfig::Norm::kGroupnorm));
+  EXPECT_EQ(lenet.norm, "none");
+  EXPECT_EQ(lenet.precisions.size(), 2u);
+  EXPECT_TRUE(lenet.notes.empty());
 }
 
 TEST(CostAnalysis, AnalyticActivationMemoryMatchesARealStep) {

@@ -196,12 +196,14 @@ nlohmann::json memory_json(const metrics::MemoryBreakdown& m) {
 CostReport analyse_cost(const CostOptions& options) {
   CostReport report;
   report.arch = std::string(to_string(options.config.model.arch));
-  report.norm = std::string(to_string(options.config.model.norm));
+  const bool has_norm = arch_uses_model_norm(std::string(to_string(options.config.model.arch)));
+  report.norm = has_norm ? std::string(to_string(options.config.model.norm)) : "none";
   report.algorithm = std::string(to_string(options.config.algo.name));
   report.batch_size = options.config.data.batch_size;
   report.energy = options.energy;
   for (const std::string& precision : options.precisions) {
-    if (precision == "int8" && options.config.model.norm == ModelConfig::Norm::kGroupnorm) {
+    if (precision == "int8" && has_norm &&
+        options.config.model.norm == ModelConfig::Norm::kGroupnorm) {
       report.notes.push_back(
           "no int8 column: model.norm = 'groupnorm' has no 8-bit version (Range EvoNorm, evonorm, "
           "or Range BatchNorm, batchnorm, have)");

@@ -301,7 +301,10 @@ void add_keys(ConfigSchema& s) {
             "ResNet depth 6n+2 (n blocks per stage): 20, 32, 44, 56, 110; 54 = the paper's "
             "ResNet-54 (n = 8).")
       .at_least(1);
-  s.add_string("model.norm", name_of(d.model.norm), "Normalisation layers.")
+  s.add_string("model.norm", name_of(d.model.norm),
+               "Normalisation layers of the ResNets, MobileNetV2 and VGG-11 (LeNet-5 and the MLP "
+               "have none, the transformers LayerNorm: for them it changes nothing, and the run "
+               "records \"none\").")
       .one_of(choices<ModelConfig::Norm>());
   s.add_int("model.groups", d.model.groups,
             "Channel groups of EvoNorm-S0, Range EvoNorm and GroupNorm.")
@@ -684,9 +687,10 @@ void add_checks(ConfigSchema& s) {
                  return std::nullopt;
                }});
 
-  s.add_check({{"model.norm", "model.precision"}, [](const Config& c) -> Problem {
+  s.add_check({{"model.norm", "model.precision", "model.arch"}, [](const Config& c) -> Problem {
                  if (c.get_string("model.precision") == "int8" &&
-                     c.get_string("model.norm") == "groupnorm") {
+                     c.get_string("model.norm") == "groupnorm" &&
+                     arch_uses_model_norm(c.get_string("model.arch"))) {
                    return std::string(
                        "model.norm = \"groupnorm\" has no 8-bit version: with model.precision = "
                        "\"int8\" use evonorm (Range EvoNorm), batchnorm (Range BatchNorm) or none");
@@ -973,5 +977,10 @@ Config to_config(const ExperimentConfig& config) {
 std::string to_toml(const ExperimentConfig& config) { return to_config(config).to_toml(); }
 
 nlohmann::json to_json(const ExperimentConfig& config) { return to_config(config).to_json(); }
+
+bool arch_uses_model_norm(const std::string& arch) {
+  return arch == "resnet" || arch == "resnet18" || arch == "resnet34" || arch == "mobilenetv2" ||
+         arch == "vgg11";
+}
 
 }  // namespace lpdt

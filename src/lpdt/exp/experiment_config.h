@@ -331,6 +331,11 @@ Config resolve_experiment_config(const std::optional<std::string>& path,
 // The typed view of a resolved experiment configuration.
 ExperimentConfig experiment_config_from(const Config& resolved);
 
+// Whether model.arch builds normalisation layers of model.norm's kind: the ResNets, MobileNetV2
+// and VGG-11. LeNet-5 and the MLP have none, and the transformers always use LayerNorm; for them
+// model.norm changes nothing, and the run records "none" (summary.json's "model", cost.json).
+bool arch_uses_model_norm(const std::string& arch);
+
 // resolve_experiment_config + experiment_config_from.
 ExperimentConfig load_experiment_config(const std::optional<std::string>& path,
                                         const std::vector<std::string>& overrides);

@@ -1391,7 +1391,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   summary["machine"] = machine_record(runtime);
   summary["date"] = utc_timestamp();
   summary["topology"] = {{"label", topology->label()}, {"spectral_gap", gap}};
-  summary["model"] = {{"name", model->name()}, {"params_per_node", model->num_params()}};
+  summary["model"] = {{"name", model->name()},
+                      {"params_per_node", model->num_params()},
+                      // What the model's normalisation layers are: "none" for a model without
+                      // model.norm's layers, whatever the key says (arch_uses_model_norm).
+                      {"norm", arch_uses_model_norm(std::string(to_string(config.model.arch)))
+                                   ? std::string(to_string(config.model.norm))
+                                   : std::string("none")}};
   summary["final"] = {{"average_model_accuracy", final_evaluation.average_model_accuracy},
                       {"node_accuracy", node_accuracy_by_node(final_evaluation, n)},
                       {"mean_node_accuracy", final_evaluation.mean_accuracy},
