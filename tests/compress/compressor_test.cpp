@@ -223,6 +223,26 @@ TEST(RandomK, DeterministicCountsAndValues) {
   EXPECT_TRUE(torch::equal(a.dense.masked_select(mask), v.masked_select(mask)));
 }
 
+// A segment whose every entry is kept goes whole, without indices (as top-k's does): at keep = 1
+// every segment, and at any keep a single scalar. The draws of the other segments are unchanged.
+TEST(RandomK, WholeSegmentsCarryNoIndices) {
+  const auto layout = test_layout();
+  const auto v = distinct_values(3, layout.total_numel, 6);
+  for (const bool unbiased : {false, true}) {
+    const auto all = RandomKCompressor(1.0, 7, unbiased).compress(v, layout, 2);
+    EXPECT_TRUE(torch::equal(all.dense, v));
+    for (std::size_t s = 0; s < layout.segments.size(); ++s) {
+      EXPECT_FALSE(all.kept_index[s].defined()) << layout.segments[s].name;
+    }
+  }
+  const auto some = RandomKCompressor(0.2, 7, false).compress(v, layout, 2);
+  EXPECT_FALSE(some.kept_index[0].defined());  // "bias1": one scalar, kept whole
+  EXPECT_TRUE(torch::equal(some.dense.narrow(1, 0, 1), v.narrow(1, 0, 1)));
+  for (std::size_t s = 1; s < layout.segments.size(); ++s) {
+    EXPECT_TRUE(some.kept_index[s].defined()) << layout.segments[s].name;
+  }
+}
+
 TEST(RandomK, UnbiasedScaling) {
   LayerLayout layout;
   layout.append("a", {10});

@@ -64,6 +64,12 @@ Compressed RandomKCompressor::compress(const at::Tensor& v, const LayerLayout& l
     const auto& seg = layout.segments[s];
     const at::Tensor src = v.narrow(1, seg.offset, seg.numel);    // [n, numel]
     at::Tensor dst = out.dense.narrow(1, seg.offset, seg.numel);  // [n, numel]
+    if (out.sent.kept_per_segment[s] == seg.numel) {
+      // Every entry kept (keep = 1, or one scalar): the segment goes whole, without indices, as
+      // top-k's does (its draws above were still made, so later segments' indices are the same).
+      dst.copy_(src);
+      continue;
+    }
     const at::Tensor idx = index[s].to(v.device());
     at::Tensor values = src.gather(1, idx);
     if (unbiased_) {
