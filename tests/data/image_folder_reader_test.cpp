@@ -185,7 +185,7 @@ TEST(ImageFolder, Errors) {
   expect_error<ConfigError>([&] { load_image_folder("x", root, Split::kTrain, -1); },
                             {"image size", "-1"});
   expect_error<ConfigError>([&] { load_dataset("imagenette", "", Split::kTrain); },
-                            {"imagenette", "directory is required"});
+                            {"data.dir is empty", "imagenette"});
 }
 
 }  // namespace

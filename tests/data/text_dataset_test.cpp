@@ -173,9 +173,9 @@ TEST(TextRegistry, LoadsByName) {
   expect_error<ConfigError>([] { load_text_dataset("imdb", "/x", "/v", Split::kTrain, 8); },
                             {"unknown text dataset \"imdb\"", "ag-news, sentlen, synthetic-text"});
   expect_error<ConfigError>([] { load_text_dataset("ag-news", "", "/v", Split::kTrain, 8); },
-                            {"ag-news", "data directory"});
+                            {"data.dir is empty", "ag-news"});
   expect_error<ConfigError>([] { load_text_dataset("sentlen", "/x", "", Split::kTrain, 8); },
-                            {"sentlen", "vocab.txt"});
+                            {"data.vocab is empty", "sentlen", "vocab.txt"});
   expect_error<UserError>(
       [&] { load_text_dataset("ag-news", dir.path(), dir.file("none.txt"), Split::kTrain, 8); },
       {"none.txt", "cannot open"});
