@@ -274,6 +274,15 @@ TEST(Sweep, RunsSkipsResumesAndExtends) {
   } catch (const ConfigError& e) {
     EXPECT_THAT(e.what(), AllOf(HasSubstr("run.epochs = 1"), HasSubstr("trained 2 epochs")));
   }
+  // The same for a run stopped after its checkpoint, before its summary.json.
+  fs::rename(done.dir / "summary.json", done.dir / "summary.kept");
+  try {
+    find_sweep_run(spec, point);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("run.epochs = 1"), HasSubstr("checkpoint after 2 epochs")));
+  }
+  fs::rename(done.dir / "summary.kept", done.dir / "summary.json");
   // A damaged or foreign summary.json is named with what is wrong, not a JSON library error.
   spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 2)));
   const auto sweep_error = [&] {

@@ -572,6 +572,13 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
     check_resumable(saved.config, wanted, dir / kCheckpointFile);
     // No summary.json: every epoch done counts too (stopped before its final evaluation).
     if (saved.epochs_done <= epochs) return {SweepRunState::Kind::kResumable, dir};
+    // Its checkpoint is past the sweep's run.epochs: training it anew would leave two folders of
+    // one point, and resuming cannot go back.
+    throw ConfigError(spec.file.string() + ": run.epochs = " + std::to_string(epochs) +
+                      ", but run '" + dir.string() + "' has a checkpoint after " +
+                      std::to_string(saved.epochs_done) + " epochs: set run.epochs back to at " +
+                      "least " + std::to_string(saved.epochs_done) +
+                      ", or give the sweep another out_dir");
   }
   return state;  // an unfinished run without a usable checkpoint: train anew
 }
