@@ -10,6 +10,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/quant/exact_float_conv.h"
 #include "lpdt/quant/int8_depthwise_conv.h"
+#include "lpdt/quant/int16_pair_conv.h"
 #include "lpdt/quant/int8_direct_conv.h"
 #include "lpdt/quant/int8_gemm.h"
 
@@ -184,6 +185,19 @@ at::Tensor convolve_nodes(const QuantizedTensor& x, const QuantizedTensor& w,
       depthwise_taps(shifted.data_ptr<std::int8_t>() + node * node_weights, weight_zero(w, node),
                      cin, g.kernel, taps);
       depthwise_conv_s32(codes + node * cin, k * cin, activation_zero(x, node), taps, g, acc);
+      write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
+                   b ? b + node * cout : nullptr, out + node * cout, k * cout);
+    }
+    return y;
+  }
+  if (!int8_direct_conv_available() && int16_pair_conv_handles(g)) {
+    // No exact int8 kernels in oneDNN on this CPU: exact int16 pair products of our own.
+    const at::Tensor acc_buffer = at::empty({n * cout}, at::kInt);
+    std::int32_t* acc = acc_buffer.data_ptr<std::int32_t>();
+    for (std::int64_t node = 0; node < k; ++node) {
+      int16_pair_conv_s32(codes + node * cin, k * cin, activation_zero(x, node),
+                          shifted.data_ptr<std::int8_t>() + node * node_weights,
+                          weight_zero(w, node), g, acc);
       write_scaled(acc, n, cout, scale_of(x, node) * scale_of(w, node),
                    b ? b + node * cout : nullptr, out + node * cout, k * cout);
     }
