@@ -89,6 +89,11 @@ expect 0 "one forward pass of these layers" -- "$lpdt" bench --conv-forms --dept
   --size 8 --batch 2 --steps 1 --warmup 0 --threads 1
 expect 0 "integer backend's float sums for the same layers" -- "$lpdt" bench --conv-forms \
   --depth 8 --channels 1 --size 8 --batch 2 --steps 1 --warmup 0 --threads 1
+# The int16 pair-product kernel's column: timed where the CPU's integer backend takes it (AVX2),
+# said to be not run elsewhere.
+expect 0 "int16 pair products for the same layers\|not run: this CPU's integer backend" -- \
+  "$lpdt" bench --conv-forms --depth 8 --channels 1 --size 8 --batch 2 --steps 1 --warmup 0 \
+  --threads 1
 # Counts and sizes are checked before anything runs, naming the option.
 expect 2 "\-\-channels" -- "$lpdt" bench --channels 0
 expect 2 "\-\-size" -- "$lpdt" bench --arch mlp --size 0

@@ -18,6 +18,7 @@
 #include "lpdt/models/node_batched_step.h"
 #include "lpdt/nn/same_conv_by_backward_data.h"
 #include "lpdt/quant/exact_float_conv.h"
+#include "lpdt/quant/int16_pair_conv.h"
 
 namespace lpdt::exp {
 namespace {
@@ -94,16 +95,18 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
   }
   progress(
       "                               fp32 (at::conv2d)                                 |  "
-      "the integer backend's float sums (quant/exact_float_conv.h)");
+      "the integer backend's sums: float32 (quant/exact_float_conv.h)        |  int16 pairs "
+      "(quant/int16_pair_conv.h)");
   progress(
       "  in   out      HxW  k  layers  forward ms  backward-data ms  speedup  max |diff|  |  "
-      "forward ms  backward-data ms  speedup  max |diff|");
+      "forward ms  backward-data ms  speedup  max |diff|  |  ms      vs float  max |diff|");
 
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   std::vector<ConvFormsRow> rows;
   double forward_pass = 0, backward_data_pass = 0;
-  double integer_forward_pass = 0, integer_backward_data_pass = 0;
+  double integer_forward_pass = 0, integer_backward_data_pass = 0, int16_pairs_pass = 0;
+  bool int16_pairs_every_shape = true;
   for (const auto& [shape, layers] : shapes) {
     ConvFormsRow row;
     std::tie(row.in_channels, row.out_channels, row.height, row.width, row.kernel) = shape;
@@ -157,19 +160,47 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
         integer_forward, integer_backward_data, options.warmup_rounds, options.rounds);
     row.speedup = row.forward_ms / row.backward_data_ms;
     row.integer_speedup = row.integer_forward_ms / row.integer_backward_data_ms;
+    // The int16 pair-product kernel against the faster float form, in alternating rounds.
+    row.int16_pairs_run = quant::int16_pair_conv_handles(g);
+    int16_pairs_every_shape = int16_pairs_every_shape && row.int16_pairs_run;
+    char int16_column[96] = "   -  (not run: this CPU's integer backend does not take it)";
+    if (row.int16_pairs_run) {
+      const auto int16_pairs = [&] {
+        at::Tensor acc = at::empty({g.positions(), g.out_channels}, at::kInt);
+        quant::int16_pair_conv_s32(codes.data_ptr<std::uint8_t>(), row.in_channels,
+                                   /*x_zero=*/128, weight_codes.data_ptr<std::int8_t>(),
+                                   /*weight_zero=*/0, g, acc.data_ptr<std::int32_t>());
+        return acc;
+      };
+      row.int16_pairs_max_abs_difference =
+          (int16_pairs().to(torch::kDouble) - integer_forward().to(torch::kDouble))
+              .abs()
+              .max()
+              .item<double>();
+      const bool forward_faster = row.integer_forward_ms < row.integer_backward_data_ms;
+      const auto [float_ms, pairs_ms] = alternating_medians(
+          forward_faster ? std::function<at::Tensor()>(integer_forward)
+                         : std::function<at::Tensor()>(integer_backward_data),
+          int16_pairs, options.warmup_rounds, options.rounds);
+      row.int16_pairs_ms = pairs_ms;
+      row.int16_pairs_speedup = float_ms / pairs_ms;
+      int16_pairs_pass += pairs_ms * static_cast<double>(layers);
+      std::snprintf(int16_column, sizeof int16_column, "%6.3f  %6.2fx  %10.0f", pairs_ms,
+                    row.int16_pairs_speedup, row.int16_pairs_max_abs_difference);
+    }
     forward_pass += row.forward_ms * static_cast<double>(layers);
     backward_data_pass += row.backward_data_ms * static_cast<double>(layers);
     integer_forward_pass += row.integer_forward_ms * static_cast<double>(layers);
     integer_backward_data_pass += row.integer_backward_data_ms * static_cast<double>(layers);
     std::snprintf(line, sizeof line,
                   "%4lld  %4lld  %4lldx%-4lld %lld  %6lld  %10.3f  %16.3f  %6.2fx  %10.2e  |  "
-                  "%10.3f  %16.3f  %6.2fx  %10.0f",
+                  "%10.3f  %16.3f  %6.2fx  %10.0f  |  %s",
                   static_cast<long long>(row.in_channels), static_cast<long long>(row.out_channels),
                   static_cast<long long>(row.height), static_cast<long long>(row.width),
                   static_cast<long long>(row.kernel), static_cast<long long>(row.layers),
                   row.forward_ms, row.backward_data_ms, row.speedup, row.max_abs_difference,
                   row.integer_forward_ms, row.integer_backward_data_ms, row.integer_speedup,
-                  row.integer_max_abs_difference);
+                  row.integer_max_abs_difference, int16_column);
     progress(line);
     rows.push_back(row);
   }
@@ -184,6 +215,14 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
                 integer_forward_pass, integer_backward_data_pass,
                 integer_forward_pass / integer_backward_data_pass);
   progress(line);
+  if (int16_pairs_every_shape) {
+    std::snprintf(line, sizeof line,
+                  "the integer backend's int16 pair products for the same layers: %.2f ms (%.2fx "
+                  "the faster float form)",
+                  int16_pairs_pass,
+                  std::min(integer_forward_pass, integer_backward_data_pass) / int16_pairs_pass);
+    progress(line);
+  }
 
   if (!options.json_path.empty()) {
     nlohmann::json j;
@@ -199,6 +238,8 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
         quant::preferred_float_conv_form() == quant::FloatConvForm::kBackwardData;
     j["integer_pass_forward_ms"] = integer_forward_pass;
     j["integer_pass_backward_data_ms"] = integer_backward_data_pass;
+    j["integer_pass_int16_pairs_ms"] =
+        int16_pairs_every_shape ? nlohmann::json(int16_pairs_pass) : nlohmann::json();
     for (const ConvFormsRow& r : rows) {
       j["rows"].push_back({{"in_channels", r.in_channels},
                            {"out_channels", r.out_channels},
@@ -213,7 +254,15 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
                            {"integer_forward_ms", r.integer_forward_ms},
                            {"integer_backward_data_ms", r.integer_backward_data_ms},
                            {"integer_speedup", r.integer_speedup},
-                           {"integer_max_abs_difference", r.integer_max_abs_difference}});
+                           {"integer_max_abs_difference", r.integer_max_abs_difference},
+                           {"int16_pairs_ms", r.int16_pairs_run ? nlohmann::json(r.int16_pairs_ms)
+                                                                : nlohmann::json()},
+                           {"int16_pairs_speedup", r.int16_pairs_run
+                                                       ? nlohmann::json(r.int16_pairs_speedup)
+                                                       : nlohmann::json()},
+                           {"int16_pairs_max_abs_difference",
+                            r.int16_pairs_run ? nlohmann::json(r.int16_pairs_max_abs_difference)
+                                              : nlohmann::json()}});
     }
     write_bench_json(options.json_path, std::move(j), runtime, "bench --conv-forms");
   }

@@ -6,7 +6,9 @@
 // float convolutions of each shape (quant/exact_float_conv.h), whose two forms must agree exactly.
 // The fp32 layer and the integer backend take the backward-data form on AVX2 CPUs, where this
 // benchmark measured it faster (docs/benchmarks.md, "AVX2 CPUs" items 11 and 12); the table says
-// whether it would help on another CPU.
+// whether it would help on another CPU. On AVX2 CPUs the integer backend's sums come from its own
+// int16 pair-product kernel instead (quant/int16_pair_conv.h, item 14), timed against both float
+// forms in the same rounds.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -38,6 +40,12 @@ struct ConvFormsRow {
   double integer_backward_data_ms = 0;
   double integer_speedup = 0;
   double integer_max_abs_difference = 0;  // 0 unless the sums were not exact
+  // The int16 pair-product kernel's sums of the same shape, where this CPU runs it (AVX2);
+  // speedup against the faster float form; difference from the float forms' sums (0 when exact).
+  bool int16_pairs_run = false;
+  double int16_pairs_ms = 0;
+  double int16_pairs_speedup = 0;
+  double int16_pairs_max_abs_difference = 0;
 };
 
 // Rows for the shapes the backward-data form handles, then (in `progress`) a line with both
