@@ -208,11 +208,11 @@ expect 2 "algo.message_values" -- "$lpdt" train --set algo.name=dpsgd --set algo
 printf '[grid]\n"data.skew" = [0.0, 3]\n' >"$work/sweep.toml"
 expect 2 "data.skew-3_seed-1234 is not a valid experiment" -- "$lpdt" sweep "$work/sweep.toml"
 printf 'seeds = [1, 2]\n[grid]\n"algo.name" = ["choco", "dpsgd"]\n' >"$work/sweep.toml"
-expect 0 "4 trained, 0 resumed" -- "$lpdt" sweep "$work/sweep.toml" --dry-run
+expect 0 "4 to train, 0 to resume" -- "$lpdt" sweep "$work/sweep.toml" --dry-run
 expect 0 "\[24/24\] data.skew-0.8_algo.name-choco_model.precision+algo.message+values-int8+int8_seed-1235" -- \
   "$lpdt" sweep "$(dirname "$0")/../../configs/sweeps/table3_fmnist.toml" --dry-run
 # Shards: two processes run one sweep side by side, each its own points; together, every cell.
-expect 0 "2 trained, 0 resumed, 0 already done or diverged, 2 left to the other shards" -- \
+expect 0 "2 to train, 0 to resume, 0 already done, diverged or in use, 2 left to the other shards" -- \
   "$lpdt" sweep "$work/sweep.toml" --dry-run --shard 2/2
 expect 2 "expected I/N" -- "$lpdt" sweep "$work/sweep.toml" --shard 3/2
 cat >"$work/shards.toml" <<EOF
@@ -240,8 +240,8 @@ EOF
 shard1=$!
 "$lpdt" sweep "$work/shards.toml" --shard 2/2 >"$work/shard2.log" 2>&1
 wait "$shard1"
-expect 0 "4 trained, 0 resumed, 0 already done or diverged, 4 left" -- cat "$work/shard1.log"
-expect 0 "4 trained, 0 resumed, 0 already done or diverged, 4 left" -- cat "$work/shard2.log"
+expect 0 "4 trained, 0 resumed, 0 already done, diverged or in use, 4 left" -- cat "$work/shard1.log"
+expect 0 "4 trained, 0 resumed, 0 already done, diverged or in use, 4 left" -- cat "$work/shard2.log"
 expect 0 "0 trained, 0 resumed, 8 already done" -- "$lpdt" sweep "$work/shards.toml"
 expect 0 "| 0.5 | [0-9.]* ± [0-9.]* (2) | [0-9.]* ± [0-9.]* (2) |" -- \
   cat "$work/shards/table-average_model_accuracy.md"
@@ -260,6 +260,17 @@ expect 0 "report: $run_dir/report.html" -- "$lpdt" report "$run_dir"
 expect 0 "Test accuracy per epoch" -- cat "$run_dir/report.html"
 expect 2 "no-such-run" -- "$lpdt" report "$work/no-such-run"
 expect 1 "no-checkpoint' is neither a run folder" -- "$lpdt" report "$work/no-checkpoint"
+# --out replaces an earlier page, never another file: a mistyped name leaves the run's
+# summary.json as it was.
+cp "$run_dir/summary.json" "$work/summary.before"
+expect 2 "summary.json: the file exists and is not an HTML page" -- "$lpdt" report "$run_dir" \
+  --out "$run_dir/summary.json"
+expect 0 "" -- cmp "$run_dir/summary.json" "$work/summary.before"
+expect 0 "report: $work/again.html" -- "$lpdt" report "$run_dir" --out "$work/again.html"
+expect 0 "report: $work/again.html" -- "$lpdt" report "$run_dir" --out "$work/again.html"
+# topo: the DOT and JSON exports must be two files.
+expect 2 "topo \-\-dot and \-\-json both name" -- "$lpdt" topo --nodes 4 --dot "$work/same.out" \
+  --json "$work/same.out"
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -124,6 +124,42 @@ check "kill: survivors' bytes = simulator" cmp <(survivor_bytes kill_np4) <(surv
 check "kill: the dead rank's bytes are marked" bash -c "grep -A1 \
   '\"bytes_as_last_reported_by_ranks\": \\[' $work/kill_np4/*/summary.json | grep -qx ' *3'"
 
+# Resumed after the death: a checkpoint written once the rank had died (step 7, in epoch 2)
+# continued to a third epoch, under mpirun and in-process (from a copy). The killed rank dies
+# again at its first step and its nodes stay dead: no rows of theirs in epoch 3, null final
+# accuracies, their bytes still those of their last report; and both resumed runs agree.
+train kill_part "${mpirun[@]}" --enable-recovery -np 4 -- "${kill[@]}"
+cp -r "$work/kill_part" "$work/kill_part_copy"
+check "kill: resumed under mpirun after the death" "${mpirun[@]}" --enable-recovery -np 4 \
+  "$lpdt" train --resume "$(dirname "$(ckpt kill_part)")" --set run.epochs=3
+check "kill: resumed in-process after the death" "$lpdt" train \
+  --resume "$(dirname "$work"/kill_part_copy/kill_part-*/checkpoint.lpdt)" --set run.epochs=3
+check "kill: dead nodes stay dead after resume" bash -c \
+  "! grep -q '^3,[67],' $work/kill_part/*/metrics.csv && grep -q '^3,5,' $work/kill_part/*/metrics.csv"
+check "kill: resumed final accuracies of the dead are null" bash -c "grep -A8 \
+  '\"node_accuracy\": \\[' $work/kill_part/*/summary.json | sed -n '8,9p' | grep -c null | grep -qx 2"
+check "kill: resumed dead nodes' bytes as last reported" cmp \
+  <(awk '/"bytes_sent_per_node": \[/{f=1;next} f&&/\]/{f=0} f{gsub(/[ ,]/,"");print}' \
+      "$work"/kill_part/*/summary.json | sed -n '7,8p') \
+  <(awk -F, '$1==1&&($2==6||$2==7){print $6}' "$work"/kill_sim/*/metrics.csv)
+check "kill: resumed under mpirun = resumed in-process" cmp \
+  <(cut -d, -f1,2,5 "$work"/kill_part/*/metrics.csv) \
+  <(cut -d, -f1,2,5 "$work"/kill_part_copy/*/metrics.csv)
+
+# Ranks started with different settings (an MPMD launch): a configuration error naming the key
+# and both values, exit code 2, before any training.
+out=$(timeout 300 "${mpirun[@]}" -np 1 "$lpdt" train --out "$work/mpmd" "${tiny[@]}" \
+  --set graph.nodes=4 : -np 1 "$lpdt" train --out "$work/mpmd" "${tiny[@]}" --set graph.nodes=4 \
+  --set optim.lr=0.5 2>&1)
+code=$?
+if [ "$code" = 2 ] && grep -q "optim.lr = 0.1 on rank 0, 0.5 on rank 1" <<<"$out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: ranks with different optim.lr -> exit $code:"
+  echo "$out" | tail -10
+fi
+
 # More ranks than nodes: a configuration error naming the key, exit code 2.
 out=$("${mpirun[@]}" -np 3 "$lpdt" train --out "$work/bad" "${tiny[@]}" --set graph.nodes=2 2>&1)
 code=$?

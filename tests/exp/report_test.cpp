@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -411,6 +412,13 @@ TEST(ReportRun, MissingOptionalFilesLeaveANoteInsteadOfTheirSection) {
   const std::string header_only = read(out);
   EXPECT_THAT(section(header_only, "accuracy"), HasSubstr("metrics.csv has no rows"));
   EXPECT_THAT(header_only, Not(HasSubstr("metrics.csv is missing")));
+  // Both tables with their headers only (a run in its first epoch): said so, in one sentence.
+  const std::string epochs = read(dir / "epochs.csv");
+  write(dir / "epochs.csv", epochs.substr(0, epochs.find('\n') + 1));
+  EXPECT_EQ(write_report(dir, out), out);
+  EXPECT_THAT(section(read(out), "accuracy"),
+              HasSubstr("No accuracy per epoch: metrics.csv and epochs.csv are missing or hold "
+                        "no rows yet."));
 }
 
 std::string report_error(const fs::path& dir) {
@@ -634,6 +642,28 @@ TEST(ReportSweep, DivergedRunsAreNamedAndTheirKeysCount) {
   EXPECT_THAT(unfinished, HasSubstr("optim.lr-1e30_seed-1"));
   EXPECT_THAT(unfinished, HasSubstr("diverged in epoch 1 (diverged.json"));
   EXPECT_THAT(unfinished, Not(HasSubstr("optim.lr-0.1_seed-1")));
+  // The Runs table has the key's column too (the finished run's value in it).
+  EXPECT_THAT(section(html, "runs"), HasSubstr("<th>optim.lr</th>"));
+}
+
+// A run whose model has no normalisation layers (LeNet-5, the MLP, the transformers) is not
+// described with the model.norm its config carries; one whose model has them is.
+TEST(ReportRun, TheModelRowNamesANormOnlyWhereTheModelHasOne) {
+  const fs::path dir = fresh_dir("norm_row") / "run";
+  SyntheticRun r;
+  write_run(dir, r);
+  json summary = json::parse(read(dir / "summary.json"));
+  for (const auto& [arch, expected, unexpected] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"mlp", "<td>mlp</td>", "(norm evonorm)"},
+           {"resnet", "<td>resnet (norm evonorm)</td>", "<td>resnet</td>"}}) {
+    summary["config"]["model"]["arch"] = arch;
+    summary["config"]["model"]["norm"] = "evonorm";
+    write(dir / "summary.json", summary.dump(2));
+    const std::string html = read(write_report(dir, dir.parent_path() / "page.html"));
+    EXPECT_THAT(html, HasSubstr(expected)) << arch;
+    EXPECT_THAT(html, Not(HasSubstr(unexpected))) << arch;
+  }
 }
 
 }  // namespace

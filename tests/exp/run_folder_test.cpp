@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <thread>
 #include <vector>
@@ -25,6 +26,53 @@ fs::path fresh_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
+}
+
+// A run folder held by one trainer cannot be taken by another (another open of the lock file
+// is another holder, as another process's would be), and is free again once the holder ends.
+TEST(RunFolder, ALockedFolderIsRefusedToASecondHolder) {
+  const fs::path dir = fresh_dir("lock");
+  EXPECT_FALSE(run_folder_in_use(dir));
+  {
+    RunFolderLock first(dir);
+    EXPECT_TRUE(run_folder_in_use(dir));
+    try {
+      RunFolderLock second(dir);
+      ADD_FAILURE() << "a second holder was let in";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + dir.string() + "' is being trained by another "
+                                           "process"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_FALSE(run_folder_in_use(dir));
+  RunFolderLock again(dir);
+  fs::remove_all(dir);
+}
+
+// report --out and the like replace their own earlier output only: an existing file of another
+// kind is refused and left as it was; a missing file or an earlier page passes.
+TEST(RunFolder, AnOutputReplacesOnlyItsOwnKind) {
+  const fs::path dir = fresh_dir("own_output");
+  const std::string summary = (dir / "summary.json").string(), page = (dir / "r.html").string();
+  std::ofstream(summary) << "{\"final\": {}}";
+  std::ofstream(page) << "<!DOCTYPE html>\n<html></html>";
+  EXPECT_NO_THROW(check_replaces_only_own_output(page, "report --out", "<!DOCTYPE html", "a page"));
+  EXPECT_NO_THROW(check_replaces_only_own_output((dir / "new.html").string(), "report --out",
+                                                 "<!DOCTYPE html", "a page"));
+  try {
+    check_replaces_only_own_output(summary, "report --out", "<!DOCTYPE html", "an HTML page");
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("report --out " + summary +
+                                         ": the file exists and is not an HTML page"),
+              std::string::npos)
+        << e.what();
+  }
+  std::ifstream in(summary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{\"final\": {}}");
+  fs::remove_all(dir);
 }
 
 TEST(RunFolder, EveryCallCreatesANewFolder) {

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -159,6 +160,9 @@ TEST(Sweep, BadFilesNameTheProblem) {
               HasSubstr("i.toml:1: out_dir is empty"));
   EXPECT_THAT(load_error(write(dir / "j.toml", "seeds = [1, 2, 1]\n" + grid)),
               HasSubstr("j.toml:1: seeds lists 1 twice"));
+  // A seed that is not a whole number is named as the file spells it.
+  EXPECT_THAT(load_error(write(dir / "k.toml", "seeds = [1, 1.5]\n" + grid)),
+              HasSubstr("seeds must be a list of integers >= 0, and 1.5 is not one"));
   EXPECT_THAT(load_error(write(dir / "k.toml", "[grid]\n\"data.skew\" = [0.1, 0.1]\n")),
               HasSubstr("k.toml:2: grid key 'data.skew' lists 0.1 twice"));
   EXPECT_THAT(load_error(write(dir / "k2.toml", "[grid]\n\"data.skew\" = [1, 0.5, 1.0]\n")),
@@ -245,6 +249,28 @@ TEST(Sweep, RunsSkipsResumesAndExtends) {
   SweepOutcome again = run_sweep(spec, quiet);
   EXPECT_EQ(again.trained + again.resumed, 0);
   EXPECT_EQ(again.skipped, 8);
+  {
+    // A run another process is training (it holds the folder's lock) is neither resumed nor
+    // trained anew in a second folder: skipped, and said so.
+    const SweepPoint busy = expand_sweep(spec)[1];
+    const fs::path busy_dir = find_sweep_run(spec, busy).dir;
+    fs::rename(busy_dir / "summary.json", busy_dir / "summary.kept");
+    {
+      RunFolderLock held_elsewhere(busy_dir);
+      EXPECT_EQ(find_sweep_run(spec, busy).kind, SweepRunState::Kind::kInUse);
+      std::vector<std::string> lines;
+      const SweepOutcome busy_run =
+          run_sweep(spec, [&](const std::string& line) { lines.push_back(line); });
+      EXPECT_EQ(busy_run.trained + busy_run.resumed, 0);
+      EXPECT_EQ(busy_run.skipped, 8);
+      EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+        return line.find("being trained by another process (" + busy_dir.string()) !=
+               std::string::npos;
+      }));
+    }
+    EXPECT_EQ(find_sweep_run(spec, busy).kind, SweepRunState::Kind::kResumable);
+    fs::rename(busy_dir / "summary.kept", busy_dir / "summary.json");
+  }
 
   // Interrupted after its checkpoint: the summary is missing.
   const SweepPoint point = expand_sweep(spec)[3];

@@ -16,6 +16,7 @@
 
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/quant/int8_direct_conv.h"
+#include "lpdt/quant/int8_gemm.h"
 #include "reference_conv.h"
 
 namespace lpdt::quant {
@@ -134,6 +135,25 @@ TEST(Int16PairConvLayers, Int8ConvAndItsInputGradientEqualTheFloat32Form) {
         << "stride " << stride << ": input gradient, max difference "
         << (dx_avx2 - dx_base).abs().max().item<float>();
   }
+}
+
+// The run record (summary.json backend.integer_kernels) names the kernel the dense convolutions
+// take at the level running.
+TEST(Int16PairConvLayers, TheRunRecordNamesTheKernelThatRuns) {
+  if (!cpu_runs_avx2()) GTEST_SKIP() << "needs a CPU with AVX2";
+  if (!have_int8_gemm()) GTEST_SKIP() << "built without oneDNN: no integer backend";
+  if (int8_gemm_is_exact_in_onednn()) {
+    EXPECT_NE(int8_gemm_kernel().find("oneDNN int8 direct convolution"), std::string::npos);
+    return;
+  }
+  {
+    ScopedSimdLevel avx2(SimdLevel::kAvx2);
+    EXPECT_NE(int8_gemm_kernel().find("int16 pair products"), std::string::npos)
+        << int8_gemm_kernel();
+  }
+  ScopedSimdLevel baseline(SimdLevel::kBaseline);
+  EXPECT_NE(int8_gemm_kernel().find("float32 direct convolutions"), std::string::npos)
+      << int8_gemm_kernel();
 }
 
 }  // namespace

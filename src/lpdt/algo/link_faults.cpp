@@ -30,6 +30,10 @@ void LinkFaults::restore_counts(const FaultCounts& counts) {
   counts_.messages_in_flight = 0;  // counts() takes it from the held messages
 }
 
+void LinkFaults::restore_dead(const FaultCounts& counts) {
+  for (const auto& [node, round] : counts.dead_nodes) dead_.insert(node);
+}
+
 LinkFaults::LinkFaults(FaultPlan plan, const NodeRange& hosted, bool choco, bool kills_from_plan)
     : plan_(std::move(plan)), hosted_(hosted), choco_(choco), kills_from_plan_(kills_from_plan) {}
 

@@ -72,6 +72,9 @@ class LinkFaults {
   FaultCounts counts() const;
   // A resumed run continues the counts of its checkpoint (in flight: from restore_held).
   void restore_counts(const FaultCounts& counts);
+  // A resumed run's nodes dead at its checkpoint (counts.dead_nodes) are dead from its first
+  // round, on every process (the counts themselves are restored on one, restore_counts).
+  void restore_dead(const FaultCounts& counts);
   const FaultPlan& plan() const { return plan_; }
 
   // Messages held back at the hosted receivers (checkpoints): "fault_held_meta" [H, 4] int64

@@ -25,6 +25,8 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--out", args->out, "HTML file to write (default: DIR/report.html)");
   cmd->callback([args]() {
     exp::check_output_file(args->out, "report --out");
+    exp::check_replaces_only_own_output(args->out, "report --out", "<!DOCTYPE html",
+                                        "an HTML page");
     const auto path = exp::report::write_report(
         args->dir,
         args->out.empty() ? std::nullopt : std::optional<std::filesystem::path>(args->out));

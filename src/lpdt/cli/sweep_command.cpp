@@ -52,9 +52,11 @@ void add_sweep_command(CLI::App& app) {
       return;
     }
     const exp::SweepOutcome outcome = exp::run_sweep(spec, say, args->dry_run, isatty(fileno(stderr)) != 0, shard);
-    say("sweep " + std::string(args->dry_run ? "(dry run) " : "") + spec.out_dir.string() + ": " +
-        std::to_string(outcome.trained) + " trained, " + std::to_string(outcome.resumed) +
-        " resumed, " + std::to_string(outcome.skipped) + " already done or diverged" +
+    const bool dry = args->dry_run;
+    say("sweep " + std::string(dry ? "(dry run) " : "") + spec.out_dir.string() + ": " +
+        std::to_string(outcome.trained) + (dry ? " to train, " : " trained, ") +
+        std::to_string(outcome.resumed) + (dry ? " to resume, " : " resumed, ") +
+        std::to_string(outcome.skipped) + " already done, diverged or in use" +
         (outcome.diverged > 0 ? ", " + std::to_string(outcome.diverged) + " diverged now" : "") +
         (outcome.other_shards > 0
              ? ", " + std::to_string(outcome.other_shards) + " left to the other shards"

@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -53,6 +54,13 @@ void add_topo_command(CLI::App& app) {
   cmd->callback([args]() {
     exp::check_output_file(args->dot_path, "topo --dot");
     exp::check_output_file(args->json_path, "topo --json");
+    std::error_code ec;
+    if (!args->dot_path.empty() && !args->json_path.empty() &&
+        std::filesystem::weakly_canonical(args->dot_path, ec) ==
+            std::filesystem::weakly_canonical(args->json_path, ec)) {
+      throw ConfigError("topo --dot and --json both name " + args->json_path +
+                        ": the JSON would replace the DOT file; give them different names");
+    }
     graph::TopologyOptions options;
     options.name(args->name).num_nodes(args->nodes).mixing(args->mixing).seed(args->seed);
     if (args->name == "torus") options.rows(args->rows);

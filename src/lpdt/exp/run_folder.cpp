@@ -1,5 +1,7 @@
 #include "lpdt/exp/run_folder.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -54,6 +56,56 @@ void check_output_file(const std::string& path, const std::string& option) {
     throw ConfigError(option + " " + path + ": the folder '" + folder.string() +
                       "' is not writable");
   }
+}
+
+namespace {
+constexpr const char* kRunFolderLockFile = ".lpdt-lock";
+}  // namespace
+
+RunFolderLock::RunFolderLock(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / kRunFolderLockFile;
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw UserError("cannot lock run folder '" + dir.string() + "': " + why_cannot_write(file, errno));
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (error == EWOULDBLOCK) {
+      throw UserError("run folder '" + dir.string() +
+                      "' is being trained by another process right now (it holds " +
+                      file.string() + "): let that one finish, or stop it first");
+    }
+    throw UserError("cannot lock run folder '" + dir.string() + "': " + std::strerror(error));
+  }
+}
+
+RunFolderLock::~RunFolderLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
+bool run_folder_in_use(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / kRunFolderLockFile;
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // never locked (or unreadable: then nobody could lock it either)
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
+}
+
+void check_replaces_only_own_output(const std::string& path, const std::string& option,
+                                    const std::string& signature, const std::string& kind) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return;
+  std::ifstream in(path, std::ios::binary);
+  std::string start(signature.size(), '\0');
+  in.read(start.data(), static_cast<std::streamsize>(start.size()));
+  start.resize(static_cast<std::size_t>(in.gcount()));
+  if (start == signature) return;
+  throw ConfigError(option + " " + path + ": the file exists and is not " + kind +
+                    ", so writing it would destroy it: name a new file, or move this one away "
+                    "first");
 }
 
 std::string why_cannot_write(const std::filesystem::path& path, int error_number) {

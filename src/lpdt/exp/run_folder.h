@@ -28,6 +28,33 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
 // path and what to do. An empty path (the option not given) passes.
 void check_output_file(const std::string& path, const std::string& option);
 
+// While it lives, this process trains the run folder `dir`: an advisory lock (flock) on
+// dir/.lpdt-lock, released when the process ends however it ends, so that a second process (a
+// sweep started twice, a `train --resume` of a live run) cannot write the same folder. flock
+// holds between processes of one machine (and on file systems that pass it on); shards of one
+// sweep on several machines never share a run folder (docs/sweeps.md). UserError naming the
+// folder when another process holds it.
+class RunFolderLock {
+ public:
+  explicit RunFolderLock(const std::filesystem::path& dir);
+  ~RunFolderLock();
+  RunFolderLock(const RunFolderLock&) = delete;
+  RunFolderLock& operator=(const RunFolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+// Whether another process holds `dir`'s RunFolderLock now.
+bool run_folder_in_use(const std::filesystem::path& dir);
+
+// Checks that writing `path` replaces nothing but this program's own earlier output of that
+// kind: an existing regular file must begin with `signature` (e.g. "<!DOCTYPE html" for a
+// report page), so that a mistyped output name cannot overwrite a run's summary.json, a sweep's
+// table or any other file. ConfigError naming `option`, the path and what to do; an empty or
+// missing path passes.
+void check_replaces_only_own_output(const std::string& path, const std::string& option,
+                                    const std::string& signature, const std::string& kind);
+
 // Why `path` cannot be written, for a message: its folder is missing or a file, the path is a
 // folder, or the system's reason (`error_number`, an errno value).
 std::string why_cannot_write(const std::filesystem::path& path, int error_number);

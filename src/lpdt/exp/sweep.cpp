@@ -269,7 +269,10 @@ SweepSpec load_sweep(const fs::path& file) {
       }
       for (const auto& item : *array) {
         if (!item.is_integer() || item.as_integer()->get() < 0) {
-          fail(file, item.source(), "seeds must be a non-empty list of integers >= 0");
+          std::ostringstream value;
+          item.visit([&](const auto& v) { value << v; });  // as TOML spells it: 1.5, "3", -2
+          fail(file, item.source(),
+               "seeds must be a list of integers >= 0, and " + value.str() + " is not one");
         }
         const auto seed = static_cast<std::uint64_t>(item.as_integer()->get());
         if (std::find(spec.seeds.begin(), spec.seeds.end(), seed) != spec.seeds.end()) {
@@ -551,6 +554,8 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
     }
     if (trained == epochs) return {SweepRunState::Kind::kDone, dir};
   }
+  // Another sweep (or a `train --resume`) is training it: neither resume it nor start it anew.
+  if (run_folder_in_use(dir)) return {SweepRunState::Kind::kInUse, dir};
   if (fs::exists(dir / kDivergedFile)) {
     std::ifstream in(dir / kDivergedFile);
     nlohmann::json record;
@@ -655,6 +660,12 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
       ++outcome.skipped;
       continue;
     }
+    if (state.kind == SweepRunState::Kind::kInUse) {
+      progress(where + ": being trained by another process (" + state.dir.string() +
+               "), skipped; run the sweep again once it has finished");
+      ++outcome.skipped;
+      continue;
+    }
     // The sweep's time left: the mean time of the runs finished by this invocation, times the
     // runs left (a resumed run counts as a whole one).
     std::string eta;
@@ -666,10 +677,10 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
     }
     if (state.kind == SweepRunState::Kind::kResumable) {
       options.resume_dir = state.dir;
-      progress(where + ": resuming " + state.dir.string() + eta);
+      progress(where + (dry_run ? ": would resume " : ": resuming ") + state.dir.string() + eta);
       ++outcome.resumed;
     } else {
-      progress(where + ": training" + eta);
+      progress(where + (dry_run ? ": would train" : ": training") + eta);
       ++outcome.trained;
     }
     if (dry_run) continue;

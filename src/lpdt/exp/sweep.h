@@ -77,7 +77,8 @@ ExperimentConfig sweep_point_config(const SweepSpec& spec, const SweepPoint& poi
 // finite: diverged.json, exp/trainer.h; it would diverge again, so it is not retrained), resumable
 // (a checkpoint of an unfinished run) or not started.
 struct SweepRunState {
-  enum class Kind { kDone, kDiverged, kResumable, kNew } kind = Kind::kNew;
+  // kInUse: another process is training its newest folder now (exp/run_folder.h RunFolderLock).
+  enum class Kind { kDone, kDiverged, kResumable, kInUse, kNew } kind = Kind::kNew;
   std::filesystem::path dir;  // the run folder (done / resumable)
 };
 SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point);

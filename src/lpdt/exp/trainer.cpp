@@ -105,14 +105,20 @@ std::string format(const char* fmt, auto... args) {
   return buf;
 }
 
-// The hosted nodes (global indices) whose loss is not finite. loss_rows: [k], one entry per
-// hosted node, node first_node + i in row i.
+// The hosted nodes (global indices) whose loss is not finite, dead nodes left out: a dead node
+// trains on alone and nobody mixes its rows, and a run resumed from a multi-process checkpoint
+// holds zeros for a dead rank's rows (push-sum weight 0, so its loss is not a number) without
+// anything having diverged. loss_rows: [k], one entry per hosted node, node first_node + i in
+// row i.
 std::vector<std::int64_t> nodes_with_nonfinite_loss(const at::Tensor& loss_rows,
-                                                    std::int64_t first_node) {
+                                                    std::int64_t first_node,
+                                                    const algo::LinkFaults* faults) {
   const at::Tensor bad = at::logical_not(at::isfinite(loss_rows)).nonzero().view({-1}).cpu();
   std::vector<std::int64_t> nodes;
-  for (std::int64_t i = 0; i < bad.numel(); ++i)
-    nodes.push_back(first_node + bad[i].item<std::int64_t>());
+  for (std::int64_t i = 0; i < bad.numel(); ++i) {
+    const std::int64_t node = first_node + bad[i].item<std::int64_t>();
+    if (faults == nullptr || !faults->dead(node)) nodes.push_back(node);
+  }
   return nodes;
 }
 
@@ -237,6 +243,43 @@ bool resolve_batches_on_device(const ExperimentConfig& config, at::Device device
 }
 
 // What a multi-process run cannot do (yet), as configuration errors every rank detects alike.
+// Every rank of a job must train one configuration: an MPMD launch (`mpirun -np 1 lpdt ... :
+// -np 1 lpdt ...`) or a config file that differs between hosts would otherwise train some nodes
+// with settings other than those the run records (rank 0's). Paths may differ between hosts
+// (the same data may lie elsewhere on each), and so may run.threads. Rank 0 compares every
+// rank's resolved configuration with its own; all ranks stop together with its verdict.
+void check_ranks_agree(const ExperimentConfig& config, dist::Cluster& cluster) {
+  static const std::set<std::string> kPerHost = {"data.dir", "data.vocab", "model.pretrained",
+                                                 "run.out_dir", "run.threads"};
+  const nlohmann::json mine = to_json(config);
+  const std::vector<std::string> texts = cluster.gather_text(mine.dump());
+  std::string verdict;
+  for (std::size_t r = 1; cluster.leader() && r < texts.size() && verdict.empty(); ++r) {
+    if (texts[r].empty()) continue;  // a rank that died: the deadlines report it
+    const nlohmann::json theirs = nlohmann::json::parse(texts[r]);
+    std::ostringstream differences;
+    int count = 0;
+    for (const auto& [section, keys] : mine.items()) {
+      for (const auto& [key, value] : keys.items()) {
+        const std::string name = section + "." + key;
+        if (kPerHost.count(name)) continue;
+        const bool present = theirs.contains(section) && theirs[section].contains(key);
+        if (present && theirs[section][key] == value) continue;
+        differences << (count++ ? "; " : "") << name << " = " << value.dump() << " on rank 0, "
+                    << (present ? theirs[section][key].dump() : std::string("(absent)"))
+                    << " on rank " << r;
+      }
+    }
+    if (count > 0) {
+      verdict = "the ranks of one job must train one configuration, but " + differences.str() +
+                ": start every rank with the same config file and --set options (only paths and "
+                "run.threads may differ between hosts)";
+    }
+  }
+  verdict = cluster.broadcast_text(verdict);
+  if (!verdict.empty()) throw ConfigError(verdict);
+}
+
 void check_multi_process(const ExperimentConfig& config, const dist::Cluster& cluster,
                          bool static_topology) {
   if (!cluster.distributed()) return;
@@ -503,6 +546,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   dist::SingleProcess single_process;
   dist::Cluster& cluster = options.cluster ? *options.cluster : single_process;
   const bool leader = cluster.leader();
+  if (cluster.distributed()) check_ranks_agree(config, cluster);
   // Progress lines come from rank 0 only.
   const ProgressSink say = [&](const std::string& line) {
     if (leader) progress(line);
@@ -691,9 +735,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       const_cast<algo::LinkFaults*>(optimizer.faults())->restore_held(resumed->optimizer);
     }
     // The counts of all nodes so far: rank 0 carries them on (the ranks' counts are summed).
-    if (optimizer.faults() != nullptr && !resumed->fault_counts.is_null() && leader) {
-      const_cast<algo::LinkFaults*>(optimizer.faults())
-          ->restore_counts(fault_counts_from_json(resumed->fault_counts));
+    if (optimizer.faults() != nullptr && !resumed->fault_counts.is_null()) {
+      auto* faults = const_cast<algo::LinkFaults*>(optimizer.faults());
+      const algo::FaultCounts counts = fault_counts_from_json(resumed->fault_counts);
+      if (leader) faults->restore_counts(counts);
+      // Nodes dead at the checkpoint are dead from the first round on, on every rank, as in the
+      // uninterrupted run (a rank does not wait a deadline to find them dead again).
+      faults->restore_dead(counts);
     }
     ledger = metrics::ByteLedger::from_json(resumed->ledger);
     if (!hosted.is_all()) ledger.keep_only_nodes(hosted.first, k, /*keep_round_totals=*/leader);
@@ -709,6 +757,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   std::filesystem::path run_dir = options.resume_dir;
   if (!resumed && leader) run_dir = create_run_folder(config.run.out_dir, config.run.name);
   run_dir = cluster.broadcast_text(run_dir.string());
+  // Rank 0 writes the folder: it alone holds it, for the whole run.
+  std::optional<RunFolderLock> folder_lock;
+  if (leader) folder_lock.emplace(run_dir);
   // A resumed run's tables, checked against its checkpoint before anything is written.
   std::string resumed_metrics, resumed_epochs;
   std::optional<std::string> resumed_layers;  // runs from before layers.csv resume without it
@@ -805,12 +856,12 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   for (const std::string& warning : warnings) say("warning: " + warning);
   if (threads_warning) warnings.push_back(*threads_warning);  // said when the run started
   if (cluster.distributed()) {
-    say(
-        format("%s: each rank trains %lld or %lld of the %lld nodes; payloads between ranks are "
-               "real messages",
-               cluster.description().c_str(), static_cast<long long>(n / cluster.size()),
-               static_cast<long long>((n + cluster.size() - 1) / cluster.size()),
-               static_cast<long long>(n)));
+    const std::int64_t fewest = n / cluster.size(), most = (n + cluster.size() - 1) / cluster.size();
+    const std::string share = fewest == most ? std::to_string(fewest)
+                                             : std::to_string(fewest) + " or " + std::to_string(most);
+    say(format("%s: each rank trains %s of the %lld nodes; payloads between ranks are real "
+               "messages",
+               cluster.description().c_str(), share.c_str(), static_cast<long long>(n)));
   }
 
   const std::int64_t steps_per_epoch =
@@ -966,6 +1017,21 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // checkpoint), not 0: what it sent after that died with it (docs/mpi.md).
   std::vector<std::string> last_ledger_texts;
   std::set<int> ledgers_as_last_reported;
+  // A resumed run's ranks whose nodes were all dead at the checkpoint: their last report is the
+  // checkpoint's ledger of their nodes.
+  if (resumed && leader && cluster.distributed() && optimizer.faults() != nullptr) {
+    last_ledger_texts.resize(static_cast<std::size_t>(cluster.size()));
+    for (int r = 1; r < cluster.size(); ++r) {
+      const NodeRange block = dist::hosted_nodes(r, cluster.size(), n);
+      bool all_dead = true;
+      for (std::int64_t i = block.first; i < block.end(); ++i)
+        all_dead = all_dead && optimizer.faults()->dead(i);
+      if (!all_dead) continue;
+      metrics::ByteLedger last = metrics::ByteLedger::from_json(resumed->ledger);
+      last.keep_only_nodes(block.first, block.count, /*keep_round_totals=*/false);
+      last_ledger_texts[static_cast<std::size_t>(r)] = last.to_json().dump();
+    }
+  }
   const auto whole_ledger = [&]() -> std::optional<metrics::ByteLedger> {
     if (!cluster.distributed()) return ledger;
     const auto texts = cluster.gather_text(ledger.to_json().dump());
@@ -1144,7 +1210,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
         step_inputs = batch.inputs.to(device, /*non_blocking=*/true);
         step_targets = batch.targets.to(device, /*non_blocking=*/true);
       }
-      if (killed_rank && round == config.faults.kill_step) {
+      // At or after: a run resumed from a checkpoint written after the death dies at its first
+      // step, as its nodes were dead then.
+      if (killed_rank && round >= config.faults.kill_step) {
         std::fprintf(stderr,
                      "rank %d: injected fault: killing this process (nodes %lld .. %lld) "
                      "at step %lld (faults.kill_nodes)\n",
@@ -1163,7 +1231,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       // Checked every step where reading the losses costs no device synchronisation and no
       // agreement between processes; otherwise once per epoch, below.
       if (check_every_step) {
-        const auto diverged = nodes_with_nonfinite_loss(last_loss, hosted.first);
+        const auto diverged = nodes_with_nonfinite_loss(last_loss, hosted.first, optimizer.faults());
         if (!diverged.empty()) {
           if (meter) meter->clear();
           stop_diverged(config, leader, epoch + 1, step + 1,
@@ -1188,7 +1256,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     result.steps += steps_per_epoch;
     {
       // Every rank reports its nodes and rank 0 answers for all, so that all stop together.
-      std::string diverged = join_nodes(nodes_with_nonfinite_loss(node_loss_sum, hosted.first));
+      std::string diverged = join_nodes(nodes_with_nonfinite_loss(node_loss_sum, hosted.first, optimizer.faults()));
       if (cluster.distributed()) {
         std::string all;
         for (const std::string& part : cluster.gather_text(diverged)) {

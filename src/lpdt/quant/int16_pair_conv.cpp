@@ -182,14 +182,17 @@ LPDT_TARGET_X86_64_V3 void pair_conv_rows(const std::int16_t* input, const std::
 
 }  // namespace
 
-bool int16_pair_conv_handles(const ConvGeometry& g) {
+bool int16_pair_conv_runs_here() {
 #if LPDT_HAVE_SIMD_LEVELS
-  return simd_level() == SimdLevel::kAvx2 && g.groups == 1 &&
-         g.kernel * g.kernel * round_up_even(g.in_channels) <= kMaxInt16PairTerms;
+  return simd_level() == SimdLevel::kAvx2;
 #else
-  (void)g;
   return false;
 #endif
+}
+
+bool int16_pair_conv_handles(const ConvGeometry& g) {
+  return int16_pair_conv_runs_here() && g.groups == 1 &&
+         g.kernel * g.kernel * round_up_even(g.in_channels) <= kMaxInt16PairTerms;
 }
 
 void int16_pair_conv_s32(const std::uint8_t* x, std::int64_t pixel_stride, std::uint8_t x_zero,

@@ -29,6 +29,10 @@ namespace lpdt::quant {
 // The most product terms one sum may have and stay exact in int32: 33,025 * 65,025 < 2^31.
 constexpr std::int64_t kMaxInt16PairTerms = 33025;
 
+// Whether this process runs the kernel at all: an x86-64 GCC build running its AVX2 code
+// (simd_level() is kAvx2; see int16_pair_conv_handles).
+bool int16_pair_conv_runs_here();
+
 // Whether int16_pair_conv_s32 runs g: a dense convolution, at most kMaxInt16PairTerms terms per
 // sum (kernel^2 times the input channels rounded up to even), in an x86-64 GCC build running its
 // AVX2 code: simd_level() is kAvx2, on AVX2 CPUs (where it was measured) or under a test's

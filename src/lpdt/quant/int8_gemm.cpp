@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lpdt/core/error.h"
+#include "lpdt/quant/int16_pair_conv.h"
 
 #if LPDT_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -26,11 +27,15 @@ bool int8_gemm_is_exact_in_onednn() {
 
 std::string int8_gemm_kernel() {
   if (!have_int8_gemm()) return "none (no oneDNN)";
-  return int8_gemm_is_exact_in_onednn()
-             ? "oneDNN int8 direct convolution (dense convolutions) and u8s8s32 GEMM (AVX-512 VNNI)"
-             : "float32 direct convolutions over input-channel chunks (dense convolutions) and "
-               "float32 GEMM over K-chunks of " +
-                   std::to_string(kExactFloatChunk) + " (exact; no AVX-512 VNNI)";
+  if (int8_gemm_is_exact_in_onednn()) {
+    return "oneDNN int8 direct convolution (dense convolutions) and u8s8s32 GEMM (AVX-512 VNNI)";
+  }
+  const std::string gemm = "float32 GEMM over K-chunks of " + std::to_string(kExactFloatChunk) +
+                           " (exact; no AVX-512 VNNI)";
+  return int16_pair_conv_runs_here()
+             ? "int16 pair products, vpmaddwd (dense convolutions, AVX2) and " + gemm
+             : "float32 direct convolutions over input-channel chunks (dense convolutions) and " +
+                   gemm;
 }
 
 void gemm_u8s8s32_exact_float(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint8_t* a,

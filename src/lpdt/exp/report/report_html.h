@@ -15,6 +15,10 @@ std::string html_section(const std::string& id, const std::string& heading,
 
 // A visible note in place of a section whose input file is missing.
 std::string missing_note(const std::string& file, const std::string& what);
+// The same for a section drawn from two files of which neither had anything to show: they are
+// missing or hold no rows yet (a run in its first epoch).
+std::string nothing_yet_note(const std::string& first_file, const std::string& second_file,
+                             const std::string& what);
 
 // A table (no header row when `header` is empty); cells of `html_columns` (indices) are
 // inserted as HTML, the others escaped.

@@ -95,6 +95,12 @@ std::string missing_note(const std::string& file, const std::string& what) {
          ".</p>\n";
 }
 
+std::string nothing_yet_note(const std::string& first_file, const std::string& second_file,
+                             const std::string& what) {
+  return "<p class=\"missing\">No " + xml_escape(what) + ": " + xml_escape(first_file) + " and " +
+         xml_escape(second_file) + " are missing or hold no rows yet.</p>\n";
+}
+
 std::string html_table(const std::vector<std::string>& header,
                        const std::vector<std::vector<std::string>>& rows,
                        const std::vector<std::size_t>& html_columns, const std::string& css_class) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/report/report_html.h"
 #include "lpdt/exp/report/report_page.h"
 #include "lpdt/exp/report/svg_chart.h"
@@ -80,14 +81,17 @@ std::string header_html(const RunResults& run) {
   }
   std::vector<std::vector<std::string>> rows = {
       {"algorithm", cfg("algo", "name") + ", consensus step " + cfg("algo", "consensus_step")},
-      {"model", cfg("model", "arch") + " (norm " + cfg("model", "norm") + ")"},
+      {"model", arch_uses_model_norm(cfg("model", "arch"))
+                    ? cfg("model", "arch") + " (norm " + cfg("model", "norm") + ")"
+                    : cfg("model", "arch")},
       {"precision", precision},
       {"topology", topology + ", mixing " + cfg("graph", "mixing")},
       {"nodes", cfg("graph", "nodes")},
       {"data", cfg("data", "dataset") + ", partition " + cfg("data", "partition") + ", skew " +
                    cfg("data", "skew")},
       {"compression", compression},
-      {"epochs, batch size", cfg("run", "epochs") + ", " + cfg("data", "batch_size")},
+      {"epochs", cfg("run", "epochs")},
+      {"batch size per node", cfg("data", "batch_size")},
       {"average-model accuracy", percent(json_number(s, {"final", "average_model_accuracy"}))},
       {"node accuracy mean [min, max]",
        percent(json_number(s, {"final", "mean_node_accuracy"})) + " [" +
@@ -124,7 +128,7 @@ std::string header_html(const RunResults& run) {
 
 std::string accuracy_section(const RunResults& run) {
   if (run.node_epochs.empty() && run.epochs.empty()) {
-    return missing_note("metrics.csv and epochs.csv", "accuracy per epoch");
+    return nothing_yet_note("metrics.csv", "epochs.csv", "accuracy per epoch");
   }
   LineChart chart;
   chart.title = "Test accuracy per epoch";
@@ -227,7 +231,7 @@ std::string bytes_section(const RunResults& run) {
     line.series.push_back(std::move(s));
     figures.push_back(render_line_chart(line));
   }
-  if (figures.empty()) return missing_note("metrics.csv and summary.json", "bytes sent per node");
+  if (figures.empty()) return nothing_yet_note("metrics.csv", "summary.json", "bytes sent per node");
   return figure_row(figures);
 }
 
