@@ -64,10 +64,11 @@ constexpr const char* kRunFolderLockFile = ".lpdt-lock";
 
 RunFolderLock::RunFolderLock(const std::filesystem::path& dir) {
   const std::filesystem::path file = dir / kRunFolderLockFile;
+  // Where the lock cannot be taken at all (a read-only folder, whose writes then fail with their
+  // own errors; a file system without flock), the run goes on unlocked: only another holder
+  // stops it.
   fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    throw UserError("cannot lock run folder '" + dir.string() + "': " + why_cannot_write(file, errno));
-  }
+  if (fd_ < 0) return;
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     ::close(fd_);
@@ -77,7 +78,6 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& dir) {
                       "' is being trained by another process right now (it holds " +
                       file.string() + "): let that one finish, or stop it first");
     }
-    throw UserError("cannot lock run folder '" + dir.string() + "': " + std::strerror(error));
   }
 }
 

@@ -33,7 +33,8 @@ void check_output_file(const std::string& path, const std::string& option);
 // sweep started twice, a `train --resume` of a live run) cannot write the same folder. flock
 // holds between processes of one machine (and on file systems that pass it on); shards of one
 // sweep on several machines never share a run folder (docs/sweeps.md). UserError naming the
-// folder when another process holds it.
+// folder when another process holds it; where no lock can be taken (a file system without
+// flock), the folder is trained unlocked.
 class RunFolderLock {
  public:
   explicit RunFolderLock(const std::filesystem::path& dir);
