@@ -27,6 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using ::testing::EndsWith;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -128,6 +129,7 @@ struct SyntheticRun {
   std::string name = "synthetic";
   std::string precision = "fp32";
   std::string algo = "choco";
+  std::string message_values = "fp32";
   double skew = 0.5;
   int seed = 1;
   double accuracy = 50;  // final average-model accuracy
@@ -171,7 +173,11 @@ void write_run(const fs::path& dir, const SyntheticRun& r) {
   if (!r.summary) return;
   const json summary = {
       {"config",
-       {{"algo", {{"name", r.algo}, {"compressor", "none"}, {"consensus_step", 1.0}}},
+       {{"algo",
+        {{"name", r.algo},
+         {"compressor", "none"},
+         {"consensus_step", 1.0},
+         {"message_values", r.message_values}}},
         {"model", {{"arch", "mlp"}, {"norm", "none"}, {"precision", r.precision}}},
         {"graph", {{"topology", "directed-ring"}, {"nodes", r.nodes}, {"mixing", "uniform"}}},
         {"data", {{"dataset", "synthetic"}, {"skew", r.skew}, {"partition", "skew"}}},
@@ -527,6 +533,7 @@ fs::path write_sweep(const std::string& name, bool vary_skew) {
           SyntheticRun r;
           r.algo = algo;
           r.precision = precision;
+          r.message_values = precision;  // linked in the grid, as in the paper's presets
           r.skew = skew;
           r.seed = seed;
           r.accuracy = sweep_accuracy(algo, precision, skew, seed);
@@ -552,7 +559,9 @@ TEST(ReportSweep, SkewPlotDrawsFp32SolidInt8DashedAtTheMeansOverSeeds) {
   expect_well_formed(html);
   const std::string skew = section(html, "skew");
   ASSERT_THAT(skew, HasSubstr("<svg"));
-  // One line per (algo, precision): fp32 solid, int8 dashed, the same colour per algo.
+  // One line per (algo, precision): fp32 solid, int8 dashed, the same colour per algo. The
+  // message values, linked to the precision, neither split the lines nor change their colour:
+  // their labels name them.
   std::map<std::string, std::string> colours;
   const std::regex line(
       "<path class=\"line skew-line ([a-z0-9]+)\"[^>]*stroke=\"(#[0-9a-f]+)\""
@@ -563,6 +572,8 @@ TEST(ReportSweep, SkewPlotDrawsFp32SolidInt8DashedAtTheMeansOverSeeds) {
     const std::string kind = (*it)[1], colour = (*it)[2], rest = (*it)[3], title = (*it)[4];
     const bool int8 = title.find("int8") != std::string::npos;
     EXPECT_EQ(kind, int8 ? "lowp" : "fp32") << title;
+    EXPECT_THAT(title, EndsWith(int8 ? ", int8 (algo.message_values=int8)"
+                                     : ", fp32 (algo.message_values=fp32)"));
     EXPECT_EQ(rest.find("stroke-dasharray") != std::string::npos, int8) << title;
     const std::string algo = title.substr(0, title.find(','));
     if (colours.count(algo)) {
@@ -578,7 +589,8 @@ TEST(ReportSweep, SkewPlotDrawsFp32SolidInt8DashedAtTheMeansOverSeeds) {
   std::smatch m;
   ASSERT_TRUE(
       std::regex_search(skew, m,
-                        std::regex("<circle class=\"pt\"([^>]*)><title>algo.name=dpsgd, int8: 0.5, "
+                        std::regex("<circle class=\"pt\"([^>]*)><title>algo.name=dpsgd, int8 "
+                                   "\\(algo.message_values=int8\\): 0.5, "
                                    "([0-9.]+) ± ([0-9.]+)</title>")));
   EXPECT_EQ(std::stod(m[2]), 45);
   EXPECT_NEAR(std::stod(m[3]), std::sqrt(2.0), 1e-3);

@@ -99,8 +99,8 @@ TEST(BuildersTest, MostSquareTorusFactorisation) {
   EXPECT_EQ(most_square_torus(27).rows, 3);
   EXPECT_EQ(most_square_torus(27).cols, 9);
   EXPECT_EQ(config_error([] { most_square_torus(10); }),
-            "topology 'torus' needs a node count (graph.nodes) that is a product rows x cols with "
-            "rows, cols >= 3; got 10");
+            "topology 'torus' needs a node count (graph.nodes; lpdt topo --nodes) that is a "
+            "product rows x cols with rows, cols >= 3; got 10");
   EXPECT_NE(config_error([] { most_square_torus(8); }), "");  // 8 = 2 x 4 only
   EXPECT_NE(config_error([] { most_square_torus(13); }), "");
 }

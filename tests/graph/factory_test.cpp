@@ -51,8 +51,8 @@ TEST(FactoryTest, TorusShape) {
   EXPECT_EQ(make_topology(TopologyOptions().name("torus").num_nodes(18).cols(6))->label(),
             "torus 3x6");
   EXPECT_EQ(config_error([] { make_topology(TopologyOptions().name("torus").num_nodes(10)); }),
-            "topology 'torus' needs a node count (graph.nodes) that is a product rows x cols with "
-            "rows, cols >= 3; got 10");
+            "topology 'torus' needs a node count (graph.nodes; lpdt topo --nodes) that is a "
+            "product rows x cols with rows, cols >= 3; got 10");
   EXPECT_NE(config_error([] {
               make_topology(TopologyOptions().name("torus").num_nodes(16).rows(3).cols(4));
             }).find("got a node count of 16"),

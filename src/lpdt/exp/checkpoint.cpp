@@ -14,6 +14,7 @@
 #include "lpdt/build_info.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/json_error_text.h"
+#include "lpdt/exp/config_difference.h"
 
 namespace lpdt::exp {
 namespace fs = std::filesystem;
@@ -202,16 +203,9 @@ void check_resumable(const nlohmann::json& saved, const nlohmann::json& now, con
                                                    "run.name", "run.receive_timeout_s"};
   std::ostringstream problems;
   int count = 0;
-  for (const auto& [section, keys] : now.items()) {
-    for (const auto& [key, value] : keys.items()) {
-      const std::string name = section + "." + key;
-      if (kMayChange.count(name)) continue;
-      const bool present = saved.contains(section) && saved[section].contains(key);
-      if (present && saved[section][key] == value) continue;
-      problems << (count++ ? "; " : "") << name << " = "
-               << (present ? saved[section][key].dump() : std::string("(absent)")) << " in "
-               << file.filename().string() << ", " << value.dump() << " now";
-    }
+  for (const ConfigDifference& d : config_differences(now, saved, kMayChange)) {
+    problems << (count++ ? "; " : "") << d.key << " = " << d.theirs << " in "
+             << file.filename().string() << ", " << d.ours << " now";
   }
   if (count > 0) {
     throw ConfigError("cannot resume from '" + file.string() + "': " + problems.str() +

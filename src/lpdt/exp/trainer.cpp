@@ -34,6 +34,7 @@
 #include "lpdt/dist/placement.h"
 #include "lpdt/exp/bench_record.h"
 #include "lpdt/exp/checkpoint.h"
+#include "lpdt/exp/config_difference.h"
 #include "lpdt/exp/config_options.h"
 #include "lpdt/exp/cost_analysis.h"
 #include "lpdt/exp/graphed_steps.h"
@@ -259,16 +260,9 @@ void check_ranks_agree(const ExperimentConfig& config, dist::Cluster& cluster) {
     const nlohmann::json theirs = nlohmann::json::parse(texts[r]);
     std::ostringstream differences;
     int count = 0;
-    for (const auto& [section, keys] : mine.items()) {
-      for (const auto& [key, value] : keys.items()) {
-        const std::string name = section + "." + key;
-        if (kPerHost.count(name)) continue;
-        const bool present = theirs.contains(section) && theirs[section].contains(key);
-        if (present && theirs[section][key] == value) continue;
-        differences << (count++ ? "; " : "") << name << " = " << value.dump() << " on rank 0, "
-                    << (present ? theirs[section][key].dump() : std::string("(absent)"))
-                    << " on rank " << r;
-      }
+    for (const ConfigDifference& d : config_differences(mine, theirs, kPerHost)) {
+      differences << (count++ ? "; " : "") << d.key << " = " << d.ours << " on rank 0, "
+                  << d.theirs << " on rank " << r;
     }
     if (count > 0) {
       verdict = "the ranks of one job must train one configuration, but " + differences.str() +

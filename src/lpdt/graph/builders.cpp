@@ -54,8 +54,8 @@ TorusShape most_square_torus(std::int64_t num_nodes) {
   }
   if (best.rows == 0) {
     throw ConfigError(
-        "topology 'torus' needs a node count (graph.nodes) that is a product rows x cols with "
-        "rows, cols >= 3; got " +
+        "topology 'torus' needs a node count (graph.nodes; lpdt topo --nodes) that is a product "
+        "rows x cols with rows, cols >= 3; got " +
         std::to_string(num_nodes));
   }
   return best;

@@ -79,20 +79,40 @@ std::pair<double, double> mean_std(const std::vector<double>& v) {
   return {mean, v.size() > 1 ? std::sqrt(sum_sq / (v.size() - 1)) : 0.0};
 }
 
+std::string precision_of(const FinishedRun& r) {
+  return r.config.count(kPrecisionKey) ? value_of(r, kPrecisionKey) : "fp32";
+}
+
+// Whether `key`'s value follows from the precision in every run, as it does for a key linked to
+// it in the grid ("model.precision+algo.message_values"): such a key does not split the series
+// of one precision (nor change their colour); their labels name it instead.
+bool follows_precision(const std::vector<FinishedRun>& runs, const std::string& key) {
+  std::map<std::string, std::string> value_at;
+  for (const auto& r : runs) {
+    const auto [it, inserted] = value_at.emplace(precision_of(r), value_of(r, key));
+    if (!inserted && it->second != value_of(r, key)) return false;
+  }
+  return true;
+}
+
 std::string skew_section(const std::vector<FinishedRun>& runs,
                          const std::vector<std::string>& varying) {
   if (std::find(varying.begin(), varying.end(), kSkewKey) == varying.end()) {
     return "<p class=\"missing\">data.skew does not vary across the finished runs: no accuracy "
            "against skew plot.</p>\n";
   }
-  std::vector<std::string> others;
+  const bool precision_varies =
+      std::find(varying.begin(), varying.end(), kPrecisionKey) != varying.end();
+  std::vector<std::string> others, linked;
   for (const auto& key : varying) {
-    if (key != kSkewKey && key != kPrecisionKey) others.push_back(key);
+    if (key == kSkewKey || key == kPrecisionKey) continue;
+    (precision_varies && follows_precision(runs, key) ? linked : others).push_back(key);
   }
   // (group of the other keys' values, precision) -> skew -> accuracies over seeds.
   std::vector<std::string> groups;  // colour order: first appearance
   std::map<std::pair<std::string, std::string>, std::map<double, std::vector<double>>> points;
   std::vector<std::pair<std::string, std::string>> series_order;
+  std::map<std::string, std::string> linked_label;  // precision -> " (linked key=value, ...)"
   for (const auto& r : runs) {
     const auto accuracy = json_number(*r.run->summary, {"final", "average_model_accuracy"});
     const auto skew = r.config.find(kSkewKey);
@@ -100,8 +120,14 @@ std::string skew_section(const std::vector<FinishedRun>& runs,
     std::string group;
     for (const auto& key : others)
       group += (group.empty() ? "" : ", ") + key + "=" + value_of(r, key);
-    const std::string precision =
-        r.config.count(kPrecisionKey) ? value_of(r, kPrecisionKey) : "fp32";
+    const std::string precision = precision_of(r);
+    std::string& linked_values = linked_label[precision];
+    if (!linked.empty() && linked_values.empty()) {
+      for (const auto& key : linked) {
+        linked_values += (linked_values.empty() ? " (" : ", ") + key + "=" + value_of(r, key);
+      }
+      linked_values += ")";
+    }
     if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
     const auto id = std::make_pair(group, precision);
     if (!points.count(id)) series_order.push_back(id);
@@ -117,7 +143,7 @@ std::string skew_section(const std::vector<FinishedRun>& runs,
   for (const auto& id : series_order) {
     const auto& [group, precision] = id;
     LineSeries s;
-    s.name = group + (group.empty() ? "" : ", ") + precision;
+    s.name = group + (group.empty() ? "" : ", ") + precision + linked_label[precision];
     s.color = palette_color(std::find(groups.begin(), groups.end(), group) - groups.begin());
     s.dashed = precision != "fp32";
     s.markers = true;
