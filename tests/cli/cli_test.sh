@@ -146,6 +146,19 @@ expect 0 "warning: data.batch_size = 64 is larger than the largest node's share"
 expect 0 "larger than the largest node" -- cat "$work"/big_batch/quickstart-*/summary.json
 expect 0 "^batch_size = 64  # --set data.batch_size=64$" -- \
   cat "$work"/big_batch/quickstart-*/config.toml
+# The dirichlet partition's least share per node is a key: the error names it, and setting it
+# lets 4 nodes split 40 samples.
+dirichlet_small=(--set data.dataset=synthetic --set data.synthetic_samples_per_class=4
+  --set data.synthetic_size=8 --set model.arch=mlp --set model.norm=none --set graph.nodes=4
+  --set data.partition=dirichlet --set data.dirichlet_alpha=1000 --set run.epochs=1
+  --set run.log_every=0 --set run.max_steps_per_epoch=1 --set data.augment=false)
+expect 2 "lower data.dirichlet_min_samples or graph.nodes" -- \
+  "$lpdt" train --out "$work/dirichlet" "${dirichlet_small[@]}"
+expect 0 "done: average-model accuracy" -- "$lpdt" train --out "$work/dirichlet" "${dirichlet_small[@]}" \
+  --set data.dirichlet_min_samples=1
+expect 2 "crop padding 9 exceeds the images' side 8" -- "$lpdt" train --out "$work/dirichlet" \
+  "${dirichlet_small[@]}" --set data.dirichlet_min_samples=1 --set data.augment=true \
+  --set data.crop_padding=9
 # So is a node kill planned after the run's last step, and a delay no message outlives.
 expect 0 "faults.kill_step = 99 is not a step of this run" -- \
   cat "$work"/big_batch/quickstart-*/summary.json

@@ -270,6 +270,17 @@ TEST(Loader, RejectsBadArguments) {
   shrink.pad_height = 4;
   expect_error<ConfigError>([&] { NodeBatchedLoader(d, p, LoaderOptions().augment(shrink)); },
                             {"cannot pad"});
+  // Padding up to the images' side (6, or 8 after padding to 8x8) is a crop; beyond it, an error.
+  NodeBatchedLoader(d, p, LoaderOptions().augment(pad_flip_and_crop(6, 0, 0)));
+  NodeBatchedLoader(d, p, LoaderOptions().augment(pad_flip_and_crop(8, 8, 8)));
+  expect_error<ConfigError>(
+      [&] { NodeBatchedLoader(d, p, LoaderOptions().augment(pad_flip_and_crop(7, 0, 0))); },
+      {"crop padding 7 exceeds the images' side 6", "expected 0 to 6 (data.crop_padding)"});
+  expect_error<ConfigError>(
+      [&] {
+        NodeBatchedLoader(d, p, LoaderOptions().augment(pad_flip_and_crop(2147483647, 8, 8)));
+      },
+      {"crop padding 2147483647 exceeds the images' side 8"});
 }
 
 TEST(EvalBatches, CoversTheSetInOrder) {

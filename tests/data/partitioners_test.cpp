@@ -94,14 +94,15 @@ TEST(DirichletPartition, RejectsBadArguments) {
       [&] { partition_dirichlet(labels, 4, 0, DirichletOptions().alpha(-1)); }, {"alpha"});
   expect_error<ConfigError>(
       [&] { partition_dirichlet(labels, 300, 0, DirichletOptions().min_samples(10)); },
-      {"300 nodes x min_samples 10 exceeds the 2000 samples"});
+      {"300 nodes (graph.nodes) x 10 least samples each (data.dirichlet_min_samples) exceed the "
+       "2000 training samples"});
   // 10 classes, alpha tiny: almost every class goes to one node, so 20 nodes cannot all get 50.
   expect_error<ConfigError>(
       [&] {
         partition_dirichlet(labels, 20, 0,
                             DirichletOptions().alpha(0.001).min_samples(50).max_tries(5));
       },
-      {"5 tries", "raise alpha or lower min_samples"});
+      {"5 tries", "lower data.dirichlet_min_samples or graph.nodes, or raise data.dirichlet_alpha"});
 }
 
 TEST(Partition, HistogramJsonAndCsv) {

@@ -29,9 +29,11 @@ Partition partition_dirichlet(const torch::Tensor& labels, int64_t num_nodes, st
   const auto n_samples = static_cast<int64_t>(y.size());
   detail::check_num_nodes(num_nodes, n_samples, who);
   if (num_nodes * options.min_samples_ > n_samples) {
-    throw ConfigError(who + ": " + std::to_string(num_nodes) + " nodes x min_samples " +
-                      std::to_string(options.min_samples_) + " exceeds the " +
-                      std::to_string(n_samples) + " samples");
+    throw ConfigError(who + ": " + std::to_string(num_nodes) + " nodes (graph.nodes) x " +
+                      std::to_string(options.min_samples_) +
+                      " least samples each (data.dirichlet_min_samples) exceed the " +
+                      std::to_string(n_samples) +
+                      " training samples: lower either, or train on more data");
   }
 
   // Class members in ascending index order; each try reshuffles them.
@@ -83,10 +85,13 @@ Partition partition_dirichlet(const torch::Tensor& labels, int64_t num_nodes, st
     if (smallest >= options.min_samples_) return partition;
   }
   throw ConfigError(who + ": no draw gave every one of the " + std::to_string(num_nodes) +
-                    " nodes at least " + std::to_string(options.min_samples_) + " samples in " +
+                    " nodes at least " + std::to_string(options.min_samples_) +
+                    " samples (data.dirichlet_min_samples) in " +
                     std::to_string(options.max_tries_) + " tries (alpha " +
                     std::to_string(options.alpha_) + ", last draw's smallest node: " +
-                    std::to_string(smallest) + "); raise alpha or lower min_samples");
+                    std::to_string(smallest) +
+                    "); lower data.dirichlet_min_samples or graph.nodes, or raise "
+                    "data.dirichlet_alpha (shares closer to equal)");
 }
 
 }  // namespace lpdt::data

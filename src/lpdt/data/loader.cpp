@@ -207,6 +207,18 @@ NodeBatchedLoader::NodeBatchedLoader(const Dataset& train, const Partition& part
   if (aug.crop_padding < 0) {
     throw ConfigError(who + ": crop padding must be >= 0, got " + std::to_string(aug.crop_padding));
   }
+  // A padding beyond the images' side (after data.pad_to) makes most crops blank, and a huge one
+  // overflows the padded tensor's size: no sensible run asks for it.
+  const int64_t side =
+      aug.crop_padding > 0 ? std::min(aug.pad_height > 0 ? aug.pad_height : train.height(),
+                                      aug.pad_width > 0 ? aug.pad_width : train.width())
+                           : 0;
+  if (aug.crop_padding > side) {
+    throw ConfigError(who + ": crop padding " + std::to_string(aug.crop_padding) +
+                      " exceeds the images' side " + std::to_string(side) +
+                      ", so that most crops would hold only padding: expected 0 to " +
+                      std::to_string(side) + " (data.crop_padding)");
+  }
   if (aug.random_resized_crop < 0 || aug.center_crop < 0) {
     throw ConfigError(who + ": crop sizes must be >= 0, got random resized crop " +
                       std::to_string(aug.random_resized_crop) + " and centre crop " +

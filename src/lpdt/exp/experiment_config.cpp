@@ -84,6 +84,7 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("data.skew", c.data.skew);
   v("data.skew_mode", c.data.skew_mode);
   v("data.dirichlet_alpha", c.data.dirichlet_alpha);
+  v("data.dirichlet_min_samples", c.data.dirichlet_min_samples);
   v("data.shards_per_node", c.data.shards_per_node);
   v("data.batch_size", c.data.batch_size);
   v("data.augment", c.data.augment);
@@ -243,6 +244,10 @@ void add_keys(ConfigSchema& s) {
   s.add_float("data.dirichlet_alpha", d.data.dirichlet_alpha,
               "Concentration of the dirichlet partition; smaller = more skewed.")
       .greater_than(0);
+  s.add_int("data.dirichlet_min_samples", d.data.dirichlet_min_samples,
+            "Least training samples of every node in the dirichlet partition; a draw that gives "
+            "a node fewer is redrawn (up to 100 times).")
+      .at_least(0);
   s.add_int("data.shards_per_node", d.data.shards_per_node,
             "Label-sorted shards per node for the shards partition.")
       .at_least(1);
@@ -252,7 +257,8 @@ void add_keys(ConfigSchema& s) {
   s.add_bool("data.augment", d.data.augment,
              "Random crop (with data.crop_padding) and horizontal flip of training images.");
   s.add_int("data.crop_padding", d.data.crop_padding,
-            "Zero padding on each side before the random crop of data.augment.")
+            "Zero padding on each side before the random crop of data.augment; at most the "
+            "images' side.")
       .at_least(0);
   s.add_int("data.pad_to", d.data.pad_to,
             "Zero-pad images to this side (32 gives Fashion-MNIST CIFAR-shaped inputs); 0 = off.")

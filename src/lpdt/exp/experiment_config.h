@@ -55,6 +55,7 @@ struct DataConfig {
   double skew = 0.8;
   SkewMode skew_mode = SkewMode::kLpdt;
   double dirichlet_alpha = 0.5;
+  int dirichlet_min_samples = 10;  // every node's least share; a draw short of it is redrawn
   int shards_per_node = 2;
   int batch_size = 32;  // per node
   bool augment = true;

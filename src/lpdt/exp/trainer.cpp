@@ -176,7 +176,9 @@ data::PartitionOptions partition_options(const ExperimentConfig& config) {
       .skew(config.data.skew)
       .skew_mode(data::parse_skew_mode(std::string(to_string(config.data.skew_mode))))
       .shards_per_node(config.data.shards_per_node);
-  options.dirichlet(data::DirichletOptions().alpha(config.data.dirichlet_alpha));
+  options.dirichlet(data::DirichletOptions()
+                        .alpha(config.data.dirichlet_alpha)
+                        .min_samples(config.data.dirichlet_min_samples));
   return options;
 }
 
