@@ -214,8 +214,27 @@ TEST(Safetensors, EveryMalformedFileNamesItsProblem) {
   };
   const Bytes eight(8, 0);
   const std::string good = R"({"a": )" + f32_2("[0, 8]") + "}";
+  // Values nested deeper than any recursion could print (a stack overflow, before).
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
   const std::vector<Malformed> cases = {
       {"short file", {1, 2, 3}, "too short for the 8-byte header size"},
+      {"deeply nested shape",
+       file_bytes(R"({"a": {"dtype": "F32", "shape": )" + deep + R"(, "data_offsets": [0, 8]}})",
+                  eight),
+       "tensor 'a': shape [[[[[[[[[...]]]]]]]]] must hold non-negative integers"},
+      {"deeply nested metadata",
+       file_bytes(R"({"__metadata__": {"x": )" + deep + R"(}, "a": )" + f32_2("[0, 8]") + "}",
+                  eight),
+       "__metadata__ key 'x' is [[[[[[[[[...]]]]]]]]], expected a string"},
+      {"long value cut",
+       file_bytes(R"({"a": {"dtype": ")" + std::string(500, 'x') +
+                      R"(", "shape": [2], "data_offsets": [0, 8]}})",
+                  eight),
+       "tensor 'a': dtype \"" + std::string(59, 'x') + "... is not one of"},
+      {"size beyond 2^63 bytes",
+       file_bytes(R"({"a": {"dtype": "F32", "shape": [4611686018427387904], "data_offsets": [0, 8]}})",
+                  eight),
+       "tensor 'a': shape [4611686018427387904] of F32 needs more than 2^63 bytes"},
       {"huge header size", file_bytes(100'000'000, good, eight), "expected less than 100000000"},
       {"header past the end", file_bytes(good.size() + 9, good, eight), "runs past the end"},
       {"not JSON", file_bytes("{\"a\": ", eight), "not valid UTF-8 JSON"},

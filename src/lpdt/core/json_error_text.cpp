@@ -1,6 +1,7 @@
 #include "lpdt/core/json_error_text.h"
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 namespace lpdt {
 
@@ -12,6 +13,48 @@ std::string json_error_text(const std::exception& error) {
   constexpr const char* kParseErrorAt = "parse error at ";
   if (text.rfind(kParseErrorAt, 0) == 0) text = text.substr(std::strlen(kParseErrorAt));
   return text;
+}
+
+namespace {
+
+constexpr int kExcerptDepth = 8;
+
+// Appends `value` to `out` until `out` reaches `limit` characters; false once it has.
+bool append_excerpt(const nlohmann::json& value, int depth, std::size_t limit, std::string& out) {
+  if (out.size() >= limit) return false;
+  if (!value.is_structured()) {
+    out += value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return out.size() < limit;
+  }
+  const bool object = value.is_object();
+  if (depth >= kExcerptDepth && !value.empty()) {
+    out += object ? "{...}" : "[...]";
+    return out.size() < limit;
+  }
+  out += object ? '{' : '[';
+  bool first = true;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (!first) out += ',';
+    first = false;
+    if (object) out += nlohmann::json(it.key()).dump() + ':';
+    if (!append_excerpt(*it, depth + 1, limit, out)) return false;
+  }
+  out += object ? '}' : ']';
+  return out.size() < limit;
+}
+
+}  // namespace
+
+std::string json_excerpt(const nlohmann::json& value, std::size_t max_chars) {
+  std::string out;
+  append_excerpt(value, 0, max_chars + 1, out);  // stops once longer than max_chars
+  if (out.size() > max_chars) {
+    std::size_t cut = max_chars;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+    out.resize(cut);
+    out += "...";
+  }
+  return out;
 }
 
 }  // namespace lpdt

@@ -168,7 +168,7 @@ class Reader {
         if (!value.is_object()) fail("__metadata__ must be an object of strings");
         for (const auto& [key, text] : value.items()) {
           if (!text.is_string()) {
-            fail("__metadata__ key '" + key + "' is " + text.dump() + ", expected a string");
+            fail("__metadata__ key '" + key + "' is " + json_excerpt(text) + ", expected a string");
           }
           metadata.emplace(key, text.get<std::string>());
         }
@@ -181,7 +181,7 @@ class Reader {
 
   Entry parse_entry(const std::string& name, const nlohmann::json& value) const {
     if (!value.is_object()) {
-      fail_tensor(name, "entry is " + value.dump() + ", expected {dtype, shape, data_offsets}");
+      fail_tensor(name, "entry is " + json_excerpt(value) + ", expected {dtype, shape, data_offsets}");
     }
     for (const char* field : {"dtype", "shape", "data_offsets"}) {
       if (!value.contains(field)) fail_tensor(name, std::string("entry has no '") + field + "'");
@@ -191,25 +191,25 @@ class Reader {
     const auto& dtype = value.at("dtype");
     if (!dtype.is_string() || (e.dtype = dtype_by_name(dtype.get<std::string>())) == nullptr) {
       fail_tensor(
-          name, "dtype " + dtype.dump() + " is not one of F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL");
+          name, "dtype " + json_excerpt(dtype) + " is not one of F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL");
     }
     const auto& shape = value.at("shape");
-    if (!shape.is_array()) fail_tensor(name, "shape " + shape.dump() + " is not an array");
+    if (!shape.is_array()) fail_tensor(name, "shape " + json_excerpt(shape) + " is not an array");
     std::uint64_t numel = 1;
     constexpr auto kMaxDim = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
     for (const auto& dim : shape) {
       if (!dim.is_number_unsigned() || dim.get<std::uint64_t>() > kMaxDim) {
-        fail_tensor(name, "shape " + shape.dump() + " must hold non-negative integers");
+        fail_tensor(name, "shape " + json_excerpt(shape) + " must hold non-negative integers");
       }
       const std::uint64_t d = dim.get<std::uint64_t>();
-      if (d != 0 && numel > kMaxDim / d) fail_tensor(name, "shape " + shape.dump() + " overflows");
+      if (d != 0 && numel > kMaxDim / d) fail_tensor(name, "shape " + json_excerpt(shape) + " overflows");
       numel *= d;
       e.shape.push_back(static_cast<std::int64_t>(d));
     }
     const auto& offsets = value.at("data_offsets");
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
         !offsets[1].is_number_unsigned()) {
-      fail_tensor(name, "data_offsets " + offsets.dump() +
+      fail_tensor(name, "data_offsets " + json_excerpt(offsets) +
                             " must be [begin, end], two non-negative integers");
     }
     e.begin = offsets[0].get<std::uint64_t>();
@@ -218,11 +218,15 @@ class Reader {
     range_text << "[" << e.begin << ", " << e.end << "]";
     const std::string range = range_text.str();
     if (e.end < e.begin) fail_tensor(name, "data_offsets " + range + " end before begin");
-    if (numel > kMaxDim / e.dtype->itemsize || e.end - e.begin != numel * e.dtype->itemsize) {
+    if (numel > kMaxDim / e.dtype->itemsize) {
+      fail_tensor(name, "shape " + json_excerpt(shape) + " of " + std::string(e.dtype->name) +
+                            " needs more than 2^63 bytes");
+    }
+    if (e.end - e.begin != numel * e.dtype->itemsize) {
       std::ostringstream msg;
       msg << "data_offsets " << range << " span " << e.end - e.begin << " bytes, expected numel "
           << numel << " x " << e.dtype->itemsize << " bytes of " << e.dtype->name << " = "
-          << numel * e.dtype->itemsize << " (shape " << shape.dump() << ")";
+          << numel * e.dtype->itemsize << " (shape " << json_excerpt(shape) << ")";
       fail_tensor(name, msg.str());
     }
     return e;
