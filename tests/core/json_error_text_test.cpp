@@ -40,3 +40,30 @@ TEST(JsonErrorText, OtherJsonErrorsLoseOnlyTheLibraryName) {
 
 }  // namespace
 }  // namespace lpdt
+
+namespace lpdt {
+namespace {
+
+TEST(JsonExcerpt, ShortValuesAreTheirCompactText) {
+  const auto value = nlohmann::json::parse(R"({"b": [1, 2.5, "x"], "a": null})");
+  EXPECT_EQ(json_excerpt(value), value.dump());
+  EXPECT_EQ(json_excerpt(nlohmann::json(3)), "3");
+  EXPECT_EQ(json_excerpt(nlohmann::json::array()), "[]");
+}
+
+TEST(JsonExcerpt, LongValuesAreCutAtTheLimitAndMarked) {
+  const nlohmann::json numbers(std::vector<int>(100, 7));
+  EXPECT_EQ(json_excerpt(numbers, 10), "[7,7,7,7,7...");
+  EXPECT_EQ(json_excerpt(nlohmann::json(std::string(100, 'y')), 5), "\"yyyy...");
+  // A cut never splits a UTF-8 character ("é" is two bytes).
+  EXPECT_EQ(json_excerpt(nlohmann::json("\xc3\xa9\xc3\xa9\xc3\xa9"), 4), "\"\xc3\xa9...");
+}
+
+TEST(JsonExcerpt, DeepNestingIsElided) {
+  nlohmann::json deep = 1;
+  for (int i = 0; i < 50'000; ++i) deep = nlohmann::json::array({std::move(deep)});
+  EXPECT_EQ(json_excerpt(deep, 100), "[[[[[[[[[...]]]]]]]]]");
+}
+
+}  // namespace
+}  // namespace lpdt
