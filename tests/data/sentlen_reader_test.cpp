@@ -64,6 +64,9 @@ TEST(SentLen, ReadsSplits) {
                                  SentLenOptions().labels(SentLenLabels::kVerify));
   ASSERT_EQ(test.size(), 1u);
   EXPECT_EQ(test[0].label, 3);
+  // A UTF-8 byte-order mark before the first line is not part of its split field.
+  write_text(dir.file("bom.txt"), "\xEF\xBB\xBFtr\t0\t" + words(5) + "\n");
+  ASSERT_EQ(read_sentlen(dir.file("bom.txt"), Split::kTrain).size(), 1u);
 }
 
 TEST(SentLen, RecomputesOrVerifiesLabels) {
@@ -106,6 +109,17 @@ TEST(SentLen, Errors) {
                           {"label2.txt", "label \"x\""});
   expect_error<UserError>([&] { read_sentlen(dir.file("missing.txt"), Split::kTrain); },
                           {"missing.txt"});
+  // A split without rows: nothing to train on, or nothing to evaluate on (0% accuracy).
+  write_text(dir.file("no_test.txt"), "tr\t0\t" + words(5) + "\nva\t0\t" + words(5) + "\n");
+  expect_error<UserError>([&] { read_sentlen(dir.file("no_test.txt"), Split::kTest); },
+                          {"no_test.txt", "no line of the test split (te)"});
+  write_text(dir.file("no_train.txt"), "va\t0\t" + words(5) + "\nte\t0\t" + words(5) + "\n");
+  expect_error<UserError>([&] { read_sentlen(dir.file("no_train.txt"), Split::kTrain); },
+                          {"no_train.txt", "no line of the training split (tr)"});
+  EXPECT_EQ(read_sentlen(dir.file("no_train.txt"), Split::kTrain,
+                         SentLenOptions().validation_in_train(true))
+                .size(),
+            1u);
   const auto tokenizer = WordPieceTokenizer::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]"});
   expect_error<UserError>([&] { load_sentlen(dir.file("nowhere"), Split::kTrain, tokenizer, 8); },
                           {"sentlen", "sentence_length.txt", "no such file"});

@@ -52,7 +52,8 @@ std::vector<TextSample> read_sentlen(const std::string& path, Split split,
   const std::string what = std::string(kWhat) + ": " + path;
   const std::vector<std::uint8_t> bytes = read_file_bytes(path, kWhat);
   if (bytes.empty()) throw UserError(what + ": empty file, expected split<TAB>label<TAB>sentence");
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte-order mark
   std::vector<TextSample> samples;
   std::size_t start = 0;
   int64_t line_number = 0;
@@ -112,6 +113,15 @@ std::vector<TextSample> read_sentlen(const std::string& path, Split split,
       label = bin;
     }
     if (wanted) samples.push_back(TextSample{std::string(sentence), label});
+  }
+  // A split without rows would train on nothing, or evaluate on nothing and report 0%.
+  if (samples.empty()) {
+    throw UserError(what + ": no line of the " +
+                    (split == Split::kTest ? std::string("test split (te)")
+                                           : options.validation_in_train_
+                                                 ? std::string("training splits (tr, va)")
+                                                 : std::string("training split (tr)")) +
+                    ", expected lines split<TAB>label<TAB>sentence of it");
   }
   return samples;
 }
