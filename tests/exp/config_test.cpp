@@ -419,6 +419,18 @@ TEST(ExperimentConfigErrorTest, ReferenceSkewModeNeedsTheSkewPartition) {
                                  "partition and needs data.partition = \"skew\""));
 }
 
+TEST(ExperimentConfigErrorTest, Bf16NeedsAModelWithConvolutions) {
+  for (const char* arch : {"mlp", "transformer", "distilbert"}) {
+    EXPECT_THAT(load_error(std::string("[model]\narch = \"") + arch + "\"\nprecision = \"bf16\"\n"),
+                HasSubstr("model.precision = \"bf16\" runs convolutions in bfloat16, and "
+                          "model.arch = \"" + std::string(arch) + "\" has none"));
+  }
+  for (const char* arch : {"lenet5", "resnet", "vgg11", "mobilenetv2"}) {
+    EXPECT_NO_THROW(load_experiment_config(
+        std::nullopt, {std::string("model.arch=") + arch, "model.precision=bf16"}));
+  }
+}
+
 TEST(ExperimentConfigErrorTest, PadToMustNotShrinkImages) {
   EXPECT_THAT(load_error("[data]\npad_to = 20\n"),
               HasSubstr(":2: data.pad_to = 20 is smaller than the 28x28 images of fashion-mnist: "

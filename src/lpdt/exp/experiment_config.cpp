@@ -578,6 +578,18 @@ void add_checks(ConfigSchema& s) {
                  return std::nullopt;
                }});
 
+  // bf16 rounds convolutions only: on a model without any the run would be fp32 recorded as bf16.
+  s.add_check({{"model.precision", "model.arch"}, [](const Config& c) -> Problem {
+                 const std::string& arch = c.get_string("model.arch");
+                 if (c.get_string("model.precision") == "bf16" &&
+                     (arch == "mlp" || arch == "transformer" || arch == "distilbert")) {
+                   return "model.precision = \"bf16\" runs convolutions in bfloat16, and "
+                          "model.arch = \"" + arch + "\" has none: the run would be fp32. Set "
+                          "model.precision = \"fp32\" (or \"int8\")";
+                 }
+                 return std::nullopt;
+               }});
+
   s.add_check({{"data.skew_mode", "data.partition"}, [](const Config& c) -> Problem {
                  if (c.get_string("data.skew_mode") == "reference" &&
                      c.get_string("data.partition") != "skew") {
