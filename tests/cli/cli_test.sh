@@ -198,6 +198,7 @@ expect 0 "summary.json" -- ls "$work"/runs/quickstart-*/
 # changed experiment and a folder without a checkpoint are clear errors.
 run_dir=$(ls -d "$work"/runs/quickstart-* | head -1)
 expect 2 "set run.epochs higher" -- "$lpdt" train --resume "$run_dir"
+cp "$run_dir/summary.json" "$work/summary-of-1-epoch.json"
 expect 2 "graph.nodes = 4 in checkpoint.lpdt, 8 now" -- "$lpdt" train --resume "$run_dir" \
   --set run.epochs=2 --set graph.nodes=8
 expect 0 "note: run.out_dir and run.name place a new run's folder" -- "$lpdt" train \
@@ -206,9 +207,29 @@ expect 0 "^2," -- cat "$run_dir/epochs.csv"
 # The resumed run's recorded configuration keeps its own name and folder.
 expect 0 '^name = "quickstart"' -- cat "$run_dir/config.toml"
 expect 0 '"name": "quickstart"' -- cat "$run_dir/summary.json"
+# An extension killed after its checkpoint left the shorter run's summary behind (before
+# checkpoints removed it): the run is not finished, and resuming finishes it.
+cp -r "$run_dir" "$work/stale-summary"
+cp "$work/summary-of-1-epoch.json" "$work/stale-summary/summary.json"
+expect 0 "done: average-model accuracy" -- "$lpdt" train --resume "$work/stale-summary"
+expect 0 '"epochs": 2' -- cat "$work/stale-summary/summary.json"
+# A run extended past its last checkpoint (run.checkpoint_every = 0) is finished all the same.
+expect 0 "done: average-model accuracy" -- "$lpdt" train --resume "$run_dir" --set run.epochs=3 \
+  --set run.checkpoint_every=0
+expect 2 "its summary.json shows 3 epochs finished" -- "$lpdt" train --resume "$run_dir"
 expect 2 "config.toml' cannot be read" -- "$lpdt" train --resume "$work"
 mkdir -p "$work/no-checkpoint" && cp "$run_dir/config.toml" "$work/no-checkpoint/"
 expect 1 "no checkpoint" -- "$lpdt" train --resume "$work/no-checkpoint" --set run.epochs=2
+# Every benchmark builds the model with --norm (it changes the parameters) and records it; one
+# that measures a single precision refuses --model-precision; --wire measures --nodes messages.
+expect 0 "resnet8, norm none (77082 params/node)" -- "$lpdt" bench --scaling --arch resnet \
+  --depth 8 --channels 1 --size 8 --nodes 1 --steps 1 --warmup 0 --batch 2 --norm none
+expect 0 "norm none, 3x8x8 inputs" -- "$lpdt" bench --precision --modes fp32 --arch resnet \
+  --depth 8 --channels 3 --size 8 --nodes 1 --steps 1 --warmup 0 --batch 2 --norm none
+expect 2 "\-\-model-precision excludes \-\-scaling" -- "$lpdt" bench --scaling --model-precision int8
+expect 0 "norm none, 77082 params in .* messages of 8 nodes" -- "$lpdt" bench --wire --arch resnet \
+  --depth 8 --channels 1 --size 8 --steps 1 --compressors none --values fp32 --nodes 8 --norm none
+expect 2 "give one value" -- "$lpdt" bench --wire --nodes 2,3
 # Wire formats: a row per value format; a bad compressor spec names the expected forms.
 expect 0 "topk:0.01      int8" -- "$lpdt" bench --wire --arch lenet5 --channels 1 --size 28 \
   --steps 1 --compressors topk:0.01

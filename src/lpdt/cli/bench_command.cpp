@@ -26,7 +26,7 @@ void add_bench_command(CLI::App& app) {
       ->check(at_least(1));
   // Counts and sizes are checked here, so that a bad one is named before anything runs (CLI11's
   // message names the option and the value; exit code 2 like every usage error).
-  cmd->add_option("--nodes", options->nodes, "Node counts to measure")
+  CLI::Option* nodes_option = cmd->add_option("--nodes", options->nodes, "Node counts to measure")
       ->delimiter(',')
       ->check(at_least(1))
       ->capture_default_str();
@@ -54,15 +54,17 @@ void add_bench_command(CLI::App& app) {
       ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--device", options->device, "cpu | cuda")->capture_default_str();
-  cmd->add_option("--model-precision", options->precision,
-                  "fp32 | bf16 | int8 (simulated) for the engine-vs-per-node comparison")
-      ->capture_default_str();
+  CLI::Option* model_precision_option =
+      cmd->add_option("--model-precision", options->precision,
+                      "fp32 | bf16 | int8 (simulated) for the engine-vs-per-node comparison")
+          ->capture_default_str();
   // Checked whatever the model (LeNet-5 and the MLP have no normaliser and would ignore it).
   std::vector<std::string> norms;
   for (const auto name : config_names<ModelConfig::Norm>()) norms.emplace_back(name);
-  cmd->add_option("--norm", options->norm, "Normalisation (model.norm's names)")
-      ->check(CLI::IsMember(norms))
-      ->capture_default_str();
+  CLI::Option* norm_option =
+      cmd->add_option("--norm", options->norm, "Normalisation (model.norm's names)")
+          ->check(CLI::IsMember(norms))
+          ->capture_default_str();
   cmd->add_option("--json", options->json_path, "Also write the results as JSON");
   auto precision = std::make_shared<bool>(false);
   auto modes = std::make_shared<std::vector<std::string>>(exp::PrecisionBenchOptions().modes);
@@ -113,9 +115,12 @@ void add_bench_command(CLI::App& app) {
   }
   // Options of one benchmark are refused without it rather than ignored.
   modes_option->needs(precision_flag);
+  // --precision compares its --modes; the others measure one precision's shapes or bytes.
+  for (CLI::Option* other : benchmarks) model_precision_option->excludes(other);
+  norm_option->excludes(conv_forms_flag);  // a convolution's shape does not depend on the norm
   compressors_option->needs(wire_flag);
   values_option->needs(wire_flag);
-  cmd->callback([options, precision, modes, profile_rows, scaling, wire, wire_options,
+  cmd->callback([options, nodes_option, precision, modes, profile_rows, scaling, wire, wire_options,
                  conv_forms]() {
     const auto print = [](const std::string& line) { std::cout << line << std::endl; };
     exp::check_bench_json_path(options->json_path, "bench");
@@ -132,6 +137,14 @@ void add_bench_command(CLI::App& app) {
       exp::WireBenchOptions w = *wire_options;
       w.arch = options->arch;
       w.depth = options->depth;
+      w.norm = options->norm;
+      if (nodes_option->count() > 0) {
+        if (options->nodes.size() != 1) {
+          throw ConfigError("bench --wire --nodes: the messages of one node count are measured; "
+                            "give one value");
+        }
+        w.nodes = options->nodes.front();
+      }
       w.channels = options->channels;
       w.size = options->size;
       w.repeats = options->steps;
@@ -157,6 +170,7 @@ void add_bench_command(CLI::App& app) {
       exp::ScalingBenchOptions s;
       s.arch = options->arch;
       s.depth = options->depth;
+      s.norm = options->norm;
       s.nodes = options->nodes;
       s.batch_size = options->batch_size;
       s.steps = options->steps;
@@ -172,6 +186,7 @@ void add_bench_command(CLI::App& app) {
       exp::PrecisionBenchOptions p;
       p.arch = options->arch;
       p.depth = options->depth;
+      p.norm = options->norm;
       p.nodes = options->nodes;
       p.batch_size = options->batch_size;
       p.steps = options->steps;

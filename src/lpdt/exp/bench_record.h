@@ -27,6 +27,7 @@ std::string utc_timestamp();
 template <typename ImageBenchOptions>
 nlohmann::json image_bench_options(const ImageBenchOptions& options) {
   return {{"arch", options.arch},        {"depth", options.depth},
+          {"norm", options.norm},
           {"nodes", options.nodes},      {"batch_per_node", options.batch_size},
           {"steps", options.steps},      {"warmup_steps", options.warmup_steps},
           {"threads", options.threads},  {"channels", options.channels},

@@ -55,9 +55,9 @@ std::vector<PrecisionResult> run_precision_bench(
   char line[256];
   std::snprintf(
       line, sizeof line,
-      "lpdt bench --precision: %s depth %lld, %lldx%lldx%lld inputs, batch %lld/node, %s, "
-      "median of %lld steps after %lld warm-up",
-      options.arch.c_str(), static_cast<long long>(options.depth),
+      "lpdt bench --precision: %s depth %lld, norm %s, %lldx%lldx%lld inputs, batch %lld/node, "
+      "%s, median of %lld steps after %lld warm-up",
+      options.arch.c_str(), static_cast<long long>(options.depth), options.norm.c_str(),
       static_cast<long long>(options.channels), static_cast<long long>(options.size),
       static_cast<long long>(options.size), static_cast<long long>(options.batch_size),
       runtime.description().c_str(), static_cast<long long>(options.steps),
@@ -86,6 +86,7 @@ std::vector<PrecisionResult> run_precision_bench(
       models::ModelOptions model_options;
       model_options.arch = options.arch;
       model_options.depth = options.depth;
+      model_options.norm = options.norm;
       model_options.in_channels = options.channels;
       model_options.height = model_options.width = options.size;
       model_options.quant = options_for(mode);

@@ -16,6 +16,7 @@ namespace lpdt::exp {
 struct PrecisionBenchOptions {
   std::string arch = "resnet";
   std::int64_t depth = 20;
+  std::string norm = "evonorm";  // model.norm's names; int8 modes take its 8-bit version
   std::vector<std::int64_t> nodes = {1, 8};
   std::int64_t batch_size = 32;  // per node
   std::int64_t steps = 5;

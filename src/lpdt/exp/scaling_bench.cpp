@@ -39,14 +39,16 @@ std::vector<ScalingResult> run_scaling_bench(
   models::ModelOptions model_options;
   model_options.arch = options.arch;
   model_options.depth = options.depth;
+  model_options.norm = options.norm;
   model_options.in_channels = options.channels;
   model_options.height = model_options.width = options.size;
   const auto model = models::make_model(model_options);
   char line[256];
   std::snprintf(line, sizeof line,
-                "lpdt bench --scaling: %s (%lld params/node), batch %lld/node, %s, median of %lld "
-                "steps after %lld warm-up",
-                model->name().c_str(), static_cast<long long>(model->num_params()),
+                "lpdt bench --scaling: %s, norm %s (%lld params/node), batch %lld/node, %s, median "
+                "of %lld steps after %lld warm-up",
+                model->name().c_str(), options.norm.c_str(),
+                static_cast<long long>(model->num_params()),
                 static_cast<long long>(options.batch_size), runtime.description().c_str(),
                 static_cast<long long>(options.steps),
                 static_cast<long long>(options.warmup_steps));

@@ -13,6 +13,7 @@ namespace lpdt::exp {
 struct ScalingBenchOptions {
   std::string arch = "lenet5";
   std::int64_t depth = 20;  // ResNet only
+  std::string norm = "evonorm";  // model.norm's names
   std::vector<std::int64_t> nodes = {1, 8, 64, 256, 1024};
   std::int64_t batch_size = 32;  // per node
   std::int64_t steps = 3;        // timed steps per node count (median reported)

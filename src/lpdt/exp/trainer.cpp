@@ -437,6 +437,18 @@ std::vector<EpochSummary> epochs_from_json(const nlohmann::json& j) {
 
 // "nodes mean M% [min A, max B]", or a note when the nodes were not evaluated (eval.per_node =
 // false leaves their accuracies empty, not 0%).
+// The run.epochs of a run folder's summary.json; nullopt when there is none or it is unreadable
+// (a summary is written whole, by rename, so an unreadable one was edited: the checkpoint rules).
+std::optional<int> summary_epochs(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  const nlohmann::json summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (summary.is_discarded()) return std::nullopt;
+  const nlohmann::json::json_pointer epochs("/config/run/epochs");
+  if (!summary.contains(epochs) || !summary[epochs].is_number_integer()) return std::nullopt;
+  return summary[epochs].get<int>();
+}
+
 // summary.json's node_accuracy: entry i is node i's accuracy, null for a node not evaluated
 // (dead); empty when no node was evaluated (eval.per_node = false).
 nlohmann::json node_accuracy_by_node(const Evaluation& ev, std::int64_t n) {
@@ -698,15 +710,27 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     // A run stopped after its last epoch's checkpoint but before summary.json (in the reference
     // protocol's gossip-only rounds, or while writing) resumes to finish: no epochs, then the
     // final evaluation and summary, as the uninterrupted run had them.
+    // (A summary of fewer epochs is one a killed extension left behind: not this run's end.)
+    const std::optional<int> summary_done = summary_epochs(options.resume_dir / "summary.json");
+    const bool summary_covers_checkpoint = summary_done && *summary_done >= resumed->epochs_done;
     const bool unfinished_after_last_epoch =
-        resumed->epochs_done == config.run.epochs &&
-        !std::filesystem::exists(options.resume_dir / "summary.json");
+        resumed->epochs_done == config.run.epochs && !summary_covers_checkpoint;
     if (resumed->epochs_done >= config.run.epochs && !unfinished_after_last_epoch) {
       throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its checkpoint has " +
                         std::to_string(resumed->epochs_done) +
                         " of run.epochs = " + std::to_string(config.run.epochs) +
                         " epochs done and the run is finished; set run.epochs higher to "
                         "continue it");
+    }
+    // A run extended with run.checkpoint_every = 0 (or past its last checkpoint) finished with a
+    // checkpoint older than its summary: it is finished all the same.
+    if (summary_done && *summary_done >= config.run.epochs) {
+      throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its summary.json " +
+                        "shows " + std::to_string(*summary_done) +
+                        " epochs finished (run.epochs = " + std::to_string(config.run.epochs) +
+                        "; its last checkpoint is of epoch " +
+                        std::to_string(resumed->epochs_done) +
+                        "); set run.epochs higher to continue it from that checkpoint");
     }
     std::ostringstream shapes;
     shapes << "checkpoint '" << file.string() << "' holds parameters " << resumed->params.sizes()
@@ -1174,6 +1198,12 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     state.config = to_json(config);
     write_checkpoint(run_dir / kCheckpointFile, state);
     write_config();
+    // A resumed finished run's summary.json describes fewer epochs than its checkpoint now holds:
+    // it goes, so that a run stopped before its new summary is not taken for the shorter one.
+    if (resumed) {
+      std::error_code ignored;
+      std::filesystem::remove(run_dir / "summary.json", ignored);
+    }
   };
   if (leader) {
     meter.emplace(steps_per_epoch * config.run.epochs, steps_per_epoch * first_epoch,

@@ -76,6 +76,7 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
   models::ModelOptions model_options;
   model_options.arch = options.arch;
   model_options.depth = options.depth;
+  model_options.norm = options.norm;
   model_options.in_channels = options.channels;
   model_options.height = model_options.width = options.size;
   const auto model = models::make_model(model_options);
@@ -90,9 +91,10 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
 
   char line[320];
   std::snprintf(line, sizeof line,
-                "lpdt bench --wire: %s, %lld params in %zu layers, first Choco round's messages "
-                "of %lld nodes; median of %lld encodes/decodes; lpdt %s (%s)",
-                model->name().c_str(), static_cast<long long>(layout.total_numel),
+                "lpdt bench --wire: %s, norm %s, %lld params in %zu layers, first Choco round's "
+                "messages of %lld nodes; median of %lld encodes/decodes; lpdt %s (%s)",
+                model->name().c_str(), options.norm.c_str(),
+                static_cast<long long>(layout.total_numel),
                 layout.segments.size(), static_cast<long long>(options.nodes),
                 static_cast<long long>(options.repeats), build_info::kGitRevision,
                 build_info::kCompiler);
@@ -163,6 +165,7 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
     j["layers"] = layout.segments.size();
     j["options"] = {{"arch", options.arch},
                     {"depth", options.depth},
+                    {"norm", options.norm},
                     {"channels", options.channels},
                     {"size", options.size},
                     {"nodes", options.nodes},

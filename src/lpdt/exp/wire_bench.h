@@ -14,6 +14,7 @@ namespace lpdt::exp {
 struct WireBenchOptions {
   std::string arch = "resnet";
   std::int64_t depth = 20;
+  std::string norm = "evonorm";  // model.norm's names (it changes the layout's parameters)
   std::int64_t channels = 3;
   std::int64_t size = 32;
   std::int64_t nodes = 4;    // messages per row (bytes: mean over nodes)
