@@ -230,6 +230,13 @@ expect 2 "\-\-model-precision excludes \-\-scaling" -- "$lpdt" bench --scaling -
 expect 0 "norm none, 77082 params in .* messages of 8 nodes" -- "$lpdt" bench --wire --arch resnet \
   --depth 8 --channels 1 --size 8 --steps 1 --compressors none --values fp32 --nodes 8 --norm none
 expect 2 "give one value" -- "$lpdt" bench --wire --nodes 2,3
+# --json replaces only an earlier result of the same command, never the file just read.
+printf '[run]\nepochs = 1\n' >"$work/read-me.toml"
+expect 2 "the file exists and is not an earlier lpdt cost result" -- "$lpdt" cost \
+  -c "$work/read-me.toml" --json "$work/read-me.toml"
+expect 2 "the file exists and is not an earlier lpdt bench result" -- "$lpdt" bench --wire \
+  --json "$work/read-me.toml"
+expect 0 "^epochs = 1$" -- cat "$work/read-me.toml"
 # Wire formats: a row per value format; a bad compressor spec names the expected forms.
 expect 0 "topk:0.01      int8" -- "$lpdt" bench --wire --arch lenet5 --channels 1 --size 28 \
   --steps 1 --compressors topk:0.01

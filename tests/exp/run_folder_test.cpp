@@ -75,6 +75,43 @@ TEST(RunFolder, AnOutputReplacesOnlyItsOwnKind) {
   fs::remove_all(dir);
 }
 
+// bench --json and cost --json replace their own earlier JSON only: a config file, a summary,
+// a JSON without their keys or a file that is not JSON is refused and left as it was.
+TEST(RunFolder, AJsonOutputReplacesOnlyItsOwnKind) {
+  const fs::path dir = fresh_dir("own_json");
+  const std::vector<std::string> keys = {"rows", "build"};
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream((dir / name).string()) << text;
+    return (dir / name).string();
+  };
+  const std::string earlier = write("b.json", R"({"rows": [], "build": {}, "date": "x"})");
+  const std::string empty = write("empty.json", "");
+  EXPECT_NO_THROW(check_replaces_only_own_json(earlier, "bench --json", keys, "a result"));
+  EXPECT_NO_THROW(check_replaces_only_own_json(empty, "bench --json", keys, "a result"));
+  EXPECT_NO_THROW(
+      check_replaces_only_own_json((dir / "new.json").string(), "bench --json", keys, "a result"));
+  for (const auto& [name, text] :
+       std::vector<std::pair<std::string, std::string>>{{"summary.json", R"({"final": {}})"},
+                                                        {"partial.json", R"({"rows": []})"},
+                                                        {"list.json", R"([{"rows": 1}])"},
+                                                        {"config.toml", "[run]\nepochs = 3\n"}}) {
+    const std::string path = write(name, text);
+    try {
+      check_replaces_only_own_json(path, "bench --json", keys, "an earlier lpdt bench result");
+      ADD_FAILURE() << name << ": no error";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("bench --json " + path +
+                                           ": the file exists and is not an earlier lpdt bench "
+                                           "result"),
+                std::string::npos)
+          << e.what();
+    }
+    std::ifstream in(path);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), text) << name;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(RunFolder, EveryCallCreatesANewFolder) {
   const fs::path dir = fresh_dir("run_folders");
   std::set<fs::path> made;

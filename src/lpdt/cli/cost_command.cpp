@@ -52,6 +52,9 @@ void add_cost_command(CLI::App& app) {
       ->excludes(measure_option);
   cmd->callback([args]() {
     exp::check_output_file(args->json_path, "cost --json");
+    exp::check_replaces_only_own_json(args->json_path, "cost --json",
+                                      {"model", "precisions", "energy_table"},
+                                      "an earlier lpdt cost result");
     metrics::EnergyTable energy;
     if (!args->energy_table.empty()) energy = exp::load_energy_table(args->energy_table);
     if (args->table10) {

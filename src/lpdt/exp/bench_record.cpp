@@ -53,6 +53,8 @@ std::string utc_timestamp() {
 
 void check_bench_json_path(const std::string& path, const std::string& who) {
   check_output_file(path, who + " --json");
+  check_replaces_only_own_json(path, who + " --json", {"rows", "build", "machine", "date"},
+                               "an earlier lpdt bench result");
 }
 
 void write_bench_json(const std::string& path, nlohmann::json results, const RuntimeInfo& runtime,

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "lpdt/core/error.h"
 
@@ -103,6 +104,21 @@ void check_replaces_only_own_output(const std::string& path, const std::string& 
   in.read(start.data(), static_cast<std::streamsize>(start.size()));
   start.resize(static_cast<std::size_t>(in.gcount()));
   if (start == signature) return;
+  throw ConfigError(option + " " + path + ": the file exists and is not " + kind +
+                    ", so writing it would destroy it: name a new file, or move this one away "
+                    "first");
+}
+
+void check_replaces_only_own_json(const std::string& path, const std::string& option,
+                                  const std::vector<std::string>& keys, const std::string& kind) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return;
+  if (std::filesystem::file_size(path, ec) == 0 && !ec) return;  // nothing to lose
+  std::ifstream in(path, std::ios::binary);
+  const nlohmann::json existing = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  bool own = existing.is_object();
+  for (const std::string& key : keys) own = own && existing.contains(key);
+  if (own) return;
   throw ConfigError(option + " " + path + ": the file exists and is not " + kind +
                     ", so writing it would destroy it: name a new file, or move this one away "
                     "first");

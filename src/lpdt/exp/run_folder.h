@@ -8,6 +8,7 @@
 //   class_histogram.csv per-node class counts
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace lpdt::exp {
 
@@ -55,6 +56,12 @@ bool run_folder_in_use(const std::filesystem::path& dir);
 // missing path passes.
 void check_replaces_only_own_output(const std::string& path, const std::string& option,
                                     const std::string& signature, const std::string& kind);
+
+// The same for JSON output: an existing non-empty regular file must be a JSON object holding
+// every key of `keys` (what this program's `kind` files hold), e.g. a benchmark's "rows",
+// "build" and "machine"; a config file, a run's summary.json or any other file is refused.
+void check_replaces_only_own_json(const std::string& path, const std::string& option,
+                                  const std::vector<std::string>& keys, const std::string& kind);
 
 // Why `path` cannot be written, for a message: its folder is missing or a file, the path is a
 // folder, or the system's reason (`error_number`, an errno value).
