@@ -116,6 +116,20 @@ TEST(TextTraining, AgNewsWithAPretrainedTinyDistilBertLearnsAtBothPrecisions) {
     EXPECT_EQ(summary["config"]["data"]["dataset"], "ag-news");
     EXPECT_EQ(summary["config"]["model"]["pretrained"], (dir / "model.safetensors").string());
     EXPECT_EQ(summary["warnings"].dump().find("[UNK]"), std::string::npos) << summary["warnings"];
+    // A resume continues from the checkpoint: the weights file, moved away, is not needed.
+    fs::rename(dir / "model.safetensors", dir / "moved.safetensors");
+    ExperimentConfig longer = config;
+    longer.run.epochs = 11;
+    lines.clear();
+    TrainOptions resume;
+    resume.resume_dir = result.run_dir;
+    EXPECT_NO_THROW(train(longer, [&](const std::string& l) { lines.push_back(l); }, resume));
+    bool continued = false;
+    for (const auto& line : lines) {
+      continued = continued || line.find("the file is not read again") != std::string::npos;
+    }
+    EXPECT_TRUE(continued);
+    fs::rename(dir / "moved.safetensors", dir / "model.safetensors");
   }
   fs::remove_all(dir);
 }

@@ -660,7 +660,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
 
   // Every node starts from the same model, as the official code's identical per-rank seed.
   at::Tensor initial = model->init_params(config.run.seed);  // [P]
-  if (!config.model.pretrained.empty()) {
+  if (!config.model.pretrained.empty() && !options.resume_dir.empty()) {
+    // The checkpoint holds the weights trained from the file: it need not be there any more.
+    say("pretrained weights: the checkpoint continues the run started from " +
+        config.model.pretrained + " (the file is not read again)");
+  } else if (!config.model.pretrained.empty()) {
     const models::PretrainedReport loaded =
         models::load_pretrained(*model, config.model.pretrained, initial);
     say("pretrained weights: " + std::to_string(loaded.loaded.size()) + " tensors from " +
