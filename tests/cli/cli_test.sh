@@ -75,6 +75,13 @@ expect 2 "add --precision" -- "$lpdt" bench --profile 5
 # One benchmark per call, and a benchmark's options only with it: neither is silently skipped.
 expect 2 "\-\-precision excludes \-\-wire" -- "$lpdt" bench --precision --wire
 expect 2 "\-\-scaling excludes \-\-conv-forms" -- "$lpdt" bench --scaling --conv-forms
+expect 2 "no convolution of mlp has a shape the backward-data form handles" -- "$lpdt" bench \
+  --conv-forms --arch mlp --channels 1 --size 8 --json "$work/conv-forms-mlp.json"
+expect 2 "No such file" -- ls "$work/conv-forms-mlp.json"
+expect 0 "int8-simulated" -- "$lpdt" bench --precision --modes int8-simulated \
+  --arch lenet5 --channels 1 --size 28 --nodes 1 --steps 1 --warmup 0 --batch 2 \
+  --json "$work/no-fp32.json"
+expect 0 '"speedup_vs_fp32": null' -- cat "$work/no-fp32.json"
 expect 2 "\-\-modes requires \-\-precision" -- "$lpdt" bench --modes fp32
 # A bad mode or compressor is refused before anything is measured (no table row first).
 first_line() { "$@" 2>&1 | head -n 1; return "${PIPESTATUS[0]}"; }

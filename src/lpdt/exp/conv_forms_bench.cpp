@@ -80,6 +80,12 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
     }
     ++shapes[{layer.in_channels, layer.out_channels, layer.height, layer.width, layer.kernel}];
   }
+  // Nothing to time is a usage error (no --json file left as if this were its result).
+  if (shapes.empty()) {
+    throw ConfigError("bench --conv-forms: no convolution of " + model->name() +
+                      " has a shape the backward-data form handles (stride 1, 'same' padding, "
+                      "ungrouped): expected a model with such layers, e.g. --arch resnet or vgg11");
+  }
   char line[512];
   std::snprintf(line, sizeof line,
                 "lpdt bench --conv-forms: %s, batch %lld, %s, median of %lld calls of each form "
@@ -89,10 +95,6 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
                 static_cast<long long>(options.warmup_rounds),
                 cpu_simd_level() == SimdLevel::kAvx2 ? "yes (AVX2)" : "no");
   progress(line);
-  if (shapes.empty()) {
-    progress("(no convolution of this model has a shape the backward-data form handles)");
-    return {};
-  }
   progress(
       "                               fp32 (at::conv2d)                                 |  "
       "the integer backend's sums: float32 (quant/exact_float_conv.h)        |  int16 pairs "

@@ -180,9 +180,15 @@ std::vector<PrecisionResult> run_precision_bench(
                            {"mode", r.mode},
                            {"step_ms", r.step_ms},
                            {"images_per_s", r.images_per_s},
-                           {"speedup_vs_fp32", r.speedup_vs_fp32},
+                           // null without an fp32 row to compare with (the table's "-")
+                           {"speedup_vs_fp32", r.speedup_vs_fp32 > 0
+                                                   ? nlohmann::json(r.speedup_vs_fp32)
+                                                   : nlohmann::json()},
                            {"activation_mib", r.activation_mib},
-                           {"activation_ratio_vs_fp32", r.activation_ratio_vs_fp32}});
+                           {"activation_ratio_vs_fp32",
+                            r.activation_ratio_vs_fp32 > 0
+                                ? nlohmann::json(r.activation_ratio_vs_fp32)
+                                : nlohmann::json()}});
       if (r.profile.operators.empty()) continue;
       nlohmann::json& profile = j["rows"].back()["profile"];
       profile["wall_ms_per_step"] = r.profile.wall_ms_per_step;
