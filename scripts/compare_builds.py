@@ -90,7 +90,7 @@ def cpu_model():
 
 
 def format_ratio(value):
-    return f"{value:.2f}x" if value > 0 else "-"
+    return f"{value:.2f}x" if value else "-"  # None (or 0.0 from older builds): no fp32 row
 
 
 def main():
@@ -154,7 +154,7 @@ def main():
             entry = summary.setdefault(key, {"before": [], "after": [],
                                              "vs_fp32_before": [], "vs_fp32_after": []})
             entry[run["build"]].append(row["step_ms"])
-            entry["vs_fp32_" + run["build"]].append(row["speedup_vs_fp32"])
+            entry["vs_fp32_" + run["build"]].append(row["speedup_vs_fp32"] or 0)
     print("summary: after speedup by round (before ms / after ms), median; "
           "vs fp32 in the same run, before -> after")
     summary_json = []
