@@ -142,6 +142,15 @@ idx_split train 20 28
 idx_split t10k 4 14
 expect 1 "the test images are 1x14x14" -- "$lpdt" train --set data.dataset=mnist \
   --set data.dir="$work/idx" --set run.out_dir="$work/runs" --set run.epochs=1
+# A resume on data files that changed since the checkpoint is refused, naming what changed.
+idx_split t10k 4 28
+changing=(--set data.dataset=mnist --set data.dir="$work/idx" --set data.partition=iid
+  --set model.arch=mlp --set model.norm=none --set graph.nodes=2 --set data.batch_size=5
+  --set data.augment=false --set run.log_every=0 --set run.epochs=1)
+expect 0 "done: average-model accuracy" -- "$lpdt" train --out "$work/changing" "${changing[@]}"
+idx_split train 24 28
+expect 1 "train.samples 20 in checkpoint.lpdt, 24 now" -- "$lpdt" train \
+  --resume "$(ls -d "$work"/changing/quickstart-*)" --set run.epochs=2
 # A batch larger than any node's data trains (the loader cycles) but says so, in the summary too.
 expect 0 "warning: data.batch_size = 64 is larger than the largest node's share" -- \
   "$lpdt" train --out "$work/big_batch" --set data.dataset=synthetic \

@@ -85,6 +85,7 @@ void write_checkpoint(const fs::path& file, const TrainingState& state) {
   meta["epochs"] = state.epochs;
   if (!state.fault_counts.is_null()) meta["fault_counts"] = state.fault_counts;
   meta["config"] = state.config;
+  if (!state.data.is_null()) meta["data"] = state.data;
   meta["buffers"] = state.buffers.size();
   meta["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
   std::vector<std::string> optimizer_names;
@@ -174,6 +175,7 @@ TrainingState read_checkpoint(const fs::path& file) {
     state.epochs = meta.at("epochs");
     state.fault_counts = meta.value("fault_counts", nlohmann::json());
     state.config = meta.at("config");
+    state.data = meta.value("data", nlohmann::json());
     torch::serialize::InputArchive archive;
     archive.load_from(bytes.data() + blob_at, blob_size);
     archive.read("params", state.params);

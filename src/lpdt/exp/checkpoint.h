@@ -34,6 +34,7 @@ struct TrainingState {
   nlohmann::json epochs;                          // the EpochSummary list so far
   nlohmann::json fault_counts;                    // all nodes' FaultCounts; null without faults
   nlohmann::json config;                          // to_json(ExperimentConfig) of the run
+  nlohmann::json data;  // data_fingerprint (exp/data_fingerprint.h); null in older checkpoints
 };
 
 // Writes `state` to `file` atomically. UserError if it cannot be written.

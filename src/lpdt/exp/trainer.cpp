@@ -37,6 +37,7 @@
 #include "lpdt/exp/config_difference.h"
 #include "lpdt/exp/config_options.h"
 #include "lpdt/exp/cost_analysis.h"
+#include "lpdt/exp/data_fingerprint.h"
 #include "lpdt/exp/graphed_steps.h"
 #include "lpdt/exp/progress_meter.h"
 #include "lpdt/exp/run_folder.h"
@@ -603,6 +604,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   if (config.data.test_subset > 0 && config.data.test_subset < test_set.size()) {
     test_set = data::first_samples(test_set, config.data.test_subset);
   }
+  const nlohmann::json data_now = data_fingerprint(train_set, test_set);
   const std::int64_t n = config.graph.nodes;
   const data::Partition partition =
       data::make_partition(train_set.labels, n, config.run.seed, partition_options(config));
@@ -711,6 +713,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
     resumed = read_checkpoint(file);
     check_resumable(resumed->config, to_json(config), file);
+    // The same files, too: a run continued on other data would describe the first in its folder.
+    if (!resumed->data.is_null()) {
+      std::string differences;
+      for (const ConfigDifference& d : config_differences(data_now, resumed->data, {})) {
+        differences += (differences.empty() ? "" : "; ") + d.key + " " + d.theirs + " in " +
+                       file.filename().string() + ", " + d.ours + " now";
+      }
+      if (!differences.empty()) {
+        throw UserError(
+            "cannot resume '" + options.resume_dir.string() + "': the data read now is not the "
+            "data the run trained on (" + differences + "); the files under data.dir = \"" +
+            (config.data.dir.empty() ? std::string("(the default folder)") : config.data.dir) +
+            "\"" +
+            (config.data.vocab.empty() ? std::string()
+                                       : " or data.vocab = \"" + config.data.vocab + "\"") +
+            " changed since: restore them, or start a new run");
+      }
+    }
     // A run stopped after its last epoch's checkpoint but before summary.json (in the reference
     // protocol's gossip-only rounds, or while writing) resumes to finish: no epochs, then the
     // final evaluation and summary, as the uninterrupted run had them.
@@ -1200,6 +1220,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     if (counts_now) state.fault_counts = fault_counts_to_json(*counts_now);
     state.epochs = epochs_to_json(result.epochs);
     state.config = to_json(config);
+    state.data = data_now;
     write_checkpoint(run_dir / kCheckpointFile, state);
     write_config();
     // A resumed finished run's summary.json describes fewer epochs than its checkpoint now holds:
