@@ -229,6 +229,14 @@ cp -r "$run_dir" "$work/stale-summary"
 cp "$work/summary-of-1-epoch.json" "$work/stale-summary/summary.json"
 expect 0 "done: average-model accuracy" -- "$lpdt" train --resume "$work/stale-summary"
 expect 0 '"epochs": 2' -- cat "$work/stale-summary/summary.json"
+# layers.csv: a cut one is refused naming the epoch cut; a missing one is written again.
+cp -r "$run_dir" "$work/cut-layers" && sed -i '3d' "$work/cut-layers/layers.csv"
+expect 1 "layers.csv' holds [0-9]* rows of epoch 1, the run wrote" -- "$lpdt" train \
+  --resume "$work/cut-layers" --set run.epochs=3
+cp -r "$run_dir" "$work/no-layers" && rm "$work/no-layers/layers.csv"
+expect 0 "layers.csv is missing; it is written again from epoch 3 on" -- "$lpdt" train \
+  --resume "$work/no-layers" --set run.epochs=3
+expect 0 "^3," -- cat "$work/no-layers/layers.csv"
 # A run extended past its last checkpoint (run.checkpoint_every = 0) is finished all the same.
 expect 0 "done: average-model accuracy" -- "$lpdt" train --resume "$run_dir" --set run.epochs=3 \
   --set run.checkpoint_every=0

@@ -806,7 +806,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   if (leader) folder_lock.emplace(run_dir);
   // A resumed run's tables, checked against its checkpoint before anything is written.
   std::string resumed_metrics, resumed_epochs;
-  std::optional<std::string> resumed_layers;  // runs from before layers.csv resume without it
+  std::optional<std::string> resumed_layers;
   if (resumed && leader) {
     std::map<int, long> one_row, node_rows, layer_rows;
     for (const EpochSummary& e : epochs_from_json(resumed->epochs)) {
@@ -815,13 +815,19 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       if (!e.evaluation.node_accuracy.empty()) {
         node_rows[e.epoch] = static_cast<long>(e.evaluation.node_accuracy.size());
       }
-      layer_rows[e.epoch] = -1;
+      layer_rows[e.epoch] = static_cast<long>(model->layout().segments.size());  // a row a layer
     }
     const int done = resumed->epochs_done;
     resumed_metrics = resumable_table_text(run_dir / "metrics.csv", kMetricsHeader, done, node_rows);
     resumed_epochs = resumable_table_text(run_dir / "epochs.csv", kEpochsHeader, done, one_row);
     if (std::filesystem::exists(run_dir / "layers.csv")) {
       resumed_layers = resumable_table_text(run_dir / "layers.csv", kLayersHeader, done, layer_rows);
+    } else {
+      // (a folder written before layers.csv existed, or the file was removed): the checkpoint
+      // does not hold the per-layer figures of the epochs done, so the table starts afresh.
+      resumed_layers = std::string(kLayersHeader) + "\n";
+      say("note: " + (run_dir / "layers.csv").string() + " is missing; it is written again from "
+          "epoch " + std::to_string(done + 1) + " on");
     }
   }
   // A resumed run keeps the config.toml of its checkpoint until it writes a checkpoint (or its
