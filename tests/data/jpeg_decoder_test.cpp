@@ -112,6 +112,13 @@ TEST(JpegDecoder, CorruptFilesAreUserErrors) {
   expect_error<UserError>([&] { read_jpeg(truncated); },
                           {truncated, "not a valid JPEG", "Premature end of JPEG file"});
 
+  // Entropy-coded data with flipped bits (a damaged copy): libjpeg's "Corrupt JPEG data" warning
+  // (a bad Huffman code, or a marker where data should be) is an error here.
+  auto damaged = encode_jpeg(smooth_rgb(64, 64));
+  for (std::size_t i = damaged.size() / 2; i < damaged.size() / 2 + 40; ++i) damaged[i] ^= 0xFF;
+  expect_error<UserError>([&] { decode_jpeg(damaged, "damaged.jpg"); },
+                          {"damaged.jpg", "not a valid JPEG", "Corrupt JPEG data"});
+
   // Only the header survives.
   bytes.resize(40);
   expect_error<UserError>([&] { decode_jpeg(bytes, "header-only.jpg"); },

@@ -34,11 +34,16 @@ void on_error_exit(j_common_ptr cinfo) {
   std::longjmp(err->jump, 1);
 }
 
-// Warnings (level -1) are not printed. A truncated file is an error: libjpeg would fill the rest
-// of the image with grey, which a training set must not silently contain.
+// Warnings (level -1) are not printed. A truncated file, or entropy-coded data that is not
+// valid Huffman code (bit errors, a damaged copy), is an error: libjpeg would go on with grey or
+// garbled blocks, which a training set must not silently contain. Other warnings (e.g. stray
+// bytes before a marker, common in files that decode whole) are not.
 void on_emit_message(j_common_ptr cinfo, int level) {
   if (level >= 0) return;  // trace messages
-  if (cinfo->err->msg_code == JWRN_JPEG_EOF) on_error_exit(cinfo);
+  const int code = cinfo->err->msg_code;
+  if (code == JWRN_JPEG_EOF || code == JWRN_HUFF_BAD_CODE || code == JWRN_HIT_MARKER) {
+    on_error_exit(cinfo);
+  }
   ++cinfo->err->num_warnings;
 }
 
