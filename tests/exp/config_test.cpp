@@ -438,6 +438,13 @@ TEST(ExperimentConfigErrorTest, PadToMustNotShrinkImages) {
   EXPECT_EQ(load_experiment_config(std::nullopt, {"data.pad_to=32"}).data.pad_to, 32);
 }
 
+TEST(ExperimentConfigErrorTest, ImageSidesHaveABound) {
+  for (const char* key : {"data.pad_to", "data.crop_size", "data.image_size", "data.synthetic_size"}) {
+    EXPECT_THAT(load_error(std::string("[data]\n") + (std::string(key).substr(5)) + " = 100000\n"),
+                HasSubstr(std::string("key '") + key + "' = 100000 is out of range: expected an int in"));
+  }
+}
+
 TEST(ExperimentConfigErrorTest, BatchesOnTheDeviceCannotTakeResizedCrops) {
   EXPECT_THAT(load_error("[data]\ncrop_size = 24\non_device = \"on\"\n"),
               HasSubstr("data.on_device = \"on\" cannot make fashion-mnist's batches on the "
