@@ -2,6 +2,7 @@
 // that the test writes under Hugging Face's names loads into the node-batched model exactly.
 #include "lpdt/models/pretrained.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/types.h>
 #include <torch/utils.h>
@@ -18,6 +19,7 @@ namespace lpdt::models {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::HasSubstr;
 
 ModelOptions tiny_distilbert() {
   ModelOptions options;
@@ -97,6 +99,37 @@ TEST(Pretrained, AShapeMismatchNamesTheTensorAndBothShapes) {
     EXPECT_NE(message.find("[30, 8]"), std::string::npos) << message;
     EXPECT_NE(message.find("data.vocab"), std::string::npos) << message;
   }
+  fs::remove(path);
+}
+
+// A file of another hidden or feed-forward size names the setting that describes it.
+TEST(Pretrained, AShapeMismatchNamesTheSettingToChange) {
+  const auto model = make_model(tiny_distilbert());
+  const std::string path = temp_file("sizes");
+  const auto message_for = [&](const std::map<std::string, at::Tensor>& tensors) {
+    write_safetensors(path, tensors);
+    at::Tensor params = model->init_params(3);
+    try {
+      load_pretrained(*model, path, params);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto wider = masked_lm_checkpoint(*model);
+  wider["distilbert.embeddings.word_embeddings.weight"] = torch::zeros({30, 16});
+  EXPECT_THAT(message_for(wider), HasSubstr("the file's hidden size is 16: set "
+                                            "model.transformer_hidden = 16"));
+  auto longer_ffn = masked_lm_checkpoint(*model);
+  longer_ffn["distilbert.transformer.layer.0.ffn.lin1.weight"] = torch::zeros({32, 8});
+  EXPECT_THAT(message_for(longer_ffn), HasSubstr("the file's feed-forward size is 32: set "
+                                                 "model.transformer_ffn = 32"));
+  auto other_ffn = masked_lm_checkpoint(*model);
+  other_ffn["distilbert.transformer.layer.0.ffn.lin2.weight"] = torch::zeros({8, 24});
+  EXPECT_THAT(message_for(other_ffn), HasSubstr("model.transformer_ffn = 24"));
+  auto norm = masked_lm_checkpoint(*model);
+  norm["distilbert.transformer.layer.1.sa_layer_norm.weight"] = torch::zeros({12});
+  EXPECT_THAT(message_for(norm), HasSubstr("model.transformer_hidden = 12"));
   fs::remove(path);
 }
 

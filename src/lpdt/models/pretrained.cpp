@@ -40,6 +40,39 @@ int encoder_layer(const std::string& name) {
   return std::stoi(digits);
 }
 
+// Which setting a transformer tensor of another shape points at. `file` and `model` are the two
+// shapes (as many dimensions: the caller compared them); the sizes are DistilBERT's layout:
+// word embeddings [V, H], positions [L, H], ffn.lin1 [F, H] and [F], ffn.lin2 [H, F], every other
+// encoder tensor [H] or [H, H].
+std::string transformer_shape_hint(const std::string& name, at::IntArrayRef file,
+                                   at::IntArrayRef model) {
+  const auto hidden = [](std::int64_t h) {
+    return " (the file's hidden size is " + std::to_string(h) +
+           ": set model.transformer_hidden = " + std::to_string(h) + ")";
+  };
+  const auto ffn = [](std::int64_t f) {
+    return " (the file's feed-forward size is " + std::to_string(f) +
+           ": set model.transformer_ffn = " + std::to_string(f) + ")";
+  };
+  if (file.size() != model.size() || file.empty()) return "";
+  if (name == "embeddings.word_embeddings.weight" && file.size() == 2) {
+    return file[1] != model[1] ? hidden(file[1])
+                               : " (data.vocab must be the checkpoint's own vocab.txt)";
+  }
+  if (name == "embeddings.position_embeddings.weight" && file.size() == 2) {
+    return file[1] != model[1] ? hidden(file[1])
+                               : " (arch transformer has data.max_length positions; use arch "
+                                 "distilbert for a 512-position DistilBERT)";
+  }
+  if (name.find(".ffn.lin1.") != std::string::npos) {
+    return file.size() == 2 && file[1] != model[1] ? hidden(file[1]) : ffn(file[0]);
+  }
+  if (name.find(".ffn.lin2.weight") != std::string::npos && file.size() == 2) {
+    return file[0] != model[0] ? hidden(file[0]) : ffn(file[1]);
+  }
+  return hidden(file.back());
+}
+
 }  // namespace
 
 PretrainedReport load_pretrained(const Model& model, const std::string& path, at::Tensor& params) {
@@ -74,6 +107,11 @@ PretrainedReport load_pretrained(const Model& model, const std::string& path, at
   PretrainedReport report;
   std::map<std::string, bool> used;
   const auto& segments = model.layout().segments;
+  // Only transformers carry DistilBERT's names; other models are read by lpdt's own names.
+  const bool transformer =
+      std::any_of(segments.begin(), segments.end(), [](const LayerSegment& x) {
+        return x.name == "embeddings.word_embeddings.weight";
+      });
   for (std::size_t s = 0; s < segments.size(); ++s) {
     const LayerSegment& segment = segments[s];
     // Quantizer running ranges kept as parameters (quant.range_state = param) are not weights.
@@ -84,11 +122,6 @@ PretrainedReport load_pretrained(const Model& model, const std::string& path, at
         report.fresh.push_back(segment.name);
         continue;
       }
-      // Only transformers carry DistilBERT's names; other models are read by lpdt's own names.
-      const bool transformer =
-          std::any_of(segments.begin(), segments.end(), [](const LayerSegment& x) {
-            return x.name == "embeddings.word_embeddings.weight";
-          });
       throw UserError(
           path + ": no tensor '" + segment.name + "'" +
           (transformer ? " (or 'distilbert." + segment.name + "')" : std::string()) +
@@ -110,11 +143,8 @@ PretrainedReport load_pretrained(const Model& model, const std::string& path, at
       if (is_head(segment.name)) {
         hint = " (a head for another number of classes: the data set's classes decide the "
                "model's; remove the head from the file to start it fresh)";
-      } else if (segment.name == "embeddings.word_embeddings.weight") {
-        hint = " (data.vocab must be the checkpoint's own vocab.txt)";
-      } else if (segment.name == "embeddings.position_embeddings.weight") {
-        hint = " (arch transformer has data.max_length positions; use arch distilbert for a "
-               "512-position DistilBERT)";
+      } else if (transformer) {
+        hint = transformer_shape_hint(segment.name, tensor.sizes(), segment.shape);
       }
       throw UserError(path + ": tensor '" + file_name + "' has shape " +
                       shape_text(tensor.sizes()) + ", the model's '" + segment.name + "' " +
