@@ -2,6 +2,7 @@
 #include "lpdt/data/ag_news_reader.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "lpdt/core/error.h"
 #include "lpdt/data/csv_parser.h"
@@ -100,6 +101,10 @@ TEST(AgNews, LoadsTokenizedDatasetFromArchiveFolder) {
   EXPECT_EQ(d.vocab_size, 7);
   expect_error<UserError>([&] { load_ag_news(dir.path(), Split::kTrain, tokenizer, 6); },
                           {"ag-news", "train.csv", "no such file"});
+  // A FIFO of that name is not a missing file, nor is it read (that would block).
+  ASSERT_EQ(::mkfifo((dir.path() + "/train.csv").c_str(), 0600), 0);
+  expect_error<UserError>([&] { load_ag_news(dir.path(), Split::kTrain, tokenizer, 6); },
+                          {"ag-news", "train.csv", "is not a regular file"});
 }
 
 TEST(AgNews, Errors) {

@@ -4,6 +4,7 @@
 #include "lpdt/data/wordpiece_tokenizer.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -173,6 +174,14 @@ TEST(WordPiece, VocabularyErrors) {
   write_vocab(dir.file("binary.txt"), {"[PAD]", "[UNK]", "\x1B[31m", "[CLS]", "\x1B[31m", "[SEP]"});
   expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("binary.txt")); },
                           {"binary.txt", "\"\\x1B[31m\"", "line 5"});
+  // Old Mac line endings: one line holding every token, named as such.
+  write_vocab(dir.file("cr.txt"), {"[PAD]", "[UNK]", "[CLS]", "[SEP]"}, "\r");
+  expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("cr.txt")); },
+                          {"cr.txt", "line 1 holds a carriage return", "lone carriage return"});
+  // A FIFO would block the read forever.
+  ASSERT_EQ(::mkfifo(dir.file("vocab.fifo").c_str(), 0600), 0);
+  expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("vocab.fifo")); },
+                          {"vocab.fifo", "is not a regular file"});
   write_vocab(dir.file("blank.txt"), {"[PAD]", "[UNK]", "", "[CLS]", "[SEP]"});
   expect_error<UserError>([&] { WordPieceTokenizer::from_file(dir.file("blank.txt")); },
                           {"blank.txt", "line 3 is empty"});

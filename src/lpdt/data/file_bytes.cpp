@@ -27,6 +27,10 @@ void check_regular_file(const std::string& path, const std::string& what) {
   }
   if (ec || !std::filesystem::exists(status)) fail(what, path, "no such file");
   if (std::filesystem::is_directory(status)) fail(what, path, "is a directory, expected a file");
+  // A FIFO or a device would block the read or never end: only a plain file has data to load.
+  if (!std::filesystem::is_regular_file(status)) {
+    fail(what, path, "is not a regular file (a FIFO or a device?), expected a file");
+  }
 }
 
 std::vector<std::uint8_t> read_gzip(const std::string& path, const std::string& what) {
@@ -87,7 +91,9 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path, const std::st
 std::string find_plain_or_gz(const std::string& path) {
   for (const std::string& candidate : {path, path + ".gz"}) {
     std::error_code ec;
-    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+    const auto status = std::filesystem::status(candidate, ec);
+    // A folder, a FIFO or a device of that name: reading it names what it is.
+    if (!ec && std::filesystem::exists(status)) return candidate;
     // Not a missing file (a folder that may not be searched): reading it names the reason.
     if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
       return candidate;

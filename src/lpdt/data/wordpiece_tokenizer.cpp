@@ -37,9 +37,16 @@ std::vector<char32_t> clean_text(std::string_view text) {
 
 WordPieceTokenizer WordPieceTokenizer::from_file(const std::string& vocab_path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(vocab_path, ec)) {
+  const auto status = std::filesystem::status(vocab_path, ec);
+  if (std::filesystem::is_directory(status)) {
     throw UserError("wordpiece vocabulary: " + vocab_path +
                     " is a folder (expected a BERT vocab.txt file, one token per line)");
+  }
+  // A FIFO or a device would block the read: only a plain file is a vocabulary.
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw UserError("wordpiece vocabulary: " + vocab_path +
+                    " is not a regular file (a FIFO or a device?): expected a BERT vocab.txt "
+                    "file, one token per line");
   }
   std::ifstream in(vocab_path, std::ios::binary);
   if (!in) {
@@ -50,6 +57,12 @@ WordPieceTokenizer WordPieceTokenizer::from_file(const std::string& vocab_path) 
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find('\r') != std::string::npos) {
+      throw UserError("wordpiece vocabulary: " + vocab_path + ": line " +
+                      std::to_string(tokens.size() + 1) +
+                      " holds a carriage return inside it: lines ending in a lone carriage return "
+                      "(old Mac line endings)? Convert the file to \\n or \\r\\n line endings");
+    }
     // A UTF-8 byte order mark (files saved by some editors) is not part of the first token.
     if (tokens.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     tokens.push_back(line);
