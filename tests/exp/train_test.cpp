@@ -509,6 +509,29 @@ TEST(Checkpoint, CorruptMissingAndForeignFilesAreClearErrors) {
   fs::remove_all(out);
 }
 
+// A checkpoint whose step counter does not fit its epochs (a file edited, its checksum redone)
+// is an error naming both, not a replay of a wrong number of batches.
+TEST(Checkpoint, InconsistentCountersAreAnError) {
+  const fs::path out = fresh_dir("counters");
+  const TrainResult run = train(stateful_run(out, 1), [](const std::string&) {});
+  const fs::path file = run.run_dir / kCheckpointFile;
+  for (const std::int64_t rounds : {std::int64_t{-5}, run.steps + 1, std::int64_t{1'000'000'000'000}}) {
+    TrainingState state = read_checkpoint(file);
+    state.rounds_done = rounds;
+    write_checkpoint(file, state);
+    ExperimentConfig longer = stateful_run(out, 2);
+    TrainOptions resume;
+    resume.resume_dir = run.run_dir;
+    const std::string message =
+        error_of([&] { train(longer, [](const std::string&) {}, resume); });
+    EXPECT_NE(message.find("is inconsistent: " + std::to_string(rounds) + " steps for 1 epochs of " +
+                           std::to_string(run.steps) + " steps"),
+              std::string::npos)
+        << message;
+  }
+  fs::remove_all(out);
+}
+
 // A kill while writing leaves a temporary file; the last complete checkpoint is still the one
 // that is read, and the next write replaces both.
 TEST(Checkpoint, AnInterruptedWriteKeepsThePreviousCheckpoint) {

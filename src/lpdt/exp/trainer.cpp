@@ -1040,6 +1040,16 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   double elapsed_before = 0;  // a resumed run's time before its checkpoint
   int first_epoch = 0;
   if (resumed) {
+    // Checkpoints are written at the end of an epoch, so a sound one has taken every step of the
+    // epochs it has done (a counter off that would replay a wrong number of batches).
+    if (resumed->epochs_done < 0 ||
+        resumed->rounds_done != resumed->epochs_done * steps_per_epoch) {
+      throw UserError("checkpoint '" + (run_dir / kCheckpointFile).string() + "' is inconsistent: " +
+                      std::to_string(resumed->rounds_done) + " steps for " +
+                      std::to_string(resumed->epochs_done) + " epochs of " +
+                      std::to_string(steps_per_epoch) +
+                      " steps: the file was edited; restore it, or start a new run");
+    }
     first_epoch = resumed->epochs_done;
     round = resumed->rounds_done;
     result.steps = resumed->rounds_done;
