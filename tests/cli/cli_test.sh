@@ -254,6 +254,7 @@ expect 2 "\-\-model-precision excludes \-\-scaling" -- "$lpdt" bench --scaling -
 expect 0 "norm none, 77082 params in .* messages of 8 nodes" -- "$lpdt" bench --wire --arch resnet \
   --depth 8 --channels 1 --size 8 --steps 1 --compressors none --values fp32 --nodes 8 --norm none
 expect 2 "give one value" -- "$lpdt" bench --wire --nodes 2,3
+expect 2 "lpdt bench: \-\-size 32" -- "$lpdt" bench --arch vgg11 --size 16 --nodes 1 --steps 1
 # --json replaces only an earlier result of the same command, never the file just read.
 printf '[run]\nepochs = 1\n' >"$work/read-me.toml"
 expect 2 "the file exists and is not an earlier lpdt cost result" -- "$lpdt" cost \

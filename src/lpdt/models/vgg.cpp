@@ -9,9 +9,10 @@ namespace lpdt::models {
 
 Vgg11::Vgg11(const ModelOptions& options) {
   if (options.height < 32 || options.width < 32) {
-    throw ConfigError("model.arch = 'vgg11' needs inputs of at least 32x32 (five 2x2 pools); got " +
-                      std::to_string(options.height) + "x" + std::to_string(options.width) +
-                      ": set data.pad_to = 32 for 28x28 datasets");
+    throw ConfigError(
+        "model.arch = 'vgg11' needs inputs of at least 32x32 (five 2x2 pools); got " +
+        std::to_string(options.height) + "x" + std::to_string(options.width) +
+        ": set data.pad_to = 32 for 28x28 datasets (lpdt bench: --size 32)");
   }
   const nn::LayerFactory make(registry_, nn::parse_norm_kind(options.norm), options.groups,
                               options.quant);
