@@ -438,6 +438,12 @@ TEST(ExperimentConfigErrorTest, PadToMustNotShrinkImages) {
   EXPECT_EQ(load_experiment_config(std::nullopt, {"data.pad_to=32"}).data.pad_to, 32);
 }
 
+TEST(ExperimentConfigErrorTest, DirichletAlphaHasABound) {
+  EXPECT_THAT(load_error("[data]\ndirichlet_alpha = 1.7e308\n"),
+              HasSubstr("key 'data.dirichlet_alpha' = 1.7e308 is out of range: expected a float "
+                        "in (0, 1000000]"));
+}
+
 TEST(ExperimentConfigErrorTest, ImageSidesHaveABound) {
   for (const char* key : {"data.pad_to", "data.crop_size", "data.image_size", "data.synthetic_size"}) {
     EXPECT_THAT(load_error(std::string("[data]\n") + (std::string(key).substr(5)) + " = 100000\n"),

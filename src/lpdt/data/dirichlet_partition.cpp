@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "lpdt/core/error.h"
 #include "lpdt/core/rng.h"
@@ -16,7 +17,7 @@ Partition partition_dirichlet(const torch::Tensor& labels, int64_t num_nodes, st
   const std::string who = "dirichlet partition";
   if (!(options.alpha_ > 0.0) || !std::isfinite(options.alpha_)) {
     throw ConfigError(who + ": alpha must be a finite value > 0, got " +
-                      std::to_string(options.alpha_));
+                      (std::ostringstream() << options.alpha_).str());
   }
   if (options.min_samples_ < 0) {
     throw ConfigError(who + ": min_samples must be >= 0, got " +
@@ -87,8 +88,9 @@ Partition partition_dirichlet(const torch::Tensor& labels, int64_t num_nodes, st
   throw ConfigError(who + ": no draw gave every one of the " + std::to_string(num_nodes) +
                     " nodes at least " + std::to_string(options.min_samples_) +
                     " samples (data.dirichlet_min_samples) in " +
-                    std::to_string(options.max_tries_) + " tries (alpha " +
-                    std::to_string(options.alpha_) + ", last draw's smallest node: " +
+                    std::to_string(options.max_tries_) + " tries (data.dirichlet_alpha " +
+                    (std::ostringstream() << options.alpha_).str() +
+                    ", last draw's smallest node: " +
                     std::to_string(smallest) +
                     "); lower data.dirichlet_min_samples or graph.nodes, or raise "
                     "data.dirichlet_alpha (shares closer to equal)");

@@ -245,8 +245,10 @@ void add_keys(ConfigSchema& s) {
                "partition.")
       .one_of(choices<DataConfig::SkewMode>());
   s.add_float("data.dirichlet_alpha", d.data.dirichlet_alpha,
-              "Concentration of the dirichlet partition; smaller = more skewed.")
-      .greater_than(0);
+              "Concentration of the dirichlet partition; smaller = more skewed (at 1e6 the shares "
+              "are equal to 0.1%; larger values overflow the Gamma draws).")
+      .greater_than(0)
+      .at_most(1e6);
   s.add_int("data.dirichlet_min_samples", d.data.dirichlet_min_samples,
             "Least training samples of every node in the dirichlet partition; a draw that gives "
             "a node fewer is redrawn (up to 100 times).")
