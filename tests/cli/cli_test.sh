@@ -151,6 +151,16 @@ expect 0 "done: average-model accuracy" -- "$lpdt" train --out "$work/changing" 
 idx_split train 24 28
 expect 1 "train.samples 20 in checkpoint.lpdt, 24 now" -- "$lpdt" train \
   --resume "$(ls -d "$work"/changing/quickstart-*)" --set run.epochs=2
+# A run diverging in its first epoch says what its folder keeps: no checkpoint, no metrics.
+expect 1 "keeps what was written before: configuration and diverged.json" -- "$lpdt" train \
+  --out "$work/diverging" --set data.dataset=synthetic --set model.arch=mlp --set model.norm=none \
+  --set run.max_steps_per_epoch=3 --set run.epochs=2 --set optim.lr=1e30
+# Choco over a time-varying graph warns that its bytes are a deployment's lower bound.
+expect 0 "warning: algo.name = choco over the time-varying topology 'one-peer-exponential'" -- \
+  "$lpdt" train --out "$work/time-varying" --set data.dataset=synthetic --set model.arch=mlp \
+  --set model.norm=none --set run.max_steps_per_epoch=2 --set run.epochs=1 --set run.log_every=0 \
+  --set graph.topology=one-peer-exponential --set algo.name=choco
+expect 0 "choco over the time-varying topology" -- cat "$work"/time-varying/quickstart-*/summary.json
 # A batch larger than any node's data trains (the loader cycles) but says so, in the summary too.
 expect 0 "warning: data.batch_size = 64 is larger than the largest node's share" -- \
   "$lpdt" train --out "$work/big_batch" --set data.dataset=synthetic \

@@ -438,10 +438,26 @@ TEST(ExperimentConfigErrorTest, PadToMustNotShrinkImages) {
   EXPECT_EQ(load_experiment_config(std::nullopt, {"data.pad_to=32"}).data.pad_to, 32);
 }
 
+TEST(ExperimentConfigErrorTest, TopologyShapesAreCheckedWithTheConfiguration) {
+  EXPECT_THAT(load_error("[graph]\ntopology = \"torus\"\nnodes = 12\ntorus_rows = 12\n"),
+              HasSubstr("graph.torus_rows = 12 gives a 12 x 1 torus for graph.nodes = 12: expected "
+                        "rows and columns >= 3"));
+  EXPECT_THAT(load_error("[graph]\ntopology = \"torus\"\nnodes = 10\n"),
+              HasSubstr("topology 'torus' needs a node count"));
+  EXPECT_THAT(load_error("[graph]\ntopology = \"one-peer-exponential\"\nnodes = 1\n"),
+              HasSubstr("graph.topology = \"one-peer-exponential\" needs graph.nodes >= 2; got 1"));
+  EXPECT_NO_THROW(load_experiment_config(
+      std::nullopt, {"graph.topology=\"torus\"", "graph.nodes=12", "graph.torus_rows=3"}));
+  EXPECT_NO_THROW(load_experiment_config(std::nullopt, {"graph.topology=\"torus\"", "graph.nodes=16"}));
+}
+
 TEST(ExperimentConfigErrorTest, DirichletAlphaHasABound) {
   EXPECT_THAT(load_error("[data]\ndirichlet_alpha = 1.7e308\n"),
               HasSubstr("key 'data.dirichlet_alpha' = 1.7e308 is out of range: expected a float "
                         "in (0, 1000000]"));
+  // Every node trains on at least one sample.
+  EXPECT_THAT(load_error("[data]\ndirichlet_min_samples = 0\n"),
+              HasSubstr("key 'data.dirichlet_min_samples' = 0 is out of range: expected an int >= 1"));
 }
 
 TEST(ExperimentConfigErrorTest, ImageSidesHaveABound) {

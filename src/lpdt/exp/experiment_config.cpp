@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lpdt/core/error.h"
+#include "lpdt/graph/builders.h"
 #include "lpdt/graph/factory.h"
 
 namespace lpdt {
@@ -252,7 +253,7 @@ void add_keys(ConfigSchema& s) {
   s.add_int("data.dirichlet_min_samples", d.data.dirichlet_min_samples,
             "Least training samples of every node in the dirichlet partition; a draw that gives "
             "a node fewer is redrawn (up to 100 times).")
-      .at_least(0);
+      .at_least(1);
   s.add_int("data.shards_per_node", d.data.shards_per_node,
             "Label-sorted shards per node for the shards partition.")
       .at_least(1);
@@ -761,13 +762,41 @@ void add_checks(ConfigSchema& s) {
       {{"graph.torus_rows", "graph.nodes", "graph.topology"}, [](const Config& c) -> Problem {
          const std::int64_t rows = c.get_int("graph.torus_rows");
          const std::int64_t nodes = c.get_int("graph.nodes");
-         if (c.get_string("graph.topology") == "torus" && rows != 0 && nodes % rows != 0) {
+         if (c.get_string("graph.topology") != "torus") return std::nullopt;
+         if (rows != 0 && nodes % rows != 0) {
            return "graph.torus_rows = " + std::to_string(rows) + " does not divide " +
                   "graph.nodes = " + std::to_string(nodes) +
                   ": expected 0 (auto) or a divisor of the number of nodes";
          }
+         // With fewer than 3 rows or columns the up and down (left and right) neighbours
+         // coincide: not a torus (graph/builders.h).
+         if (rows != 0 && (rows < 3 || nodes / rows < 3)) {
+           return "graph.torus_rows = " + std::to_string(rows) + " gives a " +
+                  std::to_string(rows) + " x " + std::to_string(nodes / rows) +
+                  " torus for graph.nodes = " + std::to_string(nodes) +
+                  ": expected rows and columns >= 3 (or 0 for the most square shape)";
+         }
+         if (rows == 0) {
+           try {
+             graph::most_square_torus(nodes);
+           } catch (const ConfigError& e) {
+             return std::string(e.what());
+           }
+         }
          return std::nullopt;
        }});
+
+  // Topologies that need more than one node (a random digraph's Hamiltonian cycle, the
+  // one-peer exponential graph's peer).
+  s.add_check({{"graph.nodes", "graph.topology"}, [](const Config& c) -> Problem {
+                 const std::string& topology = c.get_string("graph.topology");
+                 if ((topology == "random" || topology == "one-peer-exponential") &&
+                     c.get_int("graph.nodes") < 2) {
+                   return "graph.topology = \"" + topology + "\" needs graph.nodes >= 2; got " +
+                          std::to_string(c.get_int("graph.nodes"));
+                 }
+                 return std::nullopt;
+               }});
 
   s.add_check(
       {{"graph.random_out_degree", "graph.nodes", "graph.topology"},

@@ -137,13 +137,22 @@ std::vector<std::int64_t> nodes_with_nonfinite_loss(const at::Tensor& loss_rows,
   if (config.optim.warmup == OptimConfig::Warmup::kNone) {
     advice += ", or start with optim.warmup = \"official\" (0.1x the learning rate in epoch 1)";
   }
+  // What the folder keeps: only what exists (a run diverging in its first epoch has neither
+  // evaluated epochs nor a checkpoint).
+  std::string kept = "configuration";
+  {
+    std::ifstream epochs_table(run_dir / "epochs.csv");
+    std::string header, row;
+    if (std::getline(epochs_table, header) && std::getline(epochs_table, row) && !row.empty()) {
+      kept += ", metrics of the evaluated epochs";
+    }
+  }
+  if (std::filesystem::exists(run_dir / kCheckpointFile)) kept += ", the last checkpoint";
   const std::string message =
       "training diverged " + where + ": the training loss of node" +
       (nodes.find(',') == std::string::npos ? " " : "s ") + nodes +
-      " is not finite (the run stopped; " + run_dir.string() +
-      " keeps what was written before: configuration, metrics of the evaluated epochs, the last "
-      "checkpoint, and " +
-      kDivergedFile + "). To train stably, " + advice + ".";
+      " is not finite (the run stopped; " + run_dir.string() + " keeps what was written before: " +
+      kept + " and " + kDivergedFile + "). To train stably, " + advice + ".";
   if (leader) {
     nlohmann::json record = {{"config", to_json(config)},
                              {"epoch", epoch},
@@ -924,6 +933,20 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                                 " is not a step of this run (steps 0 to " +
                                 std::to_string(steps_per_epoch * config.run.epochs - 1) +
                                 "): faults.kill_nodes never die";
+    say("warning: " + warning);
+    warnings.push_back(warning);
+  }
+  // Choco's exact step uses every in-neighbour's public copy x_hat_j, kept in step by the q_j it
+  // hears each round; over a time-varying graph a node would need the q_j of every node it will
+  // ever hear from, which the simulator's global view supplies but the recorded bytes (the
+  // current round's messages) do not count. (Under mpirun it is refused: check_multi_process.)
+  if (config.algo.name == AlgoConfig::Name::kChoco && !topology->is_static() && n > 1) {
+    const std::string warning =
+        "algo.name = choco over the time-varying topology '" + std::string(to_string(config.graph.topology)) +
+        "': each node's step uses the public copies of all the nodes it hears from over the "
+        "period, kept exact by the simulator's global view; a deployment would have to send "
+        "every update to all of them, and the bytes recorded count only each round's messages "
+        "(docs/algorithms.md). deep-squeeze and dpsgd need no public copies";
     say("warning: " + warning);
     warnings.push_back(warning);
   }
