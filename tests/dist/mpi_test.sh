@@ -101,7 +101,7 @@ check "faults: resumed = simulator" "$equal" "$(ckpt faulty_resume)" "$(ckpt fau
 # the simulator's, where the same nodes die at the same step.
 kill=(--set algo.name=deep-squeeze --set algo.compressor=topk --set algo.keep_fraction=0.1
       --set algo.consensus_step=0.3 --set graph.topology=exponential
-      --set faults.kill_nodes=[6,7] --set faults.kill_step=7 --set run.receive_timeout_s=3)
+      --set faults.kill_nodes=[6,7] --set faults.kill_step=7 --set run.receive_timeout_s=6)
 train kill_sim -- "${kill[@]}"
 train kill_np4 "${mpirun[@]}" --enable-recovery -np 4 -- "${kill[@]}"
 check "kill: dead nodes reported" grep -q '"node": 7' "$work"/kill_np4/*/summary.json
