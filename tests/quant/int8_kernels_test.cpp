@@ -131,6 +131,12 @@ TEST_P(Int8ConvVsFloat, ForwardAndLayerGradient) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, Int8ConvVsFloat,
     ::testing::Values(ConvCase{3, 1, 1, false}, ConvCase{3, 2, 1, true}, ConvCase{1, 2, 0, false},
+                      // Strided input gradients as stride-1 convolutions of the spread output
+                      // gradient (on CPUs with direct int8 kernels): edges the forward's floor
+                      // leaves over (9x7 input), stride 3, kernel 5, no padding, and a padding
+                      // past kernel - 1 (the GEMM path).
+                      ConvCase{3, 3, 1, false}, ConvCase{5, 2, 2, true}, ConvCase{3, 2, 0, false},
+                      ConvCase{2, 2, 0, false}, ConvCase{3, 2, 3, false},
                       ConvCase{5, 1, 2, true}, ConvCase{3, 1, 0, false},
                       // 1x1, stride 1: the GEMM reads the codes in place.
                       ConvCase{1, 1, 0, true}, ConvCase{1, 1, 0, false, 2, 6, 4},

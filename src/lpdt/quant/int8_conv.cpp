@@ -274,6 +274,46 @@ at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTens
   LPDT_CHECK(gy.codes.is_contiguous(at::MemoryFormat::ChannelsLast), "int8 input grad: layout");
   const std::int64_t cin = g.in_channels, cout = g.out_channels;
   const at::Tensor shifted = shift_weight_codes(w.codes);  // [k, Cout, Cin/G, kh, kw]
+  // The input gradient as a forward integer convolution of the (zero-interleaved) output
+  // gradient: with the kernel rotated by 180 degrees and each group's channels swapped.
+  const auto rotated_weights = [&] {
+    const std::int64_t gin = g.group_in(), gout = g.group_out();
+    return shifted.flip({3, 4})
+        .view({k, g.groups, gout, gin, g.kernel, g.kernel})
+        .transpose(2, 3)  // [k, G, Cin/G, Cout/G, kh, kw]
+        .contiguous()
+        .view({k, cin, gout, g.kernel, g.kernel});
+  };
+  if (g.stride > 1 && g.groups == 1 && g.padding <= g.kernel - 1 &&
+      int8_direct_conv_available()) {
+    // A strided convolution's input gradient is the stride-1 convolution of its output gradient
+    // with stride - 1 zeros between neighbours (code = the zero point, which adds exactly 0),
+    // padded by kernel - 1 - padding, plus the rows and columns the forward's floor dropped at
+    // the far edge. stride^2 times the multiply-adds of the GEMM and col2im below, but on the
+    // direct int8 kernels (VNNI / AMX): on AMX the four strided layers of a ResNet-20 node took
+    // 0.5 ms each, where the GEMM path took 2.8 ms for each 3x3 one (docs/benchmarks.md, "CPUs
+    // with AMX").
+    const std::int64_t ho = g.out_height(), wo = g.out_width(), s = g.stride;
+    // Input rows the forward's last window reaches past (so that the output is H x W again).
+    const std::int64_t extra_h = g.height - (ho - 1) * s - g.kernel + 2 * g.padding;
+    const std::int64_t extra_w = g.width - (wo - 1) * s - g.kernel + 2 * g.padding;
+    ConvGeometry t = g;
+    t.in_channels = cout;
+    t.out_channels = cin;
+    t.height = (ho - 1) * s + 1 + extra_h;
+    t.width = (wo - 1) * s + 1 + extra_w;
+    t.stride = 1;
+    t.padding = g.kernel - 1 - g.padding;
+    at::Tensor spread = at::empty(
+        {g.batch, k * cout, t.height, t.width},
+        at::TensorOptions().dtype(at::kByte).memory_format(at::MemoryFormat::ChannelsLast));
+    for (std::int64_t node = 0; node < k; ++node) {
+      spread.narrow(1, node * cout, cout).fill_(static_cast<int>(activation_zero(gy, node)));
+    }
+    spread.slice(2, 0, (ho - 1) * s + 1, s).slice(3, 0, (wo - 1) * s + 1, s).copy_(gy.codes);
+    const QuantizedTensor spread_gy{spread, gy.scale, gy.zero_point};
+    return convolve_nodes(spread_gy, w, rotated_weights(), at::Tensor(), t, k);
+  }
   if (g.stride == 1 && 2 * g.padding == g.kernel - 1) {
     // A "same" convolution's input gradient is itself a convolution: of the output gradient,
     // padded by kernel - 1 - padding, with the kernel rotated by 180 degrees and each group's
@@ -286,14 +326,8 @@ at::Tensor int8_conv2d_input_grad(const QuantizedTensor& gy, const QuantizedTens
     t.height = g.out_height();
     t.width = g.out_width();
     t.padding = g.kernel - 1 - g.padding;
-    const std::int64_t gin = g.group_in(), gout = g.group_out();
-    const at::Tensor rotated = shifted.flip({3, 4})
-                                   .view({k, g.groups, gout, gin, g.kernel, g.kernel})
-                                   .transpose(2, 3)  // [k, G, Cin/G, Cout/G, kh, kw]
-                                   .contiguous()
-                                   .view({k, cin, gout, g.kernel, g.kernel});
     // Same codes and zero point, so the real weight scale s_w and zero z_w carry over.
-    return convolve_nodes(gy, w, rotated, at::Tensor(), t, k);
+    return convolve_nodes(gy, w, rotated_weights(), at::Tensor(), t, k);
   }
   // at::zeros ignores a memory format in its options: empty (which honours it), then zero.
   at::Tensor dx =
