@@ -83,6 +83,13 @@ expect 0 "int8-simulated" -- "$lpdt" bench --precision --modes int8-simulated \
   --json "$work/no-fp32.json"
 expect 0 '"speedup_vs_fp32": null' -- cat "$work/no-fp32.json"
 expect 2 "\-\-modes requires \-\-precision" -- "$lpdt" bench --modes fp32
+# Weight gradients in bfloat16: a bench mode of each int8 backend, and a configuration key.
+expect 0 "int8-simulated-bf16wgrad" -- "$lpdt" bench --precision --modes int8-simulated-bf16wgrad \
+  --arch lenet5 --channels 1 --size 28 --nodes 1 --steps 1 --warmup 0 --batch 2
+expect 2 "'fp32-bf16wgrad' is not a mode" -- "$lpdt" bench --precision --modes fp32-bf16wgrad
+expect 0 "^weight_grad = \"bf16\"  # \-\-set quant.weight_grad=bf16$" -- "$lpdt" train \
+  --set quant.weight_grad=bf16 --print-config
+expect 2 "quant.weight_grad" -- "$lpdt" train --set quant.weight_grad=fp16 --print-config
 # A bad mode or compressor is refused before anything is measured (no table row first).
 first_line() { "$@" 2>&1 | head -n 1; return "${PIPESTATUS[0]}"; }
 expect 2 "^lpdt: configuration error: bench \-\-modes: 'foo' is not a mode" -- first_line \

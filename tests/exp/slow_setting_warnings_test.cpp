@@ -24,6 +24,18 @@ TEST(SlowSettingWarnings, Bfloat16WithoutAvx512) {
   EXPECT_TRUE(slow_setting_warnings(bf16, {SimdLevel::kAvx512}).empty());
 }
 
+TEST(SlowSettingWarnings, Bfloat16WeightGradientsWithoutAvx512) {
+  ExperimentConfig config = with_precision(ModelConfig::Precision::kInt8);
+  config.quant.weight_grad = QuantConfig::WeightGrad::kBf16;
+  const std::vector<std::string> warned = slow_setting_warnings(config, {SimdLevel::kAvx2});
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_NE(warned[0].find("quant.weight_grad = 'bf16'"), std::string::npos) << warned[0];
+  EXPECT_TRUE(slow_setting_warnings(config, {SimdLevel::kAvx512}).empty());
+  // Keys that do not apply are ignored: quant.* in a float32 run changes nothing.
+  config.model.precision = ModelConfig::Precision::kFp32;
+  EXPECT_TRUE(slow_setting_warnings(config, {SimdLevel::kAvx2}).empty());
+}
+
 TEST(SlowSettingWarnings, NoneForOtherPrecisions) {
   for (const auto precision : {ModelConfig::Precision::kFp32, ModelConfig::Precision::kInt8}) {
     for (const auto backend : {QuantConfig::Backend::kSimulated, QuantConfig::Backend::kInteger}) {

@@ -73,7 +73,9 @@ void add_bench_command(CLI::App& app) {
       "Compare precisions instead (fp32, bf16, int8 simulated, int8 integer): step time and "
       "the activation memory a pass holds for backward, in the same run");
   CLI::Option* modes_option =
-      cmd->add_option("--modes", *modes, "Precisions compared by --precision")
+      cmd->add_option("--modes", *modes,
+                      "Precisions compared by --precision (an int8 mode with -bf16wgrad: "
+                      "bfloat16 weight gradients, quant.weight_grad)")
       ->delimiter(',')
       ->capture_default_str();
   auto profile_rows = std::make_shared<std::size_t>(0);

@@ -42,6 +42,7 @@ quant::QuantOptions quant_options(const ExperimentConfig& config) {
   q.scheme = quant::parse_scheme(std::string(to_string(config.quant.scheme)));
   q.bits = config.quant.bits;
   q.grad_bits = config.quant.grad_bits;
+  q.weight_grad = quant::parse_weight_grad(std::string(to_string(config.quant.weight_grad)));
   q.eval_rounding = quant::parse_rounding(std::string(to_string(config.quant.eval_rounding)));
   q.range_momentum = config.quant.range_momentum;
   q.range_evonorm = std::string(to_string(config.quant.range_evonorm));

@@ -121,6 +121,7 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("quant.scheme", c.quant.scheme);
   v("quant.bits", c.quant.bits);
   v("quant.grad_bits", c.quant.grad_bits);
+  v("quant.weight_grad", c.quant.weight_grad);
   v("quant.eval_rounding", c.quant.eval_rounding);
   v("quant.range_momentum", c.quant.range_momentum);
   v("quant.range_evonorm", c.quant.range_evonorm);
@@ -377,6 +378,12 @@ void add_keys(ConfigSchema& s) {
             "Bits of the layer gradients passed backwards (gradient bifurcation).")
       .at_least(2)
       .at_most(16);
+  s.add_string("quant.weight_grad", name_of(d.quant.weight_grad),
+               "Precision of the weight gradients of convolutions and linear layers (the paper: "
+               "16- or 32-bit float): fp32 (the official code) or bf16 (inputs and result rounded "
+               "to bfloat16, float32 sums: bfloat16 kernels on CPUs with AMX or AVX-512 BF16 and "
+               "on GPUs). The layer gradients stay at grad_bits.")
+      .one_of(choices<QuantConfig::WeightGrad>());
   s.add_string("quant.eval_rounding", name_of(d.quant.eval_rounding),
                "Activation rounding in evaluation: nearest (deterministic) or stochastic (the "
                "official code).")

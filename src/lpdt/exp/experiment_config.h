@@ -122,11 +122,13 @@ struct QuantConfig {
   enum class Rounding { kNearest, kStochastic };
   enum class RangeEvonorm { kReference, kPaper, kStd };
   enum class RangeState { kBuffer, kParam };
+  enum class WeightGrad { kFp32, kBf16 };
 
   Backend backend = Backend::kSimulated;
   Scheme scheme = Scheme::kGemmlowp;
   int bits = 8;
   int grad_bits = 8;
+  WeightGrad weight_grad = WeightGrad::kFp32;
   Rounding eval_rounding = Rounding::kNearest;
   double range_momentum = 0.9;
   RangeEvonorm range_evonorm = RangeEvonorm::kReference;
@@ -278,6 +280,7 @@ LPDT_CONFIG_ENUM_NAMES(QuantConfig::Scheme, "gemmlowp", "reference")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::Rounding, "nearest", "stochastic")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::RangeEvonorm, "reference", "paper", "std")
 LPDT_CONFIG_ENUM_NAMES(QuantConfig::RangeState, "buffer", "param")
+LPDT_CONFIG_ENUM_NAMES(QuantConfig::WeightGrad, "fp32", "bf16")
 LPDT_CONFIG_ENUM_NAMES(GraphConfig::Topology, "directed-ring", "ring", "torus", "complete",
                        "exponential", "random", "one-peer-exponential")
 LPDT_CONFIG_ENUM_NAMES(GraphConfig::Mixing, "uniform", "metropolis")

@@ -33,13 +33,21 @@ quant::QuantOptions options_for(const std::string& mode) {
     return q;
   }
   q.precision = quant::Precision::kInt8;
-  if (mode == "int8-simulated") return q;
-  if (mode == "int8-integer") {
+  // "-bf16wgrad": the weight gradients in bfloat16 (quant.weight_grad = "bf16").
+  const std::string suffix = "-bf16wgrad";
+  std::string base = mode;
+  if (base.size() > suffix.size() && base.ends_with(suffix)) {
+    q.weight_grad = quant::WeightGrad::kBf16;
+    base.resize(base.size() - suffix.size());
+  }
+  if (base == "int8-simulated") return q;
+  if (base == "int8-integer") {
     q.backend = quant::QuantBackend::kInteger;
     return q;
   }
   throw ConfigError("bench --modes: '" + mode +
-                    "' is not a mode: expected fp32, bf16, int8-simulated or int8-integer");
+                    "' is not a mode: expected fp32, bf16, int8-simulated or int8-integer, the "
+                    "int8 modes optionally with -bf16wgrad (bfloat16 weight gradients)");
 }
 
 }  // namespace

@@ -21,6 +21,14 @@ std::vector<std::string> slow_setting_warnings(const ExperimentConfig& config,
         "implementation, about 16x slower than float32 (docs/benchmarks.md, \"AVX2 CPUs\"); "
         "set model.precision = 'fp32'");
   }
+  if (config.model.precision == ModelConfig::Precision::kInt8 &&
+      config.quant.weight_grad == QuantConfig::WeightGrad::kBf16 && cpu.simd != SimdLevel::kAvx512) {
+    warnings.push_back(
+        "quant.weight_grad = 'bf16' on a CPU without AVX-512 (" + level +
+        "): oneDNN has no bfloat16 convolution kernels for it and runs its reference "
+        "implementation, many times slower than float32 (docs/benchmarks.md, \"AVX2 CPUs\"); "
+        "set quant.weight_grad = 'fp32'");
+  }
   return warnings;
 }
 

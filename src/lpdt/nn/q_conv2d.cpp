@@ -38,7 +38,8 @@ at::Tensor QConv2d::forward(const Context& ctx, const at::Tensor& x) const {
     g.padding = options_.padding;
     g.groups = options_.groups;
     return quant::integer_conv2d(x, qx, ctx.param(weight_), param_codes(ctx, weight_, quant_), qb,
-                                 g, k, gradient_request(ctx, quant_, grad_site_));
+                                 g, k, gradient_request(ctx, quant_, grad_site_),
+                                 quant_.weight_grad);
   }
   const at::Tensor qx = input_.forward(ctx, x);
   const at::Tensor qw =
@@ -49,7 +50,8 @@ at::Tensor QConv2d::forward(const Context& ctx, const at::Tensor& x) const {
   at::Tensor qb;
   if (options_.bias) qb = quantized_param(ctx, bias_, quant_).reshape({k * options_.out_channels});
   return quant::bifurcated_conv2d(qx, qw, qb, options_.stride, options_.padding, k,
-                                  gradient_request(ctx, quant_, grad_site_), options_.groups);
+                                  gradient_request(ctx, quant_, grad_site_), options_.groups,
+                                  quant_.weight_grad);
 }
 
 }  // namespace lpdt::nn

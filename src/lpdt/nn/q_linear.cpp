@@ -28,12 +28,13 @@ at::Tensor QLinear::forward(const Context& ctx, const at::Tensor& x) const {
     const quant::QuantizedTensor qx = quant::quantize(xc.detach(), ctx.k, range, request);
     const at::Tensor qb = has_bias_ ? quantized_param(ctx, bias_, quant_) : at::Tensor();
     return quant::integer_linear(xc, qx, ctx.param(weight_), param_codes(ctx, weight_, quant_), qb,
-                                 gradient_request(ctx, quant_, grad_site_));
+                                 gradient_request(ctx, quant_, grad_site_), quant_.weight_grad);
   }
   const at::Tensor qx = input_.forward(ctx, x);
   const at::Tensor qw = quantized_param(ctx, weight_, quant_);
   const at::Tensor qb = has_bias_ ? quantized_param(ctx, bias_, quant_) : at::Tensor();
-  return quant::bifurcated_linear(qx, qw, qb, gradient_request(ctx, quant_, grad_site_));
+  return quant::bifurcated_linear(qx, qw, qb, gradient_request(ctx, quant_, grad_site_),
+                                  quant_.weight_grad);
 }
 
 }  // namespace lpdt::nn

@@ -50,11 +50,12 @@ at::Tensor SequenceLinear::forward(const Context& ctx, const at::Tensor& x) cons
     quant::QuantizedTensor qx = quant::quantize(sequences.detach(), k, range, request);
     qx.codes = qx.codes.view({k, b * length, in_features_});
     return back(quant::integer_linear(rows, qx, ctx.param(weight_),
-                                      param_codes(ctx, weight_, quant_), qb, grad_request));
+                                      param_codes(ctx, weight_, quant_), qb, grad_request,
+                                      quant_.weight_grad));
   }
   const at::Tensor qx = input_->forward(ctx, sequences).view({k, b * length, in_features_});
   const at::Tensor qw = quantized_param(ctx, weight_, quant_);
-  return back(quant::bifurcated_linear(qx, qw, qb, grad_request));
+  return back(quant::bifurcated_linear(qx, qw, qb, grad_request, quant_.weight_grad));
 }
 
 }  // namespace lpdt::nn

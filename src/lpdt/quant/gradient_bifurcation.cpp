@@ -4,6 +4,7 @@
 #include <torch/types.h>
 
 #include "lpdt/quant/request_io.h"
+#include "lpdt/quant/weight_gradient.h"
 
 namespace lpdt::quant {
 namespace {
@@ -22,9 +23,11 @@ struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qx, const at::Tensor& qw,
                             const at::Tensor& qb_or_empty, std::int64_t stride,
                             std::int64_t padding, std::int64_t k,
-                            const QuantizeRequest& grad_request, std::int64_t groups) {
+                            const QuantizeRequest& grad_request, std::int64_t groups,
+                            WeightGrad weight_grad) {
     const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
     ctx->save_for_backward({qx, qw});
+    ctx->saved_data["bf16_weight_grad"] = weight_grad == WeightGrad::kBf16;
     ctx->saved_data["stride"] = stride;
     ctx->saved_data["padding"] = padding;
     ctx->saved_data["k"] = k;
@@ -46,9 +49,15 @@ struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
     const at::Tensor gy = grad[0].contiguous(qx.suggest_memory_format());
     const std::vector<std::int64_t> bias_sizes{qw.size(0)};
     // Weight (and bias) gradient: the float output gradient, the quantized input.
-    auto [unused_x, grad_w, grad_b] = at::convolution_backward(
-        gy, qx, qw, bias ? at::OptionalIntArrayRef(bias_sizes) : c10::nullopt, {s, s}, {p, p},
-        {1, 1}, false, {0, 0}, conv_groups, {false, true, bias});
+    at::Tensor grad_w, grad_b;
+    if (ctx->saved_data["bf16_weight_grad"].toBool()) {
+      grad_w = conv_weight_gradient(gy, qx, qw, s, p, conv_groups, WeightGrad::kBf16);
+      if (bias) grad_b = gy.sum({0, 2, 3});
+    } else {
+      std::tie(std::ignore, grad_w, grad_b) = at::convolution_backward(
+          gy, qx, qw, bias ? at::OptionalIntArrayRef(bias_sizes) : c10::nullopt, {s, s}, {p, p},
+          {1, 1}, false, {0, 0}, conv_groups, {false, true, bias});
+    }
     // Layer gradient: the output gradient at grad_bits.
     const at::Tensor gq =
         quantized_output_gradient(gy, k, load_request(ctx)).contiguous(qx.suggest_memory_format());
@@ -56,16 +65,18 @@ struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
         gq, qx, qw, c10::nullopt, {s, s}, {p, p}, {1, 1}, false, {0, 0}, conv_groups,
         {true, false, false});
     return {grad_x,       grad_w,       bias ? grad_b : at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor()};
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 struct BifurcatedLinear : torch::autograd::Function<BifurcatedLinear> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qx, const at::Tensor& qw,
-                            const at::Tensor& qb_or_empty, const QuantizeRequest& grad_request) {
+                            const at::Tensor& qb_or_empty, const QuantizeRequest& grad_request,
+                            WeightGrad weight_grad) {
     const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
     ctx->save_for_backward({qx, qw});
     ctx->saved_data["bias"] = qb.defined();
+    ctx->saved_data["bf16_weight_grad"] = weight_grad == WeightGrad::kBf16;
     save_request(ctx, grad_request);
     const at::Tensor weight_t = qw.transpose(1, 2);  // [k, in, out]
     return qb.defined() ? at::baddbmm(qb.unsqueeze(1), qx, weight_t) : at::bmm(qx, weight_t);
@@ -75,11 +86,14 @@ struct BifurcatedLinear : torch::autograd::Function<BifurcatedLinear> {
     const at::Tensor& qx = saved[0];                            // [k, b, in]
     const at::Tensor& qw = saved[1];                            // [k, out, in]
     const at::Tensor gy = grad[0].contiguous();                 // [k, b, out]
-    const at::Tensor grad_w = at::bmm(gy.transpose(1, 2), qx);  // [k, out, in]
+    const at::Tensor grad_w =
+        ctx->saved_data["bf16_weight_grad"].toBool()
+            ? linear_weight_gradient(gy, qx, WeightGrad::kBf16)
+            : at::bmm(gy.transpose(1, 2), qx);  // [k, out, in]
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum(1) : at::Tensor();
     const at::Tensor gq = quantized_output_gradient(gy, qx.size(0), load_request(ctx));
     const at::Tensor grad_x = at::bmm(gq, qw);  // [k, b, in]
-    return {grad_x, grad_w, grad_b, at::Tensor()};
+    return {grad_x, grad_w, grad_b, at::Tensor(), at::Tensor()};
   }
 };
 
@@ -87,16 +101,17 @@ struct BifurcatedLinear : torch::autograd::Function<BifurcatedLinear> {
 
 at::Tensor bifurcated_conv2d(const at::Tensor& qx, const at::Tensor& qw, const at::Tensor& qb,
                              std::int64_t stride, std::int64_t padding, std::int64_t k,
-                             const QuantizeRequest& grad_request, std::int64_t groups) {
+                             const QuantizeRequest& grad_request, std::int64_t groups,
+                             WeightGrad weight_grad) {
   // Custom autograd functions take defined tensors only: no bias travels as an empty tensor.
   return BifurcatedConv2d::apply(qx, qw, qb.defined() ? qb : at::empty({0}, qx.options()), stride,
-                                 padding, k, grad_request, groups);
+                                 padding, k, grad_request, groups, weight_grad);
 }
 
 at::Tensor bifurcated_linear(const at::Tensor& qx, const at::Tensor& qw, const at::Tensor& qb,
-                             const QuantizeRequest& grad_request) {
+                             const QuantizeRequest& grad_request, WeightGrad weight_grad) {
   return BifurcatedLinear::apply(qx, qw, qb.defined() ? qb : at::empty({0}, qx.options()),
-                                 grad_request);
+                                 grad_request, weight_grad);
 }
 
 }  // namespace lpdt::quant

@@ -5,6 +5,7 @@
 #include <torch/types.h>
 
 #include "lpdt/quant/request_io.h"
+#include "lpdt/quant/weight_gradient.h"
 
 namespace lpdt::quant {
 namespace {
@@ -50,11 +51,12 @@ struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
                             const at::Tensor& x_scale, const at::Tensor& x_zero,
                             const at::Tensor& w_codes, const at::Tensor& w_scale,
                             const at::Tensor& w_zero, const ConvGeometry& g, std::int64_t k,
-                            const QuantizeRequest& grad_request) {
+                            const QuantizeRequest& grad_request, WeightGrad weight_grad) {
     const QuantizedTensor qx{x_codes, x_scale, x_zero}, qw{w_codes, w_scale, w_zero};
     const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
     ctx->save_for_backward({x_codes, x_scale, x_zero, w_codes, w_scale, w_zero});
     ctx->saved_data["bias"] = qb.defined();
+    ctx->saved_data["bf16_weight_grad"] = weight_grad == WeightGrad::kBf16;
     ctx->saved_data["k"] = k;
     save_geometry(ctx, g);
     save_request(ctx, grad_request);
@@ -67,14 +69,15 @@ struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
     const ConvGeometry g = load_geometry(ctx);
     const std::int64_t k = ctx->saved_data["k"].toInt();
     const at::Tensor gy = grad[0].contiguous(at::MemoryFormat::ChannelsLast);
-    // Weight gradient in float: the float output gradient and the dequantized input codes.
+    // Weight gradient in float (quant.weight_grad): the float output gradient and the
+    // dequantized input codes.
     const at::Tensor x_real = dequantize(qx, k);
     const at::Tensor w_real = dequantize(qw, k)
                                   .view({k * g.out_channels, g.group_in(), g.kernel, g.kernel})
                                   .contiguous(at::MemoryFormat::ChannelsLast);
-    auto [unused_x, grad_w, unused_b] = at::convolution_backward(
-        gy, x_real, w_real, c10::nullopt, {g.stride, g.stride}, {g.padding, g.padding}, {1, 1},
-        false, {0, 0}, k * g.groups, {false, true, false});
+    const at::Tensor grad_w = conv_weight_gradient(
+        gy, x_real, w_real, g.stride, g.padding, k * g.groups,
+        ctx->saved_data["bf16_weight_grad"].toBool() ? WeightGrad::kBf16 : WeightGrad::kFp32);
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum({0, 2, 3}) : at::Tensor();
     // Layer gradient in int8: the output gradient at 8 bits through the weight codes; not for a
     // first layer, whose input (the data) needs none. Its draws are counter-based per site, so
@@ -88,7 +91,8 @@ struct IntegerConv2d : torch::autograd::Function<IntegerConv2d> {
             at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor()};
+            at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -97,11 +101,13 @@ struct IntegerLinear : torch::autograd::Function<IntegerLinear> {
                             const at::Tensor& qb_or_empty, const at::Tensor& x_codes,
                             const at::Tensor& x_scale, const at::Tensor& x_zero,
                             const at::Tensor& w_codes, const at::Tensor& w_scale,
-                            const at::Tensor& w_zero, const QuantizeRequest& grad_request) {
+                            const at::Tensor& w_zero, const QuantizeRequest& grad_request,
+                            WeightGrad weight_grad) {
     const QuantizedTensor qx{x_codes, x_scale, x_zero}, qw{w_codes, w_scale, w_zero};
     const at::Tensor qb = qb_or_empty.numel() > 0 ? qb_or_empty : at::Tensor();
     ctx->save_for_backward({x_codes, x_scale, x_zero, w_codes, w_scale, w_zero});
     ctx->saved_data["bias"] = qb.defined();
+    ctx->saved_data["bf16_weight_grad"] = weight_grad == WeightGrad::kBf16;
     save_request(ctx, grad_request);
     return int8_linear(qx, qw, qb);
   }
@@ -110,13 +116,15 @@ struct IntegerLinear : torch::autograd::Function<IntegerLinear> {
     const QuantizedTensor qx{s[0], s[1], s[2]}, qw{s[3], s[4], s[5]};
     const std::int64_t k = qx.codes.size(0);
     const at::Tensor gy = grad[0].contiguous();                                // [k, b, out]
-    const at::Tensor grad_w = at::bmm(gy.transpose(1, 2), dequantize(qx, k));  // [k, out, in]
+    const at::Tensor grad_w = linear_weight_gradient(  // [k, out, in]
+        gy, dequantize(qx, k),
+        ctx->saved_data["bf16_weight_grad"].toBool() ? WeightGrad::kBf16 : WeightGrad::kFp32);
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum(1) : at::Tensor();
     const at::Tensor grad_x =
         ctx->needs_input_grad(0)
             ? int8_linear_input_grad(quantized_gradient(gy, k, load_request(ctx)), qw)
             : at::Tensor();
-    return {grad_x,       grad_w,       grad_b,       at::Tensor(), at::Tensor(),
+    return {grad_x,       grad_w,       grad_b,       at::Tensor(), at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
@@ -130,17 +138,18 @@ at::Tensor or_empty(const at::Tensor& t, const at::Tensor& like) {
 
 at::Tensor integer_conv2d(const at::Tensor& x, const QuantizedTensor& qx, const at::Tensor& w,
                           const QuantizedTensor& qw, const at::Tensor& qb, const ConvGeometry& g,
-                          std::int64_t k, const QuantizeRequest& grad_request) {
+                          std::int64_t k, const QuantizeRequest& grad_request,
+                          WeightGrad weight_grad) {
   RECORD_FUNCTION("lpdt::integer_conv2d", std::vector<c10::IValue>());
   return IntegerConv2d::apply(x, w, or_empty(qb, x), qx.codes, qx.scale, qx.zero_point, qw.codes,
-                              qw.scale, qw.zero_point, g, k, grad_request);
+                              qw.scale, qw.zero_point, g, k, grad_request, weight_grad);
 }
 
 at::Tensor integer_linear(const at::Tensor& x, const QuantizedTensor& qx, const at::Tensor& w,
                           const QuantizedTensor& qw, const at::Tensor& qb,
-                          const QuantizeRequest& grad_request) {
+                          const QuantizeRequest& grad_request, WeightGrad weight_grad) {
   return IntegerLinear::apply(x, w, or_empty(qb, x), qx.codes, qx.scale, qx.zero_point, qw.codes,
-                              qw.scale, qw.zero_point, grad_request);
+                              qw.scale, qw.zero_point, grad_request, weight_grad);
 }
 
 }  // namespace lpdt::quant

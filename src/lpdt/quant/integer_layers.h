@@ -3,7 +3,8 @@
 // function as bifurcated_conv2d / bifurcated_linear on fake-quantized inputs
 // (gradient_bifurcation.h), computed from 8-bit codes (int8_conv.h):
 //   forward:      int8 x int8 -> int32 from the codes of x and w;
-//   weight grad:  in float, from the float output gradient and the saved codes of x, dequantized;
+//   weight grad:  in float32 or bfloat16 (quant.weight_grad, weight_gradient.h), from the float
+//                 output gradient and the saved codes of x, dequantized;
 //   layer grad:   the output gradient quantized to 8 bits (stochastic, per-node range), then int8.
 // Only the codes of x (1 byte per element) and their per-node scale and zero point are kept for
 // backward. Gradients reach x and w straight-through, qb as a float bias.
@@ -11,6 +12,7 @@
 
 #include "lpdt/quant/affine_quantizer.h"
 #include "lpdt/quant/int8_conv.h"
+#include "lpdt/quant/quant_options.h"
 
 namespace lpdt::quant {
 
@@ -19,11 +21,12 @@ namespace lpdt::quant {
 // -> [b, k*Cout, Ho, Wo] float32 channels-last.
 at::Tensor integer_conv2d(const at::Tensor& x, const QuantizedTensor& qx, const at::Tensor& w,
                           const QuantizedTensor& qw, const at::Tensor& qb, const ConvGeometry& g,
-                          std::int64_t k, const QuantizeRequest& grad_request);
+                          std::int64_t k, const QuantizeRequest& grad_request,
+                          WeightGrad weight_grad);
 
 // x: [k, b, in], w: [k, out, in], qb: [k, out] or undefined -> [k, b, out] float32.
 at::Tensor integer_linear(const at::Tensor& x, const QuantizedTensor& qx, const at::Tensor& w,
                           const QuantizedTensor& qw, const at::Tensor& qb,
-                          const QuantizeRequest& grad_request);
+                          const QuantizeRequest& grad_request, WeightGrad weight_grad);
 
 }  // namespace lpdt::quant

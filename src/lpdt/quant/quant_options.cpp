@@ -64,6 +64,13 @@ Rounding parse_rounding(const std::string& name) {
                     "' is not a rounding: expected nearest or stochastic");
 }
 
+WeightGrad parse_weight_grad(const std::string& name) {
+  if (name == "fp32") return WeightGrad::kFp32;
+  if (name == "bf16") return WeightGrad::kBf16;
+  throw ConfigError("quant.weight_grad = '" + name +
+                    "' is not a weight-gradient precision: expected fp32 or bf16");
+}
+
 std::string to_string(Precision value) {
   switch (value) {
     case Precision::kFp32:
@@ -84,5 +91,6 @@ std::string to_string(QuantScheme value) {
 std::string to_string(Rounding value) {
   return value == Rounding::kNearest ? "nearest" : "stochastic";
 }
+std::string to_string(WeightGrad value) { return value == WeightGrad::kFp32 ? "fp32" : "bf16"; }
 
 }  // namespace lpdt::quant

@@ -26,12 +26,21 @@ enum class QuantScheme { kGemmlowp, kReference };
 
 enum class Rounding { kNearest, kStochastic };
 
+// Precision of the weight gradients g_w of convolutions and linear layers (gradient bifurcation:
+// "the weight gradients are either 16-bit or 32-bit float", paper section 3). kFp32: float32, as
+// the official code. kBf16: the output gradient and the layer's (quantized) input rounded to
+// bfloat16, products summed in float32 and the gradient rounded to bfloat16, then widened; on
+// CPUs with AMX or AVX-512 BF16 and on GPUs that runs on bfloat16 kernels. The layer gradients
+// passed backwards stay at grad_bits either way.
+enum class WeightGrad { kFp32, kBf16 };
+
 struct QuantOptions {
   Precision precision = Precision::kFp32;
   QuantBackend backend = QuantBackend::kSimulated;
   QuantScheme scheme = QuantScheme::kGemmlowp;
   int bits = 8;       // weights, activations, normaliser scales: codes in [0, 2^bits - 1]
   int grad_bits = 8;  // layer gradients passed backwards (gradient bifurcation)
+  WeightGrad weight_grad = WeightGrad::kFp32;
   // Activation rounding in evaluation. The reference rounds stochastically even there (a
   // positional-argument quirk, reference spec 7.1 / 11.5); the paper's intent is deterministic.
   Rounding eval_rounding = Rounding::kNearest;
@@ -56,9 +65,11 @@ Precision parse_precision(const std::string& name);
 QuantBackend parse_backend(const std::string& name);
 QuantScheme parse_scheme(const std::string& name);
 Rounding parse_rounding(const std::string& name);
+WeightGrad parse_weight_grad(const std::string& name);
 std::string to_string(Precision value);
 std::string to_string(QuantBackend value);
 std::string to_string(QuantScheme value);
 std::string to_string(Rounding value);
+std::string to_string(WeightGrad value);
 
 }  // namespace lpdt::quant
