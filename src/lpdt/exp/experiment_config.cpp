@@ -380,9 +380,11 @@ void add_keys(ConfigSchema& s) {
       .at_most(16);
   s.add_string("quant.weight_grad", name_of(d.quant.weight_grad),
                "Precision of the weight gradients of convolutions and linear layers (the paper: "
-               "16- or 32-bit float): fp32 (the official code) or bf16 (inputs and result rounded "
-               "to bfloat16, float32 sums: bfloat16 kernels on CPUs with AMX or AVX-512 BF16 and "
-               "on GPUs). The layer gradients stay at grad_bits.")
+               "16- or 32-bit float): fp32 (the official code) or bf16 (the output gradient and "
+               "the layer's input rounded to bfloat16, float32 sums, the gradient rounded to "
+               "bfloat16: oneDNN's bfloat16 kernels on CPUs with AMX or AVX-512 BF16, cuDNN's on "
+               "GPUs; a CPU without AVX-512 runs reference kernels, and a run warns). The layer "
+               "gradients stay at quant.grad_bits. docs/quantization.md.")
       .one_of(choices<QuantConfig::WeightGrad>());
   s.add_string("quant.eval_rounding", name_of(d.quant.eval_rounding),
                "Activation rounding in evaluation: nearest (deterministic) or stochastic (the "
