@@ -3,6 +3,8 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/types.h>
 
+#include <tuple>
+
 #include "lpdt/quant/request_io.h"
 #include "lpdt/quant/weight_gradient.h"
 
