@@ -18,7 +18,7 @@ summary="$out/summary.txt"
 note() { echo "$*" | tee -a "$summary"; }
 
 start=$(date +%s)
-if ! scripts/build_cuda.sh lpdt test_quant test_nn test_models test_data >"$out/build.log" 2>&1; then
+if ! scripts/build_cuda.sh lpdt test_core test_quant test_nn test_models test_data >"$out/build.log" 2>&1; then
   grep -E "error|Error" "$out/build.log" | head -40
   tail -30 "$out/build.log"
   note "build: FAILED (see $out/build.log)"
@@ -37,8 +37,9 @@ run_tests() {  # binary, gtest filter
     grep -E "FAILED|Failure|error" "$out/$1.log" | head -20 | tee -a "$summary"
   fi
 }
+run_tests test_core '*Spread*'
 run_tests test_quant '*Cuda*:QuantizerTensorOps*:StochasticRounding*:FakeQuantize*'
-run_tests test_nn '*Cuda*:EvoNorm*:RangeEvoNorm*'
+run_tests test_nn '*Cuda*:EvoNorm*:RangeEvoNorm*:*Spread*'
 run_tests test_models "*Cuda*"
 run_tests test_data "Loader*:Transforms*"
 

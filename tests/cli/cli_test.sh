@@ -62,6 +62,11 @@ expect 1 "no-such-dir" -- "$lpdt" train --set data.dir="$work/no-such-dir" --out
 expect 2 "run.device = 'cuda'" -- "$lpdt" train --set run.device=cuda
 expect 2 "run.cuda_graph" -- "$lpdt" train --set run.cuda_graph=sometimes
 expect 2 "device" -- "$lpdt" bench --device tpu
+# The CUDA profiler's range brackets CUDA work of the throughput comparison only.
+expect 2 "add --device cuda" -- "$lpdt" bench --cuda-profiler-range engine --nodes 2 --depth 8 \
+  --channels 1 --size 8 --batch 4 --steps 1 --warmup 0
+expect 2 "cuda-profiler-range" -- "$lpdt" bench --cuda-profiler-range sometimes
+expect 2 "excludes" -- "$lpdt" bench --cuda-profiler-range engine --precision
 # The engine bench takes every model precision; a wrong one names the accepted values.
 expect 0 "resnet" -- "$lpdt" bench --nodes 2 --model-precision bf16 --depth 8 --channels 1 --size 8 \
   --batch 4 --steps 1 --warmup 0

@@ -66,6 +66,13 @@ void add_bench_command(CLI::App& app) {
           ->check(CLI::IsMember(norms))
           ->capture_default_str();
   cmd->add_option("--json", options->json_path, "Also write the results as JSON");
+  CLI::Option* profiler_range_option =
+      cmd->add_option("--cuda-profiler-range", options->cuda_profiler_range,
+                      "none | engine | cuda-graph: run that mode's timed steps between "
+                      "cudaProfilerStart and cudaProfilerStop, for a profiler started with "
+                      "collection off (ncu --profile-from-start off; docs/benchmarks.md, GPU)")
+          ->check(CLI::IsMember({"none", "engine", "cuda-graph"}))
+          ->capture_default_str();
   auto precision = std::make_shared<bool>(false);
   auto modes = std::make_shared<std::vector<std::string>>(exp::PrecisionBenchOptions().modes);
   CLI::Option* precision_flag = cmd->add_flag(
@@ -118,7 +125,10 @@ void add_bench_command(CLI::App& app) {
   // Options of one benchmark are refused without it rather than ignored.
   modes_option->needs(precision_flag);
   // --precision compares its --modes; the others measure one precision's shapes or bytes.
-  for (CLI::Option* other : benchmarks) model_precision_option->excludes(other);
+  for (CLI::Option* other : benchmarks) {
+    model_precision_option->excludes(other);
+    profiler_range_option->excludes(other);  // brackets the throughput comparison's modes
+  }
   norm_option->excludes(conv_forms_flag);  // a convolution's shape does not depend on the norm
   compressors_option->needs(wire_flag);
   values_option->needs(wire_flag);

@@ -4,6 +4,9 @@
 
 #include "lpdt/core/error.h"
 
+#if LPDT_HAVE_CUDA_KERNELS
+#include "lpdt/core/cuda/profiler_range.h"
+#endif
 #if LPDT_HAVE_CUDA
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -74,6 +77,34 @@ void CudaStepGraph::replay() { throw ConfigError("CUDA graphs are not available 
 
 void cuda_synchronize() {
   if (torch::cuda::is_available()) torch::cuda::synchronize();
+}
+
+bool cuda_profiler_range_available() {
+  return LPDT_HAVE_CUDA_KERNELS && torch::cuda::is_available();
+}
+
+namespace {
+void check_profiler_range() {
+  if (!cuda_profiler_range_available()) {
+    throw ConfigError(
+        "a CUDA profiler range needs a CUDA device and lpdt's CUDA kernels (a build against a "
+        "CUDA-enabled LibTorch with nvcc found: README, 'CUDA build')");
+  }
+}
+}  // namespace
+
+void cuda_profiler_start() {
+  check_profiler_range();
+#if LPDT_HAVE_CUDA_KERNELS
+  cuda_kernels::profiler_start();
+#endif
+}
+
+void cuda_profiler_stop() {
+  check_profiler_range();
+#if LPDT_HAVE_CUDA_KERNELS
+  cuda_kernels::profiler_stop();
+#endif
 }
 
 }  // namespace lpdt

@@ -38,4 +38,13 @@ class CudaStepGraph {
 // Waits for all work queued on the current CUDA device (no-op without CUDA).
 void cuda_synchronize();
 
+// True when this build can bracket work for an external CUDA profiler (a CUDA-enabled LibTorch
+// and lpdt's CUDA kernels, which link the CUDA runtime).
+bool cuda_profiler_range_available();
+// cudaProfilerStart / cudaProfilerStop: an external profiler started with collection off
+// (`ncu --profile-from-start off`, `nsys profile --capture-range=cudaProfilerApi`) records only
+// the work between the two. ConfigError when !cuda_profiler_range_available().
+void cuda_profiler_start();
+void cuda_profiler_stop();
+
 }  // namespace lpdt

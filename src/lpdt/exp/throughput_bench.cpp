@@ -46,6 +46,20 @@ std::vector<ThroughputResult> run_throughput_bench(
         "bench: --device cuda, but no CUDA device is usable (a LibTorch without CUDA, or no GPU; "
         "README, 'CUDA build')");
   }
+  const std::string& profiled = options.cuda_profiler_range;
+  if (profiled != "none" && profiled != "engine" && profiled != "cuda-graph") {
+    throw ConfigError("bench: --cuda-profiler-range must be none, engine or cuda-graph, got '" +
+                      profiled + "'");
+  }
+  if (profiled != "none" && !on_gpu) {
+    throw ConfigError("bench --cuda-profiler-range " + profiled +
+                      ": brackets CUDA work; add --device cuda");
+  }
+  if (profiled != "none" && !cuda_profiler_range_available()) {
+    throw ConfigError("bench --cuda-profiler-range: this build cannot start the CUDA profiler (a "
+                      "build against a CUDA-enabled LibTorch with nvcc found: README, 'CUDA "
+                      "build')");
+  }
   const at::Device device = on_gpu ? at::Device(at::kCUDA) : at::Device(at::kCPU);
   if (on_gpu) at::globalContext().setBenchmarkCuDNN(true);  // static shapes: autotune once
   const RuntimeInfo runtime = configure_runtime(options.threads);
@@ -86,7 +100,9 @@ std::vector<ThroughputResult> run_throughput_bench(
     // nodes_per_pass >= 0: the node-batched engine (0 = all nodes in one pass);
     // -1: n separate models (own parameter tensors and buffers), one after the other.
     // use_graph: the engine's step captured as a CUDA graph after the warm-up, then replayed.
-    auto measure = [&](std::int64_t nodes_per_pass, nn::ConvAlgorithm conv, bool use_graph) {
+    // profile: this mode's timed steps run inside the CUDA profiler's range.
+    auto measure = [&](std::int64_t nodes_per_pass, nn::ConvAlgorithm conv, bool use_graph,
+                       bool profile) {
       at::Tensor x = model->init_params(1).to(device).unsqueeze(0).repeat({n, 1});
       std::vector<at::Tensor> buffers = model->init_buffers(n);
       for (auto& b : buffers) b = b.to(device);
@@ -105,12 +121,17 @@ std::vector<ThroughputResult> run_throughput_bench(
               torch::NoGradGuard no_grad;
               optimizer.step(x, grad, mixing, 0.01, step, ledger);
             });
+            if (profile) cuda_profiler_start();
           }
           const auto start = Clock::now();
           graph.replay();
           cuda_synchronize();
           times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
           continue;
+        }
+        if (profile && step == options.warmup_steps) {
+          cuda_synchronize();
+          cuda_profiler_start();
         }
         const auto start = Clock::now();
         at::Tensor grad;
@@ -141,6 +162,10 @@ std::vector<ThroughputResult> run_throughput_bench(
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         if (step >= options.warmup_steps) times.push_back(ms);
       }
+      if (profile) {
+        cuda_synchronize();
+        cuda_profiler_stop();
+      }
       return median(times);
     };
 
@@ -157,11 +182,13 @@ std::vector<ThroughputResult> run_throughput_bench(
         engine_pass == 1 ? std::min(n, models::kCpuNodesPerPass) : std::int64_t{1};
     r.engine_nodes_per_pass = engine_pass;
     r.third_nodes_per_pass = on_gpu ? engine_pass : other_pass;
-    r.batched_step_ms = measure(engine_pass, nn::ConvAlgorithm::kGrouped, false);
-    r.per_node_step_ms = measure(-1, nn::ConvAlgorithm::kPerNode, false);
+    r.batched_step_ms =
+        measure(engine_pass, nn::ConvAlgorithm::kGrouped, false, profiled == "engine");
+    r.per_node_step_ms = measure(-1, nn::ConvAlgorithm::kPerNode, false, false);
     try {
-      r.third_step_ms = on_gpu ? measure(engine_pass, nn::ConvAlgorithm::kGrouped, true)
-                               : measure(other_pass, nn::ConvAlgorithm::kGrouped, false);
+      r.third_step_ms =
+          on_gpu ? measure(engine_pass, nn::ConvAlgorithm::kGrouped, true, profiled == "cuda-graph")
+                 : measure(other_pass, nn::ConvAlgorithm::kGrouped, false, false);
     } catch (const c10::Error& e) {
       // A step that cannot be captured (stochastic-rounding draws keyed on the host's step
       // counter copy a host tensor per step): reported, the other modes still stand.

@@ -23,6 +23,10 @@ struct ThroughputBenchOptions {
   std::string precision = "fp32";   // fp32 | bf16 | int8 (simulated backend: runs on any device)
   std::string norm = "evonorm";     // the model's normalisation (ModelOptions::norm)
   std::string json_path;
+  // Which mode's timed steps run between cudaProfilerStart and cudaProfilerStop, for an external
+  // profiler started with collection off (ncu --profile-from-start off): none, engine (eager) or
+  // cuda-graph (the replays). CUDA builds with lpdt's kernels only.
+  std::string cuda_profiler_range = "none";
 };
 
 struct ThroughputResult {

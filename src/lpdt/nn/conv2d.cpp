@@ -4,7 +4,9 @@
 #include <string>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/strided_conv_input_grad.h"
 #include "lpdt/nn/same_conv_by_backward_data.h"
+#include "lpdt/nn/spread_grad_conv2d.h"
 
 namespace lpdt::nn {
 
@@ -85,6 +87,10 @@ at::Tensor Conv2d::forward_in(const Context& ctx, const at::Tensor& x) const {
                                          options_.kernel, options_.stride, options_.padding,
                                          options_.groups, options_.bias)) {
     return same_conv2d_by_backward_data(x, weight, options_.padding);
+  }
+  if (input_grad_by_spread_applies(x, options_.stride, k * options_.groups)) {
+    return conv2d_with_spread_input_grad(x, weight, bias, options_.stride, options_.padding,
+                                         k * options_.groups);
   }
   return at::conv2d(x, weight, bias, {options_.stride, options_.stride},
                     {options_.padding, options_.padding}, {1, 1}, k * options_.groups);

@@ -5,6 +5,7 @@
 
 #include <tuple>
 
+#include "lpdt/core/strided_conv_input_grad.h"
 #include "lpdt/quant/request_io.h"
 #include "lpdt/quant/weight_gradient.h"
 
@@ -60,12 +61,14 @@ struct BifurcatedConv2d : torch::autograd::Function<BifurcatedConv2d> {
           gy, qx, qw, bias ? at::OptionalIntArrayRef(bias_sizes) : c10::nullopt, {s, s}, {p, p},
           {1, 1}, false, {0, 0}, conv_groups, {false, true, bias});
     }
-    // Layer gradient: the output gradient at grad_bits.
-    const at::Tensor gq =
-        quantized_output_gradient(gy, k, load_request(ctx)).contiguous(qx.suggest_memory_format());
-    auto [grad_x, unused_w, unused_b] = at::convolution_backward(
-        gq, qx, qw, c10::nullopt, {s, s}, {p, p}, {1, 1}, false, {0, 0}, conv_groups,
-        {true, false, false});
+    // Layer gradient: the output gradient at grad_bits. None for a first layer, whose input
+    // (the images) needs none: neither its quantization nor its convolution runs.
+    at::Tensor grad_x;
+    if (ctx->needs_input_grad(0)) {
+      const at::Tensor gq = quantized_output_gradient(gy, k, load_request(ctx))
+                                .contiguous(qx.suggest_memory_format());
+      grad_x = conv_input_grad(gq, qx, qw, s, p, conv_groups);
+    }
     return {grad_x,       grad_w,       bias ? grad_b : at::Tensor(), at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -93,8 +96,10 @@ struct BifurcatedLinear : torch::autograd::Function<BifurcatedLinear> {
             ? linear_weight_gradient(gy, qx, WeightGrad::kBf16)
             : at::bmm(gy.transpose(1, 2), qx);  // [k, out, in]
     const at::Tensor grad_b = ctx->saved_data["bias"].toBool() ? gy.sum(1) : at::Tensor();
-    const at::Tensor gq = quantized_output_gradient(gy, qx.size(0), load_request(ctx));
-    const at::Tensor grad_x = at::bmm(gq, qw);  // [k, b, in]
+    at::Tensor grad_x;  // [k, b, in]; none for a first layer (as the convolution's)
+    if (ctx->needs_input_grad(0)) {
+      grad_x = at::bmm(quantized_output_gradient(gy, qx.size(0), load_request(ctx)), qw);
+    }
     return {grad_x, grad_w, grad_b, at::Tensor(), at::Tensor()};
   }
 };

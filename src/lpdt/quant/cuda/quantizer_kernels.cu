@@ -3,6 +3,7 @@
 // twice on both devices to give the same floats.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -69,6 +70,25 @@ void check_nodes(const Geometry& g) {
 unsigned blocks_for(std::int64_t items) {
   const std::int64_t blocks = (items + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 8192 ? 8192 : blocks));
+}
+
+// Blocks per node of the element-wise kernels (grid-stride loops): about two waves of the GPU over
+// all nodes, not one thread per element. Each block first loads its node's range or scale and
+// derives the node's draw stream (a chain of dependent loads and 64-bit mixes); with one or two
+// elements per thread that chain, not memory, set the time: 67 us for a 16-node ResNet-20
+// activation (67 MB moved, 1 TB/s) on an H200 (docs/benchmarks.md, GPU, item 9).
+unsigned element_blocks_per_node(std::int64_t items, std::int64_t nodes) {
+  static const std::int64_t resident_blocks = [] {
+    int device = 0, multiprocessors = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
+            cudaSuccess) {
+      multiprocessors = 132;  // an H100's; only the grid's size depends on it, not a value
+    }
+    return std::int64_t{multiprocessors} * (2048 / kThreads);
+  }();
+  const std::int64_t cap = std::max<std::int64_t>(1, 2 * resident_blocks / nodes);
+  return static_cast<unsigned>(std::min<std::int64_t>(blocks_for(items), cap));
 }
 
 // The CPU loops' comparisons (block_min_max): a NaN never replaces a bound.
@@ -231,7 +251,8 @@ void launch_quantize(const float* x, Out* out, const Geometry& g, const float* r
                      float* zero_point_out, void* stream) {
   check_nodes(g);
   if (g.node_numel() == 0) return;
-  const dim3 grid(blocks_for((g.node_numel() + 1) / 2), static_cast<unsigned>(g.nodes));
+  const dim3 grid(element_blocks_per_node((g.node_numel() + 1) / 2, g.nodes),
+                  static_cast<unsigned>(g.nodes));
   with_index_type(g, [&]<typename Index>() {
     quantize_kernel<Index, Out><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
         x, out, addressing<Index>(g), static_cast<Index>(g.node_numel()), range_min, range_max,
@@ -283,7 +304,8 @@ void dequantize(const std::uint8_t* codes, float* out, const Geometry& g, const 
                 const float* zero_point, void* stream) {
   check_nodes(g);
   if (g.node_numel() == 0) return;
-  const dim3 grid(blocks_for(g.node_numel()), static_cast<unsigned>(g.nodes));
+  const dim3 grid(element_blocks_per_node(g.node_numel(), g.nodes),
+                  static_cast<unsigned>(g.nodes));
   with_index_type(g, [&]<typename Index>() {
     dequantize_kernel<Index><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
         codes, out, addressing<Index>(g), static_cast<Index>(g.node_numel()), scale, zero_point);
