@@ -11,6 +11,7 @@ order (docs/benchmarks.md, GPU: where an 8-bit step's time goes).
 """
 import argparse
 import csv
+import signal
 import sys
 from collections import defaultdict
 
@@ -59,6 +60,7 @@ def read_launches(path):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("csv_file")
     parser.add_argument("--steps", type=int, default=1)
