@@ -8,7 +8,8 @@
 # LPDT_GPU_BENCH=0 skips the benchmarks. LPDT_GPU_TRAIN=DIR also trains end to end (16-node
 # Fashion-MNIST LP-Choco, 10 epochs in 8 bits, then 3 float32 epochs with batches made on the GPU
 # and on the host; the files read from DIR; docs/benchmarks.md). LPDT_DEPS_PREFIX as for
-# build_cuda.sh.
+# build_cuda.sh. LPDT_GPU_PROFILE=1 also profiles one 8-bit step kernel by kernel under Nsight
+# Compute (scripts/gpu_kernel_profile.sh; needs ncu on the PATH).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-check}
@@ -59,6 +60,18 @@ if [ "${LPDT_GPU_BENCH:-1}" != 0 ]; then
   bench fp32_evonorm --nodes 8,16 --steps 30 --warmup 5
   bench fp32_batchnorm --norm batchnorm --nodes 16 --steps 30 --warmup 5
   bench int8_simulated --model-precision int8 --nodes 8,16 --steps 20 --warmup 5
+fi
+if [ "${LPDT_GPU_PROFILE:-0}" != 0 ]; then
+  if ! command -v ncu >/dev/null; then
+    note "profile: skipped, no ncu on the PATH"
+  elif scripts/gpu_kernel_profile.sh "$out/profile-int8" --model-precision int8 --nodes 16 \
+    >/dev/null 2>&1; then
+    note "== profile: scripts/gpu_kernel_profile.sh $out/profile-int8 --model-precision int8 --nodes 16"
+    head -25 "$out/profile-int8/summary.txt" >>"$summary"
+  else
+    status=1
+    note "== profile: FAILED (see $out/profile-int8/bench.log)"
+  fi
 fi
 if [ -n "${LPDT_GPU_TRAIN:-}" ]; then
   train() {  # name, train arguments...

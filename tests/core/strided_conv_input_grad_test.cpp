@@ -70,6 +70,7 @@ TEST(SpreadInputGradApplies, OnlyToStridedGroupedLayersOnCuda) {
     EXPECT_TRUE(input_grad_by_spread_applies(on_gpu, 2, 4));
     EXPECT_FALSE(input_grad_by_spread_applies(on_gpu, 1, 4)) << "stride 1";
     EXPECT_FALSE(input_grad_by_spread_applies(on_gpu, 2, 1)) << "one group";
+    EXPECT_FALSE(input_grad_by_spread_applies(on_gpu, 2, 8)) << "depthwise";
   }
 }
 

@@ -10,7 +10,8 @@
 namespace lpdt {
 
 bool input_grad_by_spread_applies(const at::Tensor& x, std::int64_t stride, std::int64_t groups) {
-  return x.is_cuda() && stride > 1 && groups > 1;
+  const bool depthwise = x.dim() == 4 && x.size(1) == groups;
+  return x.is_cuda() && stride > 1 && groups > 1 && !depthwise;
 }
 
 at::Tensor strided_conv_input_grad_by_spread(const at::Tensor& gy, const at::Tensor& x,

@@ -25,7 +25,8 @@
 namespace lpdt {
 
 // Whether conv_input_grad takes the spread form for this layer: a CUDA input, stride > 1 and more
-// than one group (node-batched layers; a single group keeps cuDNN's strided kernels).
+// than one group (node-batched layers; a single group keeps cuDNN's strided kernels), not
+// depthwise (one input channel per group: cuDNN's depthwise kernels, not measured against it).
 bool input_grad_by_spread_applies(const at::Tensor& x, std::int64_t stride, std::int64_t groups);
 
 // gy: [b, out, Ho, Wo], x: [b, in, H, W] (its sizes and memory format only), w: [out, in/groups,
