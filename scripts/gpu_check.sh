@@ -40,7 +40,7 @@ run_tests() {  # binary, gtest filter
 }
 run_tests test_core '*Spread*'
 run_tests test_quant '*Cuda*:QuantizerTensorOps*:StochasticRounding*:FakeQuantize*'
-run_tests test_nn '*Cuda*:EvoNorm*:RangeEvoNorm*:*Spread*'
+run_tests test_nn '*Cuda*:EvoNorm*:RangeEvoNorm*:*Spread*:QuantizedParams*'
 run_tests test_models "*Cuda*"
 run_tests test_data "Loader*:Transforms*"
 

@@ -14,6 +14,7 @@
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/nn/q_conv2d.h"
 #include "lpdt/nn/q_linear.h"
+#include "lpdt/nn/quantized_params.h"
 #include "lpdt/nn/range_batch_norm.h"
 #include "lpdt/nn/range_evonorm.h"
 #include "lpdt/nn/range_evonorm_kernel.h"
@@ -308,6 +309,60 @@ TEST(Threads, ProjectKernelsGiveTheSameResultsOnOneAndTwoThreads) {
     EXPECT_TRUE(at::equal(one.grad_x, two.grad_x)) << variant << ": layer gradient";
     EXPECT_TRUE(at::allclose(one.grad_params, two.grad_params, 1e-4, 1e-6))
         << variant << ": parameter gradients";
+  }
+}
+
+// A model's parameters fake-quantized at once (nn/quantized_params.h): the same floats as one at
+// a time, a straight-through gradient, refilled when the parameters change in place, and none for
+// other bits.
+TEST(QuantizedParams, AllAtOnceEqualOneAtATime) {
+  Registry registry;
+  const std::int64_t k = 3;
+  QConv2d conv(registry, "conv", Conv2dOptions{4, 6, 3}.with_padding(1).with_bias(true), int8());
+  QLinear linear(registry, "fc", 24, 5, int8());
+  torch::manual_seed(12);
+  const at::Tensor params = (torch::randn({k, registry.layout().total_numel}) * 0.4)
+                                .requires_grad_(true);
+  std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+  Context ctx{&registry.layout(), params, &buffers, k, true};
+  const quant::QuantOptions q = int8();
+  const std::vector<at::Tensor>* all = quantized_segments(ctx, q);
+  ASSERT_NE(all, nullptr);
+  ASSERT_EQ(all->size(), registry.layout().segments.size());
+  for (std::size_t i = 0; i < all->size(); ++i) {
+    const at::Tensor one = quantize_nearest(ctx.param(ParamRef{i}), k, q);
+    EXPECT_TRUE(at::equal((*all)[i], one.reshape({k, -1}))) << registry.layout().segments[i].name;
+  }
+  const at::Tensor probe = torch::randn({k, registry.layout().total_numel});
+  at::Tensor sum = at::zeros({}, params.options());
+  std::int64_t offset = 0;
+  for (const at::Tensor& s : *all) {
+    sum = sum + (s * probe.narrow(1, offset, s.size(1))).sum();
+    offset += s.size(1);
+  }
+  sum.backward();
+  EXPECT_TRUE(at::equal(params.grad(), probe)) << "straight through";
+  EXPECT_EQ(quantized_segments(ctx, q), all) << "kept while the parameters stay";
+  const at::Tensor before = (*all)[0].detach().clone();
+  {
+    torch::NoGradGuard no_grad;
+    params.mul_(2.0);
+  }
+  const std::vector<at::Tensor>* after = quantized_segments(ctx, q);
+  ASSERT_NE(after, nullptr);
+  EXPECT_TRUE(at::allclose((*after)[0], before * 2.0, 1e-6, 1e-6)) << "refilled";
+  quant::QuantOptions four = q;
+  four.bits = 4;
+  EXPECT_EQ(quantized_segments(ctx, four), nullptr);
+  if (torch::cuda::is_available()) {
+    std::vector<at::Tensor> device_buffers;
+    for (const at::Tensor& b : buffers) device_buffers.push_back(b.cuda());
+    Context device{&registry.layout(), params.detach().cuda(), &device_buffers, k, true};
+    for (std::size_t i = 0; i < all->size(); ++i) {
+      EXPECT_TRUE(at::equal(quantized_param(device, ParamRef{i}, q).cpu().reshape({k, -1}),
+                            (*after)[i]))
+          << "CUDA, " << registry.layout().segments[i].name;
+    }
   }
 }
 

@@ -33,12 +33,20 @@ const std::vector<Input> kInputs = {
     {"linear", {3, 8, 33}},
     {"weights", {3, 4 * 3 * 3 * 2}},
 };
-// For the CUDA kernels, also: an odd element count per node (a last pair of one element), and
-// nodes of more than one 8,192-element range segment.
+// For the CUDA kernels, also: an odd element count per node (a last pair of one element), nodes
+// and samples of several range chunks, lines of an even count of columns that does not divide a
+// block (6, 34), lines wider than a block (600 and 601 columns) and many one-element lines.
 const std::vector<Input> kCudaInputs = {
-    {"activation", {4, 3 * 5, 6, 7}},          {"linear", {3, 8, 33}},
-    {"weights", {3, 4 * 3 * 3 * 2}},           {"odd", {3, 5, 7}},
+    {"activation", {4, 3 * 5, 6, 7}},
+    {"linear", {3, 8, 33}},
+    {"weights", {3, 4 * 3 * 3 * 2}},
+    {"odd", {3, 5, 7}},
     {"large activation", {8, 3 * 16, 24, 24}},
+    {"six channels", {5, 3 * 6, 9, 9}},
+    {"even linear", {3, 8, 34}},
+    {"wide linear", {2, 3, 600}},
+    {"wide odd linear", {2, 3, 601}},
+    {"long weights", {3, 20000}},
 };
 
 struct Request {
@@ -206,6 +214,67 @@ TEST_F(QuantizerCuda, CodesAndDequantizeMatchTheCpuLoops) {
       expect_identical(cpu.zero_point, gpu.zero_point, "zero point");
       expect_identical(dequantize(cpu, k), dequantize(gpu, k), "dequantize");
     }
+  }
+}
+
+// The running range moved in the range kernel equals ATen's mul_ and add_ on the GPU, for [k]
+// buffers and for [k] views with a stride (ranges kept as parameters, rows of [k, P]).
+TEST_F(QuantizerCuda, RunningRangeUpdateMatchesTheTensorOps) {
+  const Input in{"large activation", {8, 3 * 16, 24, 24}};
+  const at::Tensor x = random_input(in, 71).cuda();
+  const std::int64_t k = nodes_of(in);
+  const double momentum = 0.1;
+  for (const bool strided : {false, true}) {
+    const at::Tensor storage = torch::randn({k, 5}, torch::kCUDA);
+    const at::Tensor expected_min = storage.select(1, 1).clone(),
+                     expected_max = storage.select(1, 3).clone() + 2.0;
+    at::Tensor run_min = strided ? storage.select(1, 1) : expected_min.clone();
+    at::Tensor run_max = strided ? storage.select(1, 3) : expected_max.clone();
+    run_max.copy_(expected_max);
+    const NodeRange fused = sample_mean_range_updating(x, k, run_min, run_max, momentum);
+    const NodeRange range = sample_mean_range(x, k);
+    expect_identical(range.min, fused.min, "range min");
+    expect_identical(range.max, fused.max, "range max");
+    expected_min.mul_(1.0 - momentum).add_(range.min, momentum);
+    expected_max.mul_(1.0 - momentum).add_(range.max, momentum);
+    const std::string what = strided ? " (strided)" : " (contiguous)";
+    expect_identical(expected_min, run_min, "running min" + what);
+    expect_identical(expected_max, run_max, "running max" + what);
+  }
+}
+
+// A tensor whose data starts at an odd element (a view): the kernels take the element-wise path
+// and decide as the CPU loops.
+TEST_F(QuantizerCuda, AnUnalignedViewMatchesTheCpuLoops) {
+  torch::manual_seed(81);
+  const at::Tensor base = torch::randn({1 + 3 * 8 * 34});
+  const at::Tensor x = base.slice(0, 1).view({3, 8, 34});
+  const at::Tensor device_x = base.cuda().slice(0, 1).view({3, 8, 34});
+  const NodeRange range = tensor_range(x, 3);
+  expect_identical(range.min, tensor_range(device_x, 3).min, "range min");
+  for (const Request& r : kRequests) {
+    const QuantizeRequest request = make_request(r);
+    expect_identical(fake_quantize(x, 3, range, request),
+                     fake_quantize(device_x, 3, range, request), "bits " + std::to_string(r.bits));
+  }
+}
+
+// All segments of a [k, P] tensor in one kernel (more than one launch's 128 segments, some empty):
+// the CPU loops' floats.
+TEST_F(QuantizerCuda, SegmentsMatchTheCpuLoops) {
+  torch::manual_seed(91);
+  std::vector<ColumnSegment> segments;
+  std::int64_t columns = 0;
+  for (int i = 0; i < 300; ++i) {
+    const std::int64_t numel = i % 17 == 0 ? 0 : (i * 37) % 700 + 1;
+    segments.push_back({columns, numel});
+    columns += numel;
+  }
+  const at::Tensor x = torch::randn({4, columns}) * 2.0 + 0.3;
+  for (const Request& r : kRequests) {
+    expect_identical(fake_quantize_segments_nearest(x, segments, r.bits, r.scheme),
+                     fake_quantize_segments_nearest(x.cuda(), segments, r.bits, r.scheme),
+                     "bits " + std::to_string(r.bits));
   }
 }
 

@@ -333,6 +333,60 @@ TEST(Ranges, SampleMeanRangeMatchesTheReferenceDefinition) {
   EXPECT_TRUE(at::allclose(r2.max, std::get<0>(flat.max(2)).mean(1), 1e-6, 1e-6));
 }
 
+// The running range's update (the reference's QuantMeasure): running * (1 - m) + m * range, in
+// place, for [k] buffers and for strided [k] views (ranges kept as parameters).
+TEST(Ranges, SampleMeanRangeUpdatingMovesTheRunningRange) {
+  const std::int64_t k = 3;
+  const at::Tensor x = random_activation(4, k * 2, 5, 5, 7);
+  const double m = 0.25;
+  const at::Tensor storage = torch::randn({k, 4});
+  const at::Tensor before_min = storage.select(1, 0).clone(), before_max = torch::randn({k});
+  at::Tensor run_min = storage.select(1, 0), run_max = before_max.clone();
+  const NodeRange range = sample_mean_range_updating(x, k, run_min, run_max, m);
+  const NodeRange expected = sample_mean_range(x, k);
+  EXPECT_TRUE(at::equal(range.min, expected.min));
+  EXPECT_TRUE(at::equal(range.max, expected.max));
+  EXPECT_TRUE(at::allclose(run_min, before_min * (1 - m) + expected.min * m, 1e-6, 1e-6));
+  EXPECT_TRUE(at::allclose(run_max, before_max * (1 - m) + expected.max * m, 1e-6, 1e-6));
+  EXPECT_TRUE(at::equal(storage.select(1, 0), run_min));  // in place, in the storage
+  EXPECT_FALSE(at::equal(run_min, before_min));
+}
+
+// Segments of a [k, P] tensor fake-quantized at once: each the per-tensor fake-quantization of its
+// own columns, straight-through gradient; segments that do not tile the columns are refused.
+TEST(Segments, EachSegmentIsQuantizedWithItsOwnRange) {
+  const std::int64_t k = 3;
+  torch::manual_seed(11);
+  const std::vector<ColumnSegment> segments{{0, 7}, {7, 0}, {7, 30}, {37, 1}, {38, 12}};
+  const at::Tensor x = torch::randn({k, 50}) * torch::linspace(0.1, 5.0, 50);
+  for (const auto& [bits, scheme] : {std::pair{8, QuantScheme::kGemmlowp},
+                                     std::pair{4, QuantScheme::kReference}}) {
+    const at::Tensor all = fake_quantize_segments_nearest(x, segments, bits, scheme);
+    QuantizeRequest request;
+    request.bits = bits;
+    request.scheme = scheme;
+    for (const ColumnSegment& s : segments) {
+      if (s.numel == 0) continue;
+      const at::Tensor columns = x.narrow(1, s.offset, s.numel).contiguous();
+      EXPECT_TRUE(at::equal(all.narrow(1, s.offset, s.numel),
+                            fake_quantize(columns, k, tensor_range(columns, k), request)))
+          << "segment at " << s.offset << ", " << bits << " bits";
+    }
+  }
+  // Not the whole tensor's range: a segment of small values keeps its resolution.
+  const at::Tensor whole = fake_quantize(x, k, tensor_range(x, k), QuantizeRequest{});
+  EXPECT_FALSE(at::equal(fake_quantize_segments_nearest(x, segments, 8, QuantScheme::kGemmlowp),
+                         whole));
+  const at::Tensor leaf = x.clone().requires_grad_(true);
+  const at::Tensor probe = torch::randn({k, 50});
+  (fake_quantize_segments_ste(leaf, segments, 8, QuantScheme::kGemmlowp) * probe).sum().backward();
+  EXPECT_TRUE(at::equal(leaf.grad(), probe));
+  EXPECT_THROW(fake_quantize_segments_nearest(x, {{0, 7}, {8, 42}}, 8, QuantScheme::kGemmlowp),
+               std::exception);
+  EXPECT_THROW(fake_quantize_segments_nearest(x, {{0, 49}}, 8, QuantScheme::kGemmlowp),
+               std::exception);
+}
+
 TEST(FakeQuantOps, StraightThroughAndGradientQuantization) {
   const std::int64_t k = 2;
   const at::Tensor x = torch::randn({k, 4, 9}).requires_grad_(true);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lpdt/core/layer_layout.h"
+#include "lpdt/quant/quant_options.h"
 #include "lpdt/quant/stochastic_draws.h"
 
 namespace lpdt {
@@ -104,6 +105,16 @@ struct Context {
   // [k, P] gradient in one pass, where a narrow per parameter would materialise a zero-filled [k,
   // P] gradient for each of them (86 for ResNet-20).
   mutable std::vector<at::Tensor> segment_cache = {};
+  // Filled on the first quantized_param (nn/quantized_params.h): every parameter fake-quantized at
+  // once (one kernel on CUDA, where one at a time took three or four small ones each), split like
+  // segment_cache; refilled when params changed in place since (its version).
+  struct QuantizedParams {
+    int bits = 0;
+    quant::QuantScheme scheme = quant::QuantScheme::kGemmlowp;
+    std::uint32_t params_version = 0;
+    std::vector<at::Tensor> segments;
+  };
+  mutable QuantizedParams quantized_params = {};
   at::Tensor& buffer(BufferRef ref) const;
 };
 

@@ -50,12 +50,10 @@ quant::NodeRange QuantMeasure::measure(const Context& ctx, const at::Tensor& x,
     running_max = ctx.buffer(running_max_);
   }
   if (ctx.training) {
-    range = quant::sample_mean_range(x.detach(), ctx.k);
     request.rounding = quant::Rounding::kStochastic;
-    const double m = options_.range_momentum;
     torch::NoGradGuard no_grad;
-    running_min.mul_(1.0 - m).add_(range.min, m);
-    running_max.mul_(1.0 - m).add_(range.max, m);
+    range = quant::sample_mean_range_updating(x.detach(), ctx.k, running_min, running_max,
+                                              options_.range_momentum);
   } else {
     range = {running_min.reshape({ctx.k}), running_max.reshape({ctx.k})};
     request.rounding = options_.eval_rounding;

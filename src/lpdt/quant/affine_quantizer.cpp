@@ -444,6 +444,49 @@ NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
   return range;
 }
 
+at::Tensor fake_quantize_segments_nearest(const at::Tensor& x,
+                                          const std::vector<ColumnSegment>& segments, int bits,
+                                          QuantScheme scheme) {
+  RECORD_FUNCTION("lpdt::fake_quantize_segments_nearest", std::vector<c10::IValue>());
+  LPDT_CHECK(x.dim() == 2 && x.scalar_type() == at::kFloat,
+             "fake_quantize_segments_nearest: expected a [k, P] float32 tensor");
+  std::int64_t next = 0;
+  for (const ColumnSegment& segment : segments) {
+    LPDT_CHECK(segment.offset == next && segment.numel >= 0,
+               "fake_quantize_segments_nearest: segments must tile the columns in order");
+    next += segment.numel;
+  }
+  LPDT_CHECK(next == x.size(1), "fake_quantize_segments_nearest: segments cover " +
+                                    std::to_string(next) + " of " + std::to_string(x.size(1)) +
+                                    " columns");
+  if (cuda::handles(x)) return cuda::fake_quantize_segments_nearest(x, segments, bits, scheme);
+  const std::int64_t k = x.size(0);
+  QuantizeRequest request;
+  request.bits = bits;
+  request.scheme = scheme;
+  request.rounding = Rounding::kNearest;
+  at::Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
+  for (const ColumnSegment& segment : segments) {
+    if (segment.numel == 0) continue;
+    const at::Tensor columns = x.narrow(1, segment.offset, segment.numel).contiguous();
+    out.narrow(1, segment.offset, segment.numel)
+        .copy_(fake_quantize(columns, k, tensor_range(columns, k), request));
+  }
+  return out;
+}
+
+NodeRange sample_mean_range_updating(const at::Tensor& x, std::int64_t k,
+                                     const at::Tensor& running_min, const at::Tensor& running_max,
+                                     double momentum) {
+  if (cuda::handles(x))
+    return cuda::sample_mean_range_updating(x, k, running_min, running_max, momentum);
+  NodeRange range = sample_mean_range(x, k);
+  at::Tensor lo = running_min, hi = running_max;  // handles to the same storage
+  lo.mul_(1.0 - momentum).add_(range.min.view(lo.sizes()), momentum);
+  hi.mul_(1.0 - momentum).add_(range.max.view(hi.sizes()), momentum);
+  return range;
+}
+
 at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request) {
   RECORD_FUNCTION("lpdt::fake_quantize", std::vector<c10::IValue>());

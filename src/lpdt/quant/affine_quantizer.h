@@ -33,6 +33,28 @@ struct NodeRange {
 NodeRange tensor_range(const at::Tensor& x, std::int64_t k);
 // Mean over samples of each sample's min/max (the reference's QuantMeasure in training).
 NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k);
+// sample_mean_range, and each node's running range moved toward it (the reference's QuantMeasure):
+// running = running * (1 - momentum) + momentum * range, as running.mul_(1 - momentum)
+// .add_(range, momentum) computes it. running_min, running_max: k float32 values on x's device,
+// updated in place (callers hold a NoGradGuard when they are parameters). On CUDA one kernel does
+// both; elsewhere the range, then the two tensor operations.
+NodeRange sample_mean_range_updating(const at::Tensor& x, std::int64_t k,
+                                     const at::Tensor& running_min, const at::Tensor& running_max,
+                                     double momentum);
+
+// Columns [offset, offset + numel) of every node's row of a [k, P] tensor.
+struct ColumnSegment {
+  std::int64_t offset = 0, numel = 0;
+};
+
+// x: [k, P] float32 whose columns the segments tile, in order, from 0 to P (a model's parameters).
+// Each node's segment fake-quantized alone, with its own min and max and round-to-nearest: for each
+// segment s, the values fake_quantize(s, k, tensor_range(s, k), {bits, scheme, nearest}) gives
+// the [k, numel] columns of s. On CUDA one pass over x (a kernel per 128 segments), where the
+// segments one at a time took a range, a fake-quantization and a copy each. -> [k, P] float32.
+at::Tensor fake_quantize_segments_nearest(const at::Tensor& x,
+                                          const std::vector<ColumnSegment>& segments, int bits,
+                                          QuantScheme scheme);
 
 struct QuantizeRequest {
   int bits = 8;

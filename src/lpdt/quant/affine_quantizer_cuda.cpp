@@ -44,16 +44,18 @@ std::pair<at::Tensor, at::Tensor> range_on(const NodeRange& range, std::int64_t 
   return {on_device(range.min), on_device(range.max)};
 }
 
-NodeRange ranges(const at::Tensor& x, std::int64_t k, cuda_kernels::RangeKind kind) {
+NodeRange ranges(const at::Tensor& x, std::int64_t k, cuda_kernels::RangeKind kind,
+                 const cuda_kernels::RunningRangeUpdate& running = {}) {
   LPDT_CHECK(x.is_cuda() && x.scalar_type() == at::kFloat,
              "CUDA quantizer: expected a float32 CUDA tensor");
+  LPDT_CHECK(x.numel() > 0, "CUDA quantizer: the range of an empty tensor");
   const c10::cuda::CUDAGuard device_guard(x.device());
   const at::Tensor xc = canonical_layout(x);
   const cuda_kernels::Geometry g = geometry_of(node_view(xc, k));
   const at::Tensor scratch = at::empty({cuda_kernels::node_ranges_scratch(g, kind)}, xc.options());
   NodeRange range{at::empty({k}, xc.options()), at::empty({k}, xc.options())};
   cuda_kernels::node_ranges(xc.data_ptr<float>(), g, kind, scratch.data_ptr<float>(),
-                            range.min.data_ptr<float>(), range.max.data_ptr<float>(),
+                            range.min.data_ptr<float>(), range.max.data_ptr<float>(), running,
                             current_stream());
   return range;
 }
@@ -71,6 +73,30 @@ NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
 NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
   RECORD_FUNCTION("lpdt::cuda::sample_mean_range", std::vector<c10::IValue>());
   return ranges(x, k, cuda_kernels::RangeKind::kSampleMean);
+}
+
+NodeRange sample_mean_range_updating(const at::Tensor& x, std::int64_t k,
+                                     const at::Tensor& running_min, const at::Tensor& running_max,
+                                     double momentum) {
+  RECORD_FUNCTION("lpdt::cuda::sample_mean_range_updating", std::vector<c10::IValue>());
+  for (const at::Tensor* r : {&running_min, &running_max}) {
+    LPDT_CHECK(r->is_cuda() && r->device() == x.device() && r->scalar_type() == at::kFloat &&
+                   r->numel() == k && r->dim() >= 1,
+               "sample_mean_range_updating: running ranges must be k float32 values on x's device");
+  }
+  const auto stride_of = [k](const at::Tensor& r) {
+    // [k] or [k, 1, ...]: node i's value at i * stride(0).
+    return k == 1 ? std::int64_t{1} : r.stride(0);
+  };
+  LPDT_CHECK(stride_of(running_min) == stride_of(running_max),
+             "sample_mean_range_updating: running min and max with different strides");
+  cuda_kernels::RunningRangeUpdate running;
+  running.min = running_min.data_ptr<float>();
+  running.max = running_max.data_ptr<float>();
+  running.stride = stride_of(running_min);
+  running.keep = static_cast<float>(1.0 - momentum);
+  running.take = static_cast<float>(momentum);
+  return ranges(x, k, cuda_kernels::RangeKind::kSampleMean, running);
 }
 
 at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
@@ -121,6 +147,26 @@ at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
   return out;
 }
 
+at::Tensor fake_quantize_segments_nearest(const at::Tensor& x,
+                                          const std::vector<ColumnSegment>& segments, int bits,
+                                          QuantScheme scheme) {
+  RECORD_FUNCTION("lpdt::cuda::fake_quantize_segments_nearest", std::vector<c10::IValue>());
+  QuantizeRequest request;
+  request.bits = bits;
+  request.scheme = scheme;
+  check_input(x, request);
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  const at::Tensor xc = x.contiguous();
+  at::Tensor out = at::empty_like(xc);
+  std::vector<cuda_kernels::ColumnSegment> table;
+  table.reserve(segments.size());
+  for (const ColumnSegment& s : segments) table.push_back({s.offset, s.numel});
+  cuda_kernels::fake_quantize_segments_nearest(
+      xc.data_ptr<float>(), out.data_ptr<float>(), xc.size(0), xc.size(1), table.data(),
+      static_cast<std::int64_t>(table.size()), bits, scheme, current_stream());
+  return out;
+}
+
 #else  // a build without the CUDA kernels: CUDA tensors take the tensor operations
 
 bool kernels_built() { return false; }
@@ -136,6 +182,10 @@ namespace {
 
 NodeRange tensor_range(const at::Tensor&, std::int64_t) { not_built(); }
 NodeRange sample_mean_range(const at::Tensor&, std::int64_t) { not_built(); }
+NodeRange sample_mean_range_updating(const at::Tensor&, std::int64_t, const at::Tensor&,
+                                     const at::Tensor&, double) {
+  not_built();
+}
 at::Tensor fake_quantize(const at::Tensor&, std::int64_t, const NodeRange&,
                          const QuantizeRequest&) {
   not_built();
@@ -145,6 +195,10 @@ QuantizedTensor quantize(const at::Tensor&, std::int64_t, const NodeRange&,
   not_built();
 }
 at::Tensor dequantize(const QuantizedTensor&, std::int64_t) { not_built(); }
+at::Tensor fake_quantize_segments_nearest(const at::Tensor&, const std::vector<ColumnSegment>&, int,
+                                          QuantScheme) {
+  not_built();
+}
 
 #endif
 

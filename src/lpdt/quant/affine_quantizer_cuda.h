@@ -17,10 +17,19 @@ bool handles(const at::Tensor& x);
 // Same contracts as the functions of the same names in affine_quantizer.h; CUDA tensors only.
 NodeRange tensor_range(const at::Tensor& x, std::int64_t k);
 NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k);
+// sample_mean_range, and each node's running range moved toward it in the same kernel (the
+// running_min/max.mul_(1 - momentum).add_(range, momentum) of the other devices, the same floats).
+// running_min, running_max: k float32 values on x's device, node i's at i * stride(0).
+NodeRange sample_mean_range_updating(const at::Tensor& x, std::int64_t k,
+                                     const at::Tensor& running_min, const at::Tensor& running_max,
+                                     double momentum);
 at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request);
 QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request);
 at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k);
+at::Tensor fake_quantize_segments_nearest(const at::Tensor& x,
+                                          const std::vector<ColumnSegment>& segments, int bits,
+                                          QuantScheme scheme);
 
 }  // namespace lpdt::quant::cuda

@@ -34,6 +34,17 @@ struct FakeQuantizeSte : torch::autograd::Function<FakeQuantizeSte> {
   }
 };
 
+struct FakeQuantizeSegmentsSte : torch::autograd::Function<FakeQuantizeSegmentsSte> {
+  static at::Tensor forward(AutogradContext*, const at::Tensor& x,
+                            const std::vector<ColumnSegment>& segments, int bits,
+                            QuantScheme scheme) {
+    return fake_quantize_segments_nearest(x.detach(), segments, bits, scheme);
+  }
+  static variable_list backward(AutogradContext*, variable_list grad) {
+    return {grad[0], at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 struct QuantizeGradient : torch::autograd::Function<QuantizeGradient> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, std::int64_t k,
                             const QuantizeRequest& request) {
@@ -97,6 +108,12 @@ struct FakeQuantizedSum : torch::autograd::Function<FakeQuantizedSum> {
 at::Tensor fake_quantize_ste(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                              const QuantizeRequest& request) {
   return FakeQuantizeSte::apply(x, k, range.min, range.max, request);
+}
+
+at::Tensor fake_quantize_segments_ste(const at::Tensor& x,
+                                      const std::vector<ColumnSegment>& segments, int bits,
+                                      QuantScheme scheme) {
+  return FakeQuantizeSegmentsSte::apply(x, segments, bits, scheme);
 }
 
 at::Tensor quantize_gradient(const at::Tensor& x, std::int64_t k, const QuantizeRequest& request) {

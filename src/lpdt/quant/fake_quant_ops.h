@@ -12,6 +12,12 @@ namespace lpdt::quant {
 at::Tensor fake_quantize_ste(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                              const QuantizeRequest& request);
 
+// Forward: fake_quantize_segments_nearest (affine_quantizer.h: every segment of a [k, P] tensor
+// with its own range, round-to-nearest); backward: straight-through, as fake_quantize_ste.
+at::Tensor fake_quantize_segments_ste(const at::Tensor& x,
+                                      const std::vector<ColumnSegment>& segments, int bits,
+                                      QuantScheme scheme);
+
 // Forward: identity. Backward: the incoming gradient fake-quantized with each node's per-tensor
 // [min, max] of that gradient, stochastic rounding (the reference's quantize_grad: what makes the
 // layer gradients passed backwards 8-bit). request.rounding is ignored (always stochastic).

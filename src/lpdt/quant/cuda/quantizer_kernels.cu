@@ -116,67 +116,164 @@ __device__ void block_extremes(float& lo, float& hi) {
   }
 }
 
-// Segment blockIdx.x of node blockIdx.y: elements [segment * length, (segment + 1) * length) of
-// the node's order. Writes the segment's min and max to scratch[node * segments + segment] and
-// scratch[(nodes + node) * segments + segment].
+// A node's elements as lines: every NodeView (node_view.h) has sample_stride = rows * row_stride,
+// so element (sample, row, col) of a node is at line * row_stride + col with line = sample * rows +
+// row, and its position in the node's order is line * cols + col. The element kernels walk lines
+// of "units" (an element, or a pair of neighbouring elements) with the thread's column fixed and
+// the line stepped, so that no thread divides by a run-time value inside its loop (two 32-bit
+// divisions per element took longer than the element's load: docs/benchmarks.md, GPU, item 12).
 template <typename Index>
-__global__ void segment_extremes_kernel(const float* __restrict__ x, Addressing<Index> a,
-                                        Index node_numel, Index length,
-                                        float* __restrict__ scratch) {
-  const Index node = blockIdx.y, segment = blockIdx.x;
-  const Index begin = segment * length;
-  const Index end = begin + length < node_numel ? begin + length : node_numel;
+struct LineWalk {
+  Index row_stride;      // elements between consecutive lines
+  Index units;           // units per line
+  Index lines_per_pass;  // lines one block covers at a time: kThreads / units, or 1
+};
+
+template <typename Index>
+LineWalk<Index> line_walk(const Geometry& g, std::int64_t units) {
+  const std::int64_t per_pass = units >= 1 && units <= kThreads ? kThreads / units : 1;
+  return LineWalk<Index>{static_cast<Index>(g.row_stride), static_cast<Index>(units),
+                         static_cast<Index>(per_pass)};
+}
+
+// Calls visit(line, unit) for lines [begin, end) of block `block` of `blocks` (grid-stride over
+// passes of lines_per_pass lines), each unit of a line by one thread.
+template <typename Index, typename Visit>
+__device__ void for_each_unit(const LineWalk<Index>& w, Index begin, Index end, Index block,
+                              Index blocks, Visit&& visit) {
+  if (w.units <= kThreads) {
+    const Index lane_line = threadIdx.x / w.units;
+    if (lane_line >= w.lines_per_pass) return;
+    const Index unit = threadIdx.x - lane_line * w.units;
+    const Index step = blocks * w.lines_per_pass;
+#pragma unroll 4
+    for (Index line = begin + block * w.lines_per_pass + lane_line; line < end; line += step) {
+      visit(line, unit);
+    }
+  } else {
+    for (Index line = begin + block; line < end; line += blocks) {
+#pragma unroll 4
+      for (Index unit = threadIdx.x; unit < w.units; unit += kThreads) visit(line, unit);
+    }
+  }
+}
+
+// Counters of the range kernel's blocks finished per node, zero between launches (the last block
+// of a node resets its counter). One range computation at a time per device: lpdt runs all of a
+// step's kernels on one stream.
+constexpr int kMaxNodes = 65535;
+__device__ unsigned int finished_blocks[kMaxNodes];
+
+// How node_ranges splits a node: groups of lines (each sample, or the whole node), each group in
+// chunks of about kChunkElements elements, one block per (chunk, node).
+constexpr std::int64_t kChunkElements = 4096;
+struct Chunks {
+  std::int64_t groups, group_lines, per_group, chunk_lines;
+  std::int64_t segments() const { return groups * per_group; }
+};
+Chunks chunks_of(const Geometry& g, RangeKind kind) {
+  Chunks c{};
+  const bool per_sample = kind == RangeKind::kSampleMean;
+  c.groups = per_sample ? g.samples : 1;
+  c.group_lines = per_sample ? g.rows : g.samples * g.rows;
+  const std::int64_t group_elements = c.group_lines * g.cols;
+  c.per_group = std::clamp<std::int64_t>((group_elements + kChunkElements - 1) / kChunkElements, 1,
+                                         std::max<std::int64_t>(1, c.group_lines));
+  if (!per_sample) c.per_group = std::min<std::int64_t>(c.per_group, 1024);
+  c.chunk_lines = std::max<std::int64_t>(1, (c.group_lines + c.per_group - 1) / c.per_group);
+  return c;
+}
+
+template <typename Index>
+struct RangeArgs {
+  LineWalk<Index> walk;
+  Index node_stride;
+  Index groups, group_lines, per_group, chunk_lines;
+  bool sample_mean;
+  float* scratch;  // [2, nodes, segments]: each chunk's min, then its max
+  float* min_out;
+  float* max_out;
+  RunningRangeUpdate running;
+};
+
+// Chunk blockIdx.x of node blockIdx.y: its min and max into scratch. The last block of a node to
+// finish combines the node's chunks (a threadfence-and-counter reduction): the whole tensor's
+// extremes, or the mean of the samples' extremes summed in double in sample order, as the CPU
+// loops sum them (the same floats); then the running range, when asked for.
+template <typename Index>
+__global__ void node_ranges_kernel(const float* __restrict__ x, RangeArgs<Index> a) {
+  const Index node = blockIdx.y, segment = blockIdx.x, segments = gridDim.x;
+  const Index group = segment / a.per_group, chunk = segment - group * a.per_group;
+  const Index group_begin = group * a.group_lines;
+  const Index begin = group_begin + chunk * a.chunk_lines;
+  const Index group_end = group_begin + a.group_lines;
+  const Index end = begin + a.chunk_lines < group_end ? begin + a.chunk_lines : group_end;
+  const float* node_x = x + node * a.node_stride;
   float lo = INFINITY, hi = -INFINITY;
-  for (Index e = begin + threadIdx.x; e < end; e += kThreads) {
-    const float v = x[a.offset(node, e)];
+  for_each_unit(a.walk, begin, end, Index{0}, Index{1}, [&](Index line, Index col) {
+    const float v = node_x[line * a.walk.row_stride + col];
     lo = lower(v, lo);
     hi = higher(v, hi);
-  }
+  });
   block_extremes(lo, hi);
+  float* mins = a.scratch + node * segments;
+  float* maxs = a.scratch + (gridDim.y + node) * segments;
+  __shared__ bool last;
   if (threadIdx.x == 0) {
-    scratch[node * gridDim.x + segment] = lo;
-    scratch[(gridDim.y + node) * gridDim.x + segment] = hi;
+    mins[segment] = lo;
+    maxs[segment] = hi;
+    __threadfence();  // the extremes are visible before the count says so
+    last = atomicAdd(&finished_blocks[node], 1u) == static_cast<unsigned>(segments) - 1u;
   }
-}
-
-// One thread per node: the whole tensor's extremes, or the mean of the samples' extremes summed in
-// double in sample order (as the CPU loops sum them: the same floats).
-__global__ void combine_segments_kernel(const float* __restrict__ scratch, int nodes, int segments,
-                                        bool sample_mean, float* min_out, float* max_out) {
-  const int node = blockIdx.x * blockDim.x + threadIdx.x;
-  if (node >= nodes) return;
-  const float* mins = scratch + static_cast<std::int64_t>(node) * segments;
-  const float* maxs = scratch + static_cast<std::int64_t>(nodes + node) * segments;
-  if (sample_mean) {
-    double lo = 0.0, hi = 0.0;
-    for (int s = 0; s < segments; ++s) {
-      lo += mins[s];
-      hi += maxs[s];
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  float node_lo, node_hi;
+  if (!a.sample_mean) {
+    lo = INFINITY;
+    hi = -INFINITY;
+    for (Index s = threadIdx.x; s < segments; s += kThreads) {
+      lo = lower(__ldcg(mins + s), lo);
+      hi = higher(__ldcg(maxs + s), hi);
     }
-    min_out[node] = static_cast<float>(lo / static_cast<double>(segments));
-    max_out[node] = static_cast<float>(hi / static_cast<double>(segments));
-    return;
+    block_extremes(lo, hi);
+    node_lo = lo;
+    node_hi = hi;
+  } else {
+    // Each sample's extremes over its chunks, into the sample's first chunk's slot.
+    for (Index g = threadIdx.x; g < a.groups; g += kThreads) {
+      float g_lo = INFINITY, g_hi = -INFINITY;
+      for (Index c = 0; c < a.per_group; ++c) {
+        g_lo = lower(__ldcg(mins + g * a.per_group + c), g_lo);
+        g_hi = higher(__ldcg(maxs + g * a.per_group + c), g_hi);
+      }
+      mins[g * a.per_group] = g_lo;
+      maxs[g * a.per_group] = g_hi;
+    }
+    __syncthreads();
+    double sum_lo = 0.0, sum_hi = 0.0;
+    if (threadIdx.x == 0) {
+      for (Index g = 0; g < a.groups; ++g) {
+        sum_lo += mins[g * a.per_group];
+        sum_hi += maxs[g * a.per_group];
+      }
+    }
+    node_lo = static_cast<float>(sum_lo / static_cast<double>(a.groups));
+    node_hi = static_cast<float>(sum_hi / static_cast<double>(a.groups));
   }
-  float lo = INFINITY, hi = -INFINITY;
-  for (int s = 0; s < segments; ++s) {
-    lo = lower(mins[s], lo);
-    hi = higher(maxs[s], hi);
+  if (threadIdx.x == 0) {
+    a.min_out[node] = node_lo;
+    a.max_out[node] = node_hi;
+    if (a.running.min != nullptr) {
+      // As ATen runs running.mul_(1 - m).add_(range, m): a float product, then one fused
+      // multiply-add (its add with alpha).
+      float* run_lo = a.running.min + node * a.running.stride;
+      float* run_hi = a.running.max + node * a.running.stride;
+      *run_lo = __fmaf_rn(a.running.take, node_lo, __fmul_rn(*run_lo, a.running.keep));
+      *run_hi = __fmaf_rn(a.running.take, node_hi, __fmul_rn(*run_hi, a.running.keep));
+    }
+    finished_blocks[node] = 0u;
   }
-  min_out[node] = lo;
-  max_out[node] = hi;
-}
-
-// How node_ranges splits each node: one segment per sample, or segments of about 8,192 elements
-// (at most 1,024 per node) for the whole tensor.
-struct Segments {
-  std::int64_t count, length;
-};
-Segments segments_of(const Geometry& g, RangeKind kind) {
-  if (kind == RangeKind::kSampleMean) return {g.samples, g.rows * g.cols};
-  const std::int64_t numel = g.node_numel();
-  std::int64_t count = (numel + 8191) / 8192;
-  count = count < 1 ? 1 : (count > 1024 ? 1024 : count);
-  return {count, (numel + count - 1) / count};
 }
 
 // One element's code before the conversion to the output type: the CPU loops' expression
@@ -189,8 +286,40 @@ __device__ float code_of(float x, const AffineParams& p, float qmax, bool stocha
   return round_half_even(y);
 }
 
-// Node blockIdx.y; each thread takes pairs of elements (2p, 2p + 1), which share one hash.
-// Writes codes (Out = uint8) or dequantized values (Out = float).
+// The node's affine parameters and draw stream, as every quantize kernel's blocks begin.
+struct NodeQuantizer {
+  AffineParams p;
+  std::uint64_t stream;
+  float qmax;
+};
+__device__ NodeQuantizer node_quantizer(unsigned node, const float* range_min,
+                                        const float* range_max, const Request& request,
+                                        float* scale_out, float* zero_point_out) {
+  NodeQuantizer q;
+  q.p = affine_params(range_min[node], range_max[node], request.bits, request.scheme);
+  if (scale_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+    scale_out[node] = q.p.scale;
+    zero_point_out[node] = q.p.zero_point;
+  }
+  DrawKey key = request.key;
+  if (request.stochastic && key.device_step != nullptr) key.step = *key.device_step;
+  q.stream =
+      request.stochastic ? draw_stream(key, static_cast<std::int64_t>(node), request.site) : 0;
+  q.qmax = static_cast<float>((std::int64_t{1} << request.bits) - 1);
+  return q;
+}
+
+// The two draws of pair `pair` (elements 2 * pair and 2 * pair + 1 share one hash).
+__device__ float2 pair_draws(const NodeQuantizer& q, bool stochastic, std::uint64_t pair) {
+  if (!stochastic) return make_float2(0.0f, 0.0f);
+  const std::uint64_t h = pair_hash(q.stream, pair);
+  return make_float2(draw_of_half(static_cast<std::uint32_t>(h)),
+                     draw_of_half(static_cast<std::uint32_t>(h >> 32)));
+}
+
+// Any geometry: node blockIdx.y; each thread takes pairs of elements (2p, 2p + 1) of the node's
+// order, which may straddle two lines when cols is odd. Writes codes (Out = uint8) or dequantized
+// values (Out = float).
 template <typename Index, typename Out>
 __global__ void quantize_kernel(const float* __restrict__ x, Out* __restrict__ out,
                                 Addressing<Index> a, Index node_numel,
@@ -198,52 +327,117 @@ __global__ void quantize_kernel(const float* __restrict__ x, Out* __restrict__ o
                                 const float* __restrict__ range_max, Request request,
                                 float* scale_out, float* zero_point_out) {
   const Index node = blockIdx.y;
-  const AffineParams p =
-      affine_params(range_min[node], range_max[node], request.bits, request.scheme);
-  if (scale_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
-    scale_out[node] = p.scale;
-    zero_point_out[node] = p.zero_point;
-  }
-  DrawKey key = request.key;
-  if (request.stochastic && key.device_step != nullptr) key.step = *key.device_step;
-  const std::uint64_t stream =
-      request.stochastic ? draw_stream(key, static_cast<std::int64_t>(node), request.site) : 0;
-  const float qmax = static_cast<float>((std::int64_t{1} << request.bits) - 1);
+  const NodeQuantizer q =
+      node_quantizer(blockIdx.y, range_min, range_max, request, scale_out, zero_point_out);
   const Index pairs = (node_numel + 1) / 2;
   for (Index pair = blockIdx.x * kThreads + threadIdx.x; pair < pairs;
        pair += gridDim.x * kThreads) {
-    float draws[2] = {0.0f, 0.0f};
-    if (request.stochastic) {
-      const std::uint64_t h = pair_hash(stream, pair);
-      draws[0] = draw_of_half(static_cast<std::uint32_t>(h));
-      draws[1] = draw_of_half(static_cast<std::uint32_t>(h >> 32));
-    }
+    const float2 d = pair_draws(q, request.stochastic, pair);
+    const float draws[2] = {d.x, d.y};
     for (int half = 0; half < 2; ++half) {
       const Index e = 2 * pair + half;
       if (e >= node_numel) break;
       const Index at = a.offset(node, e);
-      const float q = code_of(x[at], p, qmax, request.stochastic, draws[half]);
+      const float c = code_of(x[at], q.p, q.qmax, request.stochastic, draws[half]);
       if constexpr (sizeof(Out) == 1) {
-        out[at] = static_cast<Out>(q);
+        out[at] = static_cast<Out>(c);
       } else {
-        out[at] = p.dequantize(q);
+        out[at] = q.p.dequantize(c);
       }
     }
   }
 }
 
+// Lines of an even number of columns, pairs 8-byte aligned: node blockIdx.y; a thread takes pair
+// `unit` of a line (one float2 load and store), the pair's index in the node's order being
+// line * units + unit.
+template <typename Index, typename Out>
+__global__ void quantize_pairs_kernel(const float* __restrict__ x, Out* __restrict__ out,
+                                      LineWalk<Index> w, Index lines, Index node_stride,
+                                      const float* __restrict__ range_min,
+                                      const float* __restrict__ range_max, Request request,
+                                      float* scale_out, float* zero_point_out) {
+  const NodeQuantizer q =
+      node_quantizer(blockIdx.y, range_min, range_max, request, scale_out, zero_point_out);
+  const Index node_offset = static_cast<Index>(blockIdx.y) * node_stride;
+  for_each_unit(w, Index{0}, lines, static_cast<Index>(blockIdx.x), static_cast<Index>(gridDim.x),
+                [&](Index line, Index unit) {
+                  const Index at = node_offset + line * w.row_stride + 2 * unit;
+                  const float2 v = *reinterpret_cast<const float2*>(x + at);
+                  const float2 d = pair_draws(q, request.stochastic, line * w.units + unit);
+                  const float c0 = code_of(v.x, q.p, q.qmax, request.stochastic, d.x);
+                  const float c1 = code_of(v.y, q.p, q.qmax, request.stochastic, d.y);
+                  if constexpr (sizeof(Out) == 1) {
+                    *reinterpret_cast<uchar2*>(out + at) =
+                        make_uchar2(static_cast<unsigned char>(c0), static_cast<unsigned char>(c1));
+                  } else {
+                    *reinterpret_cast<float2*>(out + at) =
+                        make_float2(q.p.dequantize(c0), q.p.dequantize(c1));
+                  }
+                });
+}
+
 template <typename Index>
 __global__ void dequantize_kernel(const std::uint8_t* __restrict__ codes, float* __restrict__ out,
-                                  Addressing<Index> a, Index node_numel,
+                                  LineWalk<Index> w, Index lines, Index node_stride,
                                   const float* __restrict__ scale,
                                   const float* __restrict__ zero_point) {
-  const Index node = blockIdx.y;
-  const float s = scale[node], z = zero_point[node];
-  for (Index e = blockIdx.x * kThreads + threadIdx.x; e < node_numel; e += gridDim.x * kThreads) {
-    const Index at = a.offset(node, e);
-    out[at] = (static_cast<float>(codes[at]) - z) * s;
+  const float s = scale[blockIdx.y], z = zero_point[blockIdx.y];
+  const Index node_offset = static_cast<Index>(blockIdx.y) * node_stride;
+  for_each_unit(w, Index{0}, lines, static_cast<Index>(blockIdx.x), static_cast<Index>(gridDim.x),
+                [&](Index line, Index col) {
+                  const Index at = node_offset + line * w.row_stride + col;
+                  out[at] = (static_cast<float>(codes[at]) - z) * s;
+                });
+}
+
+constexpr int kSegmentsPerLaunch = 128;
+struct SegmentTable {
+  std::int64_t offset[kSegmentsPerLaunch];
+  std::int64_t numel[kSegmentsPerLaunch];
+};
+
+// Segment blockIdx.x of node blockIdx.y: its extremes, then its elements fake-quantized with them
+// (the second read mostly from L2).
+__global__ void segments_nearest_kernel(const float* __restrict__ x, float* __restrict__ out,
+                                        std::int64_t node_stride, SegmentTable table, int bits,
+                                        QuantScheme scheme) {
+  const std::int64_t base = blockIdx.y * node_stride + table.offset[blockIdx.x];
+  const std::int64_t numel = table.numel[blockIdx.x];
+  float lo = INFINITY, hi = -INFINITY;
+  for (std::int64_t i = threadIdx.x; i < numel; i += kThreads) {
+    const float v = x[base + i];
+    lo = lower(v, lo);
+    hi = higher(v, hi);
+  }
+  block_extremes(lo, hi);
+  const AffineParams p = affine_params(lo, hi, bits, scheme);
+  const float qmax = static_cast<float>((std::int64_t{1} << bits) - 1);
+  for (std::int64_t i = threadIdx.x; i < numel; i += kThreads) {
+    out[base + i] = p.dequantize(code_of(x[base + i], p, qmax, false, 0.0f));
   }
 }
+
+// Lines per node, after checking the line form (see LineWalk) holds.
+std::int64_t lines_of(const Geometry& g) {
+  if (g.sample_stride != g.rows * g.row_stride) {
+    throw std::invalid_argument("CUDA quantizer: a geometry whose samples are not whole lines (" +
+                                std::to_string(g.sample_stride) + " elements between samples, " +
+                                std::to_string(g.rows) + " rows of stride " +
+                                std::to_string(g.row_stride) + "); expected a NodeView's layout");
+  }
+  return g.samples * g.rows;
+}
+
+// Blocks per node of a line walk over `lines` lines: no more than the walk has passes.
+unsigned line_blocks_per_node(const Geometry& g, std::int64_t lines, std::int64_t units) {
+  const std::int64_t per_pass = units <= kThreads ? kThreads / units : 1;
+  const std::int64_t passes = (lines + per_pass - 1) / per_pass;
+  const unsigned cap = element_blocks_per_node(lines * units, g.nodes);
+  return static_cast<unsigned>(std::clamp<std::int64_t>(passes, 1, cap));
+}
+
+bool aligned_8(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 8 == 0; }
 
 template <typename Out>
 void launch_quantize(const float* x, Out* out, const Geometry& g, const float* range_min,
@@ -251,12 +445,27 @@ void launch_quantize(const float* x, Out* out, const Geometry& g, const float* r
                      float* zero_point_out, void* stream) {
   check_nodes(g);
   if (g.node_numel() == 0) return;
-  const dim3 grid(element_blocks_per_node((g.node_numel() + 1) / 2, g.nodes),
-                  static_cast<unsigned>(g.nodes));
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  const std::int64_t lines = lines_of(g);
+  // Pairs lie within lines and load as float2 when cols, the strides and the pointers are even.
+  const bool pairs_in_lines =
+      g.cols % 2 == 0 && g.row_stride % 2 == 0 && g.node_stride % 2 == 0 && aligned_8(x) &&
+      (sizeof(Out) == 1 ? reinterpret_cast<std::uintptr_t>(out) % 2 == 0 : aligned_8(out));
   with_index_type(g, [&]<typename Index>() {
-    quantize_kernel<Index, Out><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        x, out, addressing<Index>(g), static_cast<Index>(g.node_numel()), range_min, range_max,
-        request, scale_out, zero_point_out);
+    if (pairs_in_lines) {
+      const std::int64_t units = g.cols / 2;
+      const dim3 grid(line_blocks_per_node(g, lines, units), static_cast<unsigned>(g.nodes));
+      quantize_pairs_kernel<Index, Out><<<grid, kThreads, 0, cuda_stream>>>(
+          x, out, line_walk<Index>(g, units), static_cast<Index>(lines),
+          static_cast<Index>(g.node_stride), range_min, range_max, request, scale_out,
+          zero_point_out);
+    } else {
+      const dim3 grid(element_blocks_per_node((g.node_numel() + 1) / 2, g.nodes),
+                      static_cast<unsigned>(g.nodes));
+      quantize_kernel<Index, Out><<<grid, kThreads, 0, cuda_stream>>>(
+          x, out, addressing<Index>(g), static_cast<Index>(g.node_numel()), range_min, range_max,
+          request, scale_out, zero_point_out);
+    }
   });
   check_launch("quantize");
 }
@@ -264,28 +473,33 @@ void launch_quantize(const float* x, Out* out, const Geometry& g, const float* r
 }  // namespace
 
 std::int64_t node_ranges_scratch(const Geometry& g, RangeKind kind) {
-  return 2 * g.nodes * segments_of(g, kind).count;
+  return 2 * g.nodes * chunks_of(g, kind).segments();
 }
 
 void node_ranges(const float* x, const Geometry& g, RangeKind kind, float* scratch, float* min_out,
-                 float* max_out, void* stream) {
+                 float* max_out, const RunningRangeUpdate& running, void* stream) {
   check_nodes(g);
-  const Segments segments = segments_of(g, kind);
-  const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (segments.count > 0) {
-    const dim3 grid(static_cast<unsigned>(segments.count), static_cast<unsigned>(g.nodes));
-    with_index_type(g, [&]<typename Index>() {
-      segment_extremes_kernel<Index><<<grid, kThreads, 0, cuda_stream>>>(
-          x, addressing<Index>(g), static_cast<Index>(g.node_numel()),
-          static_cast<Index>(segments.length), scratch);
-    });
-    check_launch("segment_extremes");
+  const std::int64_t lines = lines_of(g);
+  const Chunks chunks = chunks_of(g, kind);
+  if (lines == 0 || g.cols == 0 || chunks.segments() == 0) {
+    throw std::invalid_argument("CUDA quantizer: the range of an empty tensor");
   }
-  const int nodes = static_cast<int>(g.nodes);
-  combine_segments_kernel<<<(nodes + kThreads - 1) / kThreads, kThreads, 0, cuda_stream>>>(
-      scratch, nodes, static_cast<int>(segments.count), kind == RangeKind::kSampleMean, min_out,
-      max_out);
-  check_launch("combine_segments");
+  const dim3 grid(static_cast<unsigned>(chunks.segments()), static_cast<unsigned>(g.nodes));
+  with_index_type(g, [&]<typename Index>() {
+    const RangeArgs<Index> args{line_walk<Index>(g, g.cols),
+                                static_cast<Index>(g.node_stride),
+                                static_cast<Index>(chunks.groups),
+                                static_cast<Index>(chunks.group_lines),
+                                static_cast<Index>(chunks.per_group),
+                                static_cast<Index>(chunks.chunk_lines),
+                                kind == RangeKind::kSampleMean,
+                                scratch,
+                                min_out,
+                                max_out,
+                                running};
+    node_ranges_kernel<Index><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, args);
+  });
+  check_launch("node_ranges");
 }
 
 void fake_quantize(const float* x, float* out, const Geometry& g, const float* range_min,
@@ -304,13 +518,39 @@ void dequantize(const std::uint8_t* codes, float* out, const Geometry& g, const 
                 const float* zero_point, void* stream) {
   check_nodes(g);
   if (g.node_numel() == 0) return;
-  const dim3 grid(element_blocks_per_node(g.node_numel(), g.nodes),
-                  static_cast<unsigned>(g.nodes));
+  const std::int64_t lines = lines_of(g);
+  const dim3 grid(line_blocks_per_node(g, lines, g.cols), static_cast<unsigned>(g.nodes));
   with_index_type(g, [&]<typename Index>() {
     dequantize_kernel<Index><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        codes, out, addressing<Index>(g), static_cast<Index>(g.node_numel()), scale, zero_point);
+        codes, out, line_walk<Index>(g, g.cols), static_cast<Index>(lines),
+        static_cast<Index>(g.node_stride), scale, zero_point);
   });
   check_launch("dequantize");
+}
+
+void fake_quantize_segments_nearest(const float* x, float* out, std::int64_t nodes,
+                                    std::int64_t node_stride, const ColumnSegment* segments,
+                                    std::int64_t count, int bits, QuantScheme scheme,
+                                    void* stream) {
+  if (nodes < 1 || nodes > 65535) {
+    throw std::invalid_argument("CUDA quantizer: " + std::to_string(nodes) +
+                                " nodes in one tensor; expected 1 to 65535");
+  }
+  for (std::int64_t first = 0; first < count; first += kSegmentsPerLaunch) {
+    SegmentTable table{};
+    int used = 0;
+    for (std::int64_t s = first; s < count && s < first + kSegmentsPerLaunch; ++s) {
+      if (segments[s].numel == 0) continue;
+      table.offset[used] = segments[s].offset;
+      table.numel[used] = segments[s].numel;
+      ++used;
+    }
+    if (used == 0) continue;
+    const dim3 grid(static_cast<unsigned>(used), static_cast<unsigned>(nodes));
+    segments_nearest_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        x, out, node_stride, table, bits, scheme);
+    check_launch("segments_nearest");
+  }
 }
 
 }  // namespace lpdt::quant::cuda_kernels

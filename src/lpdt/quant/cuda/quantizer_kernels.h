@@ -35,13 +35,25 @@ struct Request {
 // sample's min and max (affine_quantizer.h, tensor_range and sample_mean_range).
 enum class RangeKind { kWholeTensor, kSampleMean };
 
-// Floats of scratch space node_ranges needs: two per (node, segment).
+// A running range to move toward the measured one in the same kernel (the reference's
+// QuantMeasure): running = running * keep + take * range, keep = 1 - momentum, take = momentum,
+// each node's value at min + node * stride (and max + node * stride). min = nullptr: none.
+struct RunningRangeUpdate {
+  float* min = nullptr;
+  float* max = nullptr;
+  std::int64_t stride = 1;
+  float keep = 1.0f, take = 0.0f;
+};
+
+// Floats of scratch space node_ranges needs: two per (node, chunk).
 std::int64_t node_ranges_scratch(const Geometry& g, RangeKind kind);
 
-// x: the tensor (Geometry g); scratch: node_ranges_scratch(g, kind) floats; min_out, max_out:
-// [nodes] float32. NaNs are skipped, as the CPU loops skip them.
+// x: the tensor (Geometry g, not empty); scratch: node_ranges_scratch(g, kind) floats; min_out,
+// max_out: [nodes] float32. NaNs are skipped, as the CPU loops skip them. One kernel: each node's
+// chunks, then the node's last block to finish combines them (and updates `running`). Range
+// computations on one device must not run concurrently (they share per-node block counters).
 void node_ranges(const float* x, const Geometry& g, RangeKind kind, float* scratch, float* min_out,
-                 float* max_out, void* stream);
+                 float* max_out, const RunningRangeUpdate& running, void* stream);
 
 // out (g, same strides as x) = dequantize(round(clamp(quantize(x) [+ draw], 0, qmax))) with each
 // node's parameters from range_min/range_max ([nodes] float32).
@@ -57,5 +69,18 @@ void quantize_codes(const float* x, std::uint8_t* codes, float* scale_out, float
 // out = (codes - zero_point) * scale per node; codes and out share the geometry g.
 void dequantize(const std::uint8_t* codes, float* out, const Geometry& g, const float* scale,
                 const float* zero_point, void* stream);
+
+// Columns [offset, offset + numel) of each node's row of a [nodes, node_stride] tensor.
+struct ColumnSegment {
+  std::int64_t offset = 0, numel = 0;
+};
+
+// For every (node, segment): the segment's min and max, then its elements fake-quantized with
+// them and round-to-nearest, into the same positions of out (as node_ranges(kWholeTensor) and
+// fake_quantize of each segment alone give them). One block per (segment, node), launches of up
+// to 128 segments: all of a model's parameters in one launch or a few.
+void fake_quantize_segments_nearest(const float* x, float* out, std::int64_t nodes,
+                                    std::int64_t node_stride, const ColumnSegment* segments,
+                                    std::int64_t count, int bits, QuantScheme scheme, void* stream);
 
 }  // namespace lpdt::quant::cuda_kernels
