@@ -39,10 +39,23 @@ cuda_kernels::RangeEvoNormGeometry geometry_of(const at::Tensor& x, std::int64_t
 
 void* current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
 
-// The layer input as floats: its codes dequantized (8-bit models), or x itself (fp32).
-at::Tensor input_values(const at::Tensor& x, const quant::QuantizedTensor& q, std::int64_t k) {
-  if (q.codes.defined()) return quant::dequantize(q, k);
-  return x.contiguous(at::MemoryFormat::ChannelsLast);
+// The layer input as the kernels read it: its codes with each node's scale and zero point (8-bit
+// models; the kernels dequantize as they read), or x's floats (fp32). values: x channels-last,
+// kept alive by the caller.
+cuda_kernels::RangeEvoNormInput input_of(const at::Tensor& values,
+                                         const quant::QuantizedTensor& q) {
+  cuda_kernels::RangeEvoNormInput in;
+  if (q.codes.defined()) {
+    LPDT_CHECK(q.codes.is_contiguous(at::MemoryFormat::ChannelsLast) && q.scale.is_contiguous() &&
+                   q.zero_point.is_contiguous() && q.scale.scalar_type() == at::kFloat,
+               "range_evonorm_fused_cuda: codes must be channels-last with [k] float32 scales");
+    in.codes = q.codes.data_ptr<std::uint8_t>();
+    in.scale = q.scale.data_ptr<float>();
+    in.zero_point = q.zero_point.data_ptr<float>();
+  } else {
+    in.values = values.data_ptr<float>();
+  }
+  return in;
 }
 
 struct RangeEvoNormCudaFunction : torch::autograd::Function<RangeEvoNormCudaFunction> {
@@ -53,23 +66,25 @@ struct RangeEvoNormCudaFunction : torch::autograd::Function<RangeEvoNormCudaFunc
     const c10::cuda::CUDAGuard device_guard(x_in.device());
     const std::int64_t k = shape.k, b = x_in.size(0), g = shape.groups, j = shape.chunks;
     const quant::QuantizedTensor q{codes.numel() > 0 ? codes : at::Tensor(), code_scale, code_zero};
-    const at::Tensor x = input_values(x_in.detach(), q, k);
+    const at::Tensor x = q.codes.defined()
+                             ? x_in.detach()
+                             : x_in.detach().contiguous(at::MemoryFormat::ChannelsLast);
+    const cuda_kernels::RangeEvoNormInput input = input_of(x, q);
     const auto geo = geometry_of(x, k, shape.channels, g, j, shape.range_factor);
     const auto options = x.options();
     const at::Tensor s = at::empty({b, k, g}, options);
     const at::Tensor arg_max = at::empty({b, k, g, j}, options.dtype(at::kInt));
     const at::Tensor arg_min = at::empty_like(arg_max);
-    cuda_kernels::range_statistic(x.data_ptr<float>(), geo, s.data_ptr<float>(),
-                                  arg_max.data_ptr<std::int32_t>(),
+    cuda_kernels::range_statistic(input, geo, s.data_ptr<float>(), arg_max.data_ptr<std::int32_t>(),
                                   arg_min.data_ptr<std::int32_t>(), current_stream());
     const at::Tensor qs = shape.scale_bits > 0
                               ? quantize_group_scales(s, k, shape.scale_bits, shape.scale_scheme)
                               : s;
     const at::Tensor v = qv.contiguous(), gamma = qgamma.contiguous(), beta = qbeta.contiguous();
     at::Tensor out = at::empty(x.sizes(), options.memory_format(at::MemoryFormat::ChannelsLast));
-    cuda_kernels::range_evonorm_output(
-        x.data_ptr<float>(), v.data_ptr<float>(), qs.data_ptr<float>(), gamma.data_ptr<float>(),
-        beta.data_ptr<float>(), out.data_ptr<float>(), geo, current_stream());
+    cuda_kernels::range_evonorm_output(input, v.data_ptr<float>(), qs.data_ptr<float>(),
+                                       gamma.data_ptr<float>(), beta.data_ptr<float>(),
+                                       out.data_ptr<float>(), geo, current_stream());
     // 8-bit models keep the input's codes (1 byte per element); fp32 keeps x itself.
     ctx->save_for_backward(
         {q.codes.defined() ? codes : x, code_scale, code_zero, v, gamma, s, qs, arg_max, arg_min});
@@ -94,12 +109,11 @@ struct RangeEvoNormCudaFunction : torch::autograd::Function<RangeEvoNormCudaFunc
     if (shape.quantize_output_grad) {
       dy = quant::fake_quantize(dy, k, quant::tensor_range(dy, k), shape.output_grad_request);
     }
-    const at::Tensor x = codes ? quant::dequantize(q, k) : saved[0];
     const auto geo = geometry_of(dy, k, c, g, j, factor);
     const std::int64_t b = dy.size(0), kc = k * c;
     at::Tensor dx = at::empty_like(dy);
     const at::Tensor partial = at::empty({4, b, kc}, dy.options());  // dv, dgamma, dbeta, ds_c
-    cuda_kernels::range_evonorm_backward(dy.data_ptr<float>(), x.data_ptr<float>(),
+    cuda_kernels::range_evonorm_backward(dy.data_ptr<float>(), input_of(saved[0], q),
                                          v.data_ptr<float>(), qs.data_ptr<float>(),
                                          gamma.data_ptr<float>(), dx.data_ptr<float>(),
                                          partial.data_ptr<float>(), geo, current_stream());

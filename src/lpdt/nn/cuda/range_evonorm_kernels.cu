@@ -2,6 +2,7 @@
 // statistic and output must round as the CPU kernel does (built with -ffp-contract=off).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,30 @@ void check_geometry(const RangeEvoNormGeometry& g) {
   }
 }
 
+// One node's input values: x's floats, or its codes dequantized on the fly with the node's scale
+// and zero point (quant::dequantize's expression, so the same floats).
+template <bool kCodes>
+struct NodeInput {
+  const float* values;
+  const std::uint8_t* codes;
+  float zero_point, scale;
+  __device__ float operator[](std::int64_t at) const {
+    if constexpr (kCodes) {
+      return (static_cast<float>(codes[at]) - zero_point) * scale;
+    } else {
+      return values[at];
+    }
+  }
+};
+template <bool kCodes>
+__device__ NodeInput<kCodes> node_input(const RangeEvoNormInput& x, std::int64_t node) {
+  if constexpr (kCodes) {
+    return {nullptr, x.codes, x.zero_point[node], x.scale[node]};
+  } else {
+    return {x.values, nullptr, 0.0f, 1.0f};
+  }
+}
+
 // A candidate extreme: its value and its position in the chunk. The first occurrence wins ties,
 // as the CPU kernel's in-order scan (torch.max(dim)) picks it.
 struct Extreme {
@@ -49,7 +74,8 @@ __device__ Extreme shuffle_down(Extreme e, int shift) {
 }
 
 // Block (group, node, sample); warp w takes chunks w, w + 8, ...; lane l positions l, l + 32, ...
-__global__ void range_statistic_kernel(const float* __restrict__ x, RangeEvoNormGeometry geo,
+template <bool kCodes>
+__global__ void range_statistic_kernel(RangeEvoNormInput x, RangeEvoNormGeometry geo,
                                        float* __restrict__ scale,
                                        std::int32_t* __restrict__ arg_max,
                                        std::int32_t* __restrict__ arg_min) {
@@ -57,8 +83,9 @@ __global__ void range_statistic_kernel(const float* __restrict__ x, RangeEvoNorm
   const int cg = static_cast<int>(geo.channels / geo.groups), pixels = static_cast<int>(geo.pixels);
   const int pixel_stride = static_cast<int>(geo.nodes * geo.channels);
   const int chunks = static_cast<int>(geo.chunks), m = cg * pixels / chunks;
-  const float* slice = x + (static_cast<std::int64_t>(n) * pixels) * pixel_stride +
-                       static_cast<std::int64_t>(node) * geo.channels + group * cg;
+  const NodeInput<kCodes> in = node_input<kCodes>(x, node);
+  const std::int64_t slice = (static_cast<std::int64_t>(n) * pixels) * pixel_stride +
+                             static_cast<std::int64_t>(node) * geo.channels + group * cg;
   __shared__ float hi_of[kMaxChunks], lo_of[kMaxChunks];
   __shared__ int hi_at_of[kMaxChunks], lo_at_of[kMaxChunks];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -67,7 +94,7 @@ __global__ void range_statistic_kernel(const float* __restrict__ x, RangeEvoNorm
     Extreme hi{-INFINITY, lane < m ? lane : INT_MAX}, lo{INFINITY, lane < m ? lane : INT_MAX};
     for (int t = lane; t < m; t += 32) {
       const int e = chunk * m + t;  // the group's element e: channel e / pixels, pixel e % pixels
-      const float v = slice[(e % pixels) * pixel_stride + e / pixels];
+      const float v = in[slice + (e % pixels) * pixel_stride + e / pixels];
       if (v > hi.value) hi = {v, t};
       if (v < lo.value) lo = {v, t};
     }
@@ -108,27 +135,40 @@ __device__ float group_scale(const float* qs, const RangeEvoNormGeometry& geo, s
 
 __device__ float hard_sigmoid_argument(float x, float v) { return x * v / 6.0f + 0.5f; }
 
-__global__ void output_kernel(const float* __restrict__ x, const float* __restrict__ v,
+// Block (channel tile of 32, sample, part of the pixels): thread (tx, ty) takes channel
+// tile * 32 + tx at pixels ty, ty + 8, ... of the part, its channel's parameters loaded once (one
+// thread per element with 64-bit divisions for the sample and the group ran at a third of the
+// memory's speed: docs/benchmarks.md, GPU, item 15).
+constexpr int kTileChannels = 32, kTileRows = kThreads / kTileChannels;
+template <bool kCodes>
+__global__ void output_kernel(RangeEvoNormInput x, const float* __restrict__ v,
                               const float* __restrict__ qs, const float* __restrict__ gamma,
                               const float* __restrict__ beta, float* __restrict__ out,
-                              RangeEvoNormGeometry geo, std::int64_t total) {
-  const std::int64_t kc_count = geo.nodes * geo.channels, sample = geo.pixels * kc_count;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * kThreads) {
-    const std::int64_t n = i / sample, kc = i % kc_count;
-    const float value = x[i];
-    float h = hard_sigmoid_argument(value, v[kc]);
+                              RangeEvoNormGeometry geo, std::int64_t part_pixels) {
+  const std::int64_t kc_count = geo.nodes * geo.channels, n = blockIdx.y;
+  const std::int64_t kc =
+      static_cast<std::int64_t>(blockIdx.x) * kTileChannels + threadIdx.x % kTileChannels;
+  if (kc >= kc_count) return;
+  const NodeInput<kCodes> in = node_input<kCodes>(x, kc / geo.channels);
+  const float v_c = v[kc], s_c = group_scale(qs, geo, n, kc), g_c = gamma[kc], b_c = beta[kc];
+  const std::int64_t begin = blockIdx.z * part_pixels;
+  const std::int64_t end = begin + part_pixels < geo.pixels ? begin + part_pixels : geo.pixels;
+#pragma unroll 4
+  for (std::int64_t p = begin + threadIdx.x / kTileChannels; p < end; p += kTileRows) {
+    const std::int64_t at = (n * geo.pixels + p) * kc_count + kc;
+    const float value = in[at];
+    float h = hard_sigmoid_argument(value, v_c);
     h = h < 0.0f ? 0.0f : h;  // std::min(std::max(z, 0), 1) written out
     h = 1.0f < h ? 1.0f : h;
-    out[i] = value * h * group_scale(qs, geo, n, kc) * gamma[kc] + beta[kc];
+    out[at] = value * h * s_c * g_c + b_c;
   }
 }
 
 // Block (channel tile of 32, sample): thread (tx, ty) takes channel tile * 32 + tx at pixels
 // ty, ty + 8, ...; the CPU kernel's backward_pass per element, its per-channel sums reduced over
 // ty in shared memory.
-constexpr int kTileChannels = 32, kTileRows = kThreads / kTileChannels;
-__global__ void backward_kernel(const float* __restrict__ dy, const float* __restrict__ x,
+template <bool kCodes>
+__global__ void backward_kernel(const float* __restrict__ dy, RangeEvoNormInput x,
                                 const float* __restrict__ v, const float* __restrict__ qs,
                                 const float* __restrict__ gamma, float* __restrict__ dx,
                                 float* __restrict__ partial, RangeEvoNormGeometry geo) {
@@ -142,10 +182,11 @@ __global__ void backward_kernel(const float* __restrict__ dy, const float* __res
     s_c = group_scale(qs, geo, n, kc);
     g_c = gamma[kc];
     const float v_c = v[kc], gamma_s = g_c * s_c;
+    const NodeInput<kCodes> in = node_input<kCodes>(x, kc / geo.channels);
     constexpr float kSixth = 1.0f / 6.0f;
     for (std::int64_t p = row; p < geo.pixels; p += kTileRows) {
       const std::int64_t at = (n * geo.pixels + p) * kc_count + kc;
-      const float value = x[at], d = dy[at];
+      const float value = in[at], d = dy[at];
       const float z = hard_sigmoid_argument(value, v_c);
       float h = z < 0.0f ? 0.0f : z;
       h = 1.0f < h ? 1.0f : h;
@@ -194,45 +235,73 @@ __global__ void statistic_backward_kernel(const std::int32_t* __restrict__ arg_m
   slice[arg_min[i]] -= d;
 }
 
-unsigned blocks_for(std::int64_t items) {
-  const std::int64_t blocks = (items + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+void check_input(const RangeEvoNormInput& x) {
+  if ((x.values == nullptr) == (x.codes == nullptr) ||
+      (x.codes != nullptr && (x.scale == nullptr || x.zero_point == nullptr))) {
+    throw std::invalid_argument(
+        "CUDA Range EvoNorm: the input must be values, or codes with their scale and zero point");
+  }
+}
+
+// Runs launch.template operator()<kCodes>() for x's kind of input.
+template <typename Launch>
+void with_input_kind(const RangeEvoNormInput& x, Launch&& launch) {
+  check_input(x);
+  if (x.codes != nullptr) {
+    launch.template operator()<true>();
+  } else {
+    launch.template operator()<false>();
+  }
 }
 
 }  // namespace
 
-void range_statistic(const float* x, const RangeEvoNormGeometry& g, float* scale,
+void range_statistic(const RangeEvoNormInput& x, const RangeEvoNormGeometry& g, float* scale,
                      std::int32_t* arg_max, std::int32_t* arg_min, void* stream) {
   check_geometry(g);
   if (g.samples == 0) return;
   const dim3 grid(static_cast<unsigned>(g.groups), static_cast<unsigned>(g.nodes),
                   static_cast<unsigned>(g.samples));
-  range_statistic_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      x, g, scale, arg_max, arg_min);
+  with_input_kind(x, [&]<bool kCodes>() {
+    range_statistic_kernel<kCodes>
+        <<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, g, scale, arg_max, arg_min);
+  });
   check_launch("range_statistic");
 }
 
-void range_evonorm_output(const float* x, const float* v, const float* qs, const float* gamma,
-                          const float* beta, float* out, const RangeEvoNormGeometry& g,
-                          void* stream) {
+void range_evonorm_output(const RangeEvoNormInput& x, const float* v, const float* qs,
+                          const float* gamma, const float* beta, float* out,
+                          const RangeEvoNormGeometry& g, void* stream) {
   check_geometry(g);
-  const std::int64_t total = g.samples * g.pixels * g.nodes * g.channels;
-  if (total == 0) return;
-  output_kernel<<<blocks_for(total), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      x, v, qs, gamma, beta, out, g, total);
+  if (g.samples * g.pixels * g.nodes * g.channels == 0) return;
+  // About 2,048 blocks (two waves on a GPU of ~130 multiprocessors), each thread at least four
+  // pixels.
+  const std::int64_t tiles = (g.nodes * g.channels + kTileChannels - 1) / kTileChannels;
+  const std::int64_t max_parts = std::max<std::int64_t>(1, g.pixels / (4 * kTileRows));
+  const std::int64_t parts =
+      std::clamp<std::int64_t>((2048 + tiles * g.samples - 1) / (tiles * g.samples), 1, max_parts);
+  const std::int64_t part_pixels = (g.pixels + parts - 1) / parts;
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(g.samples),
+                  static_cast<unsigned>((g.pixels + part_pixels - 1) / part_pixels));
+  with_input_kind(x, [&]<bool kCodes>() {
+    output_kernel<kCodes><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        x, v, qs, gamma, beta, out, g, part_pixels);
+  });
   check_launch("output");
 }
 
-void range_evonorm_backward(const float* dy, const float* x, const float* v, const float* qs,
-                            const float* gamma, float* dx, float* partial,
+void range_evonorm_backward(const float* dy, const RangeEvoNormInput& x, const float* v,
+                            const float* qs, const float* gamma, float* dx, float* partial,
                             const RangeEvoNormGeometry& g, void* stream) {
   check_geometry(g);
   if (g.samples == 0) return;
   const std::int64_t kc_count = g.nodes * g.channels;
   const dim3 grid(static_cast<unsigned>((kc_count + kTileChannels - 1) / kTileChannels),
                   static_cast<unsigned>(g.samples));
-  backward_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(dy, x, v, qs, gamma, dx,
-                                                                            partial, g);
+  with_input_kind(x, [&]<bool kCodes>() {
+    backward_kernel<kCodes><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        dy, x, v, qs, gamma, dx, partial, g);
+  });
   check_launch("backward");
 }
 

@@ -19,23 +19,33 @@ struct RangeEvoNormGeometry {
   float range_factor = 1.0f;
 };
 
+// The layer input: float32 values, or 8-bit codes read as (code - zero_point[node]) *
+// scale[node], the values quant::dequantize gives them (8-bit models keep the codes, 1 byte per
+// element, and no kernel dequantizes them into a float copy first). Set values, or the other three.
+struct RangeEvoNormInput {
+  const float* values = nullptr;
+  const std::uint8_t* codes = nullptr;
+  const float* scale = nullptr;       // [k]
+  const float* zero_point = nullptr;  // [k]
+};
+
 // The range statistic of every (sample, node, group): the group's elements in NCHW order split
 // into `chunks` chunks; each chunk's first max and first min in that order; scale = 1 /
 // (mean_j (max_j - min_j) * factor + 1e-5). scale: [b, k, G]; arg_max, arg_min: [b, k, G, chunks]
 // int32 offsets p * k*C + g * cg + channel within the (sample, node) slice, as the CPU kernel's.
-void range_statistic(const float* x, const RangeEvoNormGeometry& g, float* scale,
+void range_statistic(const RangeEvoNormInput& x, const RangeEvoNormGeometry& g, float* scale,
                      std::int32_t* arg_max, std::int32_t* arg_min, void* stream);
 
 // out = x * hsig(x v / 6 + 1/2) * s * gamma + beta, s = the channel's group scale (qs: [b, k, G]);
 // v, gamma, beta: [k*C].
-void range_evonorm_output(const float* x, const float* v, const float* qs, const float* gamma,
-                          const float* beta, float* out, const RangeEvoNormGeometry& g,
-                          void* stream);
+void range_evonorm_output(const RangeEvoNormInput& x, const float* v, const float* qs,
+                          const float* gamma, const float* beta, float* out,
+                          const RangeEvoNormGeometry& g, void* stream);
 
 // The backward of range_evonorm_output for dy: dx, and per (sample, channel) sums over pixels of
 // the gradients of v, gamma, beta and the channel's group scale into partial [4, b, k*C].
-void range_evonorm_backward(const float* dy, const float* x, const float* v, const float* qs,
-                            const float* gamma, float* dx, float* partial,
+void range_evonorm_backward(const float* dy, const RangeEvoNormInput& x, const float* v,
+                            const float* qs, const float* gamma, float* dx, float* partial,
                             const RangeEvoNormGeometry& g, void* stream);
 
 // The range statistic's part of dx: dx[arg_max] += d_chunk, dx[arg_min] -= d_chunk for every
