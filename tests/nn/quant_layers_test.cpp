@@ -12,6 +12,7 @@
 
 #include "finite_difference.h"
 #include "lpdt/core/cpu_dispatch.h"
+#include "lpdt/nn/param_segments.h"
 #include "lpdt/nn/q_conv2d.h"
 #include "lpdt/nn/q_linear.h"
 #include "lpdt/nn/quantized_params.h"
@@ -321,8 +322,8 @@ TEST(QuantizedParams, AllAtOnceEqualOneAtATime) {
   QConv2d conv(registry, "conv", Conv2dOptions{4, 6, 3}.with_padding(1).with_bias(true), int8());
   QLinear linear(registry, "fc", 24, 5, int8());
   torch::manual_seed(12);
-  const at::Tensor params = (torch::randn({k, registry.layout().total_numel}) * 0.4)
-                                .requires_grad_(true);
+  const at::Tensor params =
+      (torch::randn({k, registry.layout().total_numel}) * 0.4).requires_grad_(true);
   std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
   Context ctx{&registry.layout(), params, &buffers, k, true};
   const quant::QuantOptions q = int8();
@@ -331,14 +332,13 @@ TEST(QuantizedParams, AllAtOnceEqualOneAtATime) {
   ASSERT_EQ(all->size(), registry.layout().segments.size());
   for (std::size_t i = 0; i < all->size(); ++i) {
     const at::Tensor one = quantize_nearest(ctx.param(ParamRef{i}), k, q);
-    EXPECT_TRUE(at::equal((*all)[i], one.reshape({k, -1}))) << registry.layout().segments[i].name;
+    EXPECT_TRUE(at::equal((*all)[i], one)) << registry.layout().segments[i].name;
   }
   const at::Tensor probe = torch::randn({k, registry.layout().total_numel});
   at::Tensor sum = at::zeros({}, params.options());
-  std::int64_t offset = 0;
-  for (const at::Tensor& s : *all) {
-    sum = sum + (s * probe.narrow(1, offset, s.size(1))).sum();
-    offset += s.size(1);
+  for (std::size_t i = 0; i < all->size(); ++i) {
+    const LayerSegment& seg = registry.layout().segments[i];
+    sum = sum + ((*all)[i] * probe.narrow(1, seg.offset, seg.numel).view((*all)[i].sizes())).sum();
   }
   sum.backward();
   EXPECT_TRUE(at::equal(params.grad(), probe)) << "straight through";
@@ -359,10 +359,68 @@ TEST(QuantizedParams, AllAtOnceEqualOneAtATime) {
     for (const at::Tensor& b : buffers) device_buffers.push_back(b.cuda());
     Context device{&registry.layout(), params.detach().cuda(), &device_buffers, k, true};
     for (std::size_t i = 0; i < all->size(); ++i) {
-      EXPECT_TRUE(at::equal(quantized_param(device, ParamRef{i}, q).cpu().reshape({k, -1}),
-                            (*after)[i]))
+      EXPECT_TRUE(at::equal(quantized_param(device, ParamRef{i}, q).cpu(), (*after)[i]))
           << "CUDA, " << registry.layout().segments[i].name;
     }
+  }
+}
+
+// The parameters gathered into one dense tensor per segment (nn/param_segments.h): the columns'
+// values, convolution weights channels-last, gradients scattered back into the rows (zeros for
+// unused segments); on CUDA (where Context::param gathers) the same values and gradients.
+TEST(ParamSegments, GatherAndScatterTheRows) {
+  Registry registry;
+  const std::int64_t k = 3;
+  QConv2d conv(registry, "conv", Conv2dOptions{4, 6, 3}.with_padding(1).with_bias(true), int8());
+  QLinear linear(registry, "fc", 24, 5, int8());
+  const LayerLayout& layout = registry.layout();
+  torch::manual_seed(13);
+  const at::Tensor rows = torch::randn({k, layout.total_numel});
+  const at::Tensor probe = torch::randn({k, layout.total_numel});
+  const auto run = [&](const at::Tensor& params) {
+    const std::vector<at::Tensor> segments = gather_param_segments(params, layout);
+    at::Tensor sum = at::zeros({}, params.options());
+    for (std::size_t i = 0; i + 1 < segments.size(); ++i) {  // the last one unused
+      const LayerSegment& seg = layout.segments[i];
+      sum = sum +
+            (segments[i] *
+             probe.to(params.device()).narrow(1, seg.offset, seg.numel).view(segments[i].sizes()))
+                .sum();
+    }
+    sum.backward();
+    return segments;
+  };
+  const at::Tensor params = rows.clone().requires_grad_(true);
+  const std::vector<at::Tensor> segments = run(params);
+  ASSERT_EQ(segments.size(), layout.segments.size());
+  Context view{&layout, rows, nullptr, k, true};
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const LayerSegment& seg = layout.segments[i];
+    EXPECT_TRUE(at::equal(segments[i], view.param(ParamRef{i}))) << seg.name;
+    EXPECT_EQ(segments[i].stride(0) * k, segments[i].numel()) << seg.name;
+    if (segment_channels_last(seg)) {
+      EXPECT_TRUE(segments[i]
+                      .view({k * seg.shape[0], seg.shape[1], seg.shape[2], seg.shape[3]})
+                      .is_contiguous(at::MemoryFormat::ChannelsLast))
+          << seg.name;
+    }
+  }
+  const LayerSegment& last = layout.segments.back();
+  at::Tensor expected = probe.clone();
+  expected.narrow(1, last.offset, last.numel).zero_();
+  EXPECT_TRUE(at::equal(params.grad(), expected));
+  if (torch::cuda::is_available() && param_segments_gathered(rows.cuda())) {
+    const at::Tensor device = rows.cuda().requires_grad_(true);
+    const std::vector<at::Tensor> on_device = run(device);
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+      EXPECT_EQ(on_device[i].strides(), segments[i].strides());
+      EXPECT_TRUE(at::equal(on_device[i].cpu(), segments[i])) << "CUDA " << layout.segments[i].name;
+    }
+    EXPECT_TRUE(at::equal(device.grad().cpu(), expected)) << "CUDA gradients";
+    Context ctx{&layout, device, nullptr, k, true};
+    // Context::param gathers on CUDA: the convolution weight channels-last.
+    EXPECT_EQ(ctx.param(ParamRef{0}).strides(), segments[0].strides());
+    EXPECT_TRUE(at::equal(ctx.param(ParamRef{0}).cpu(), segments[0]));
   }
 }
 

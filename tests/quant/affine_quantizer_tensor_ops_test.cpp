@@ -259,22 +259,30 @@ TEST_F(QuantizerCuda, AnUnalignedViewMatchesTheCpuLoops) {
   }
 }
 
-// All segments of a [k, P] tensor in one kernel (more than one launch's 128 segments, some empty):
-// the CPU loops' floats.
-TEST_F(QuantizerCuda, SegmentsMatchTheCpuLoops) {
+// Many tensors in one kernel (more than one launch's 64, some empty, a channels-last weight): the
+// CPU loops' floats.
+TEST_F(QuantizerCuda, EachTensorMatchesTheCpuLoops) {
   torch::manual_seed(91);
-  std::vector<ColumnSegment> segments;
-  std::int64_t columns = 0;
-  for (int i = 0; i < 300; ++i) {
+  const std::int64_t k = 4;
+  std::vector<at::Tensor> tensors;
+  for (int i = 0; i < 150; ++i) {
     const std::int64_t numel = i % 17 == 0 ? 0 : (i * 37) % 700 + 1;
-    segments.push_back({columns, numel});
-    columns += numel;
+    tensors.push_back(torch::randn({k, numel}) * 2.0 + 0.3);
   }
-  const at::Tensor x = torch::randn({4, columns}) * 2.0 + 0.3;
+  tensors.push_back(torch::randn({k * 8, 3, 3, 3})
+                        .contiguous(at::MemoryFormat::ChannelsLast)
+                        .view({k, 8, 3, 3, 3}));
+  std::vector<at::Tensor> device;
+  for (const at::Tensor& t : tensors) device.push_back(t.cuda());
+  ASSERT_EQ(device.back().strides(), tensors.back().strides());
   for (const Request& r : kRequests) {
-    expect_identical(fake_quantize_segments_nearest(x, segments, r.bits, r.scheme),
-                     fake_quantize_segments_nearest(x.cuda(), segments, r.bits, r.scheme),
-                     "bits " + std::to_string(r.bits));
+    const auto cpu = fake_quantize_each_nearest(tensors, k, r.bits, r.scheme);
+    const auto gpu = fake_quantize_each_nearest(device, k, r.bits, r.scheme);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      EXPECT_EQ(gpu[i].strides(), cpu[i].strides());
+      expect_identical(cpu[i], gpu[i],
+                       "tensor " + std::to_string(i) + ", bits " + std::to_string(r.bits));
+    }
   }
 }
 

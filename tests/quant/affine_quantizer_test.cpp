@@ -352,38 +352,50 @@ TEST(Ranges, SampleMeanRangeUpdatingMovesTheRunningRange) {
   EXPECT_FALSE(at::equal(run_min, before_min));
 }
 
-// Segments of a [k, P] tensor fake-quantized at once: each the per-tensor fake-quantization of its
-// own columns, straight-through gradient; segments that do not tile the columns are refused.
-TEST(Segments, EachSegmentIsQuantizedWithItsOwnRange) {
+// Tensors fake-quantized at once (a model's parameters): each the per-tensor fake-quantization of
+// its own values, in its own strides (a channels-last convolution weight too), straight-through
+// gradients; tensors whose nodes' values are not dense blocks are refused.
+TEST(FakeQuantizeEach, EachTensorIsQuantizedWithItsOwnRange) {
   const std::int64_t k = 3;
   torch::manual_seed(11);
-  const std::vector<ColumnSegment> segments{{0, 7}, {7, 0}, {7, 30}, {37, 1}, {38, 12}};
-  const at::Tensor x = torch::randn({k, 50}) * torch::linspace(0.1, 5.0, 50);
-  for (const auto& [bits, scheme] : {std::pair{8, QuantScheme::kGemmlowp},
-                                     std::pair{4, QuantScheme::kReference}}) {
-    const at::Tensor all = fake_quantize_segments_nearest(x, segments, bits, scheme);
+  const at::Tensor weight = torch::randn({k, 4, 2, 3, 3})
+                                .reshape({k * 4, 2, 3, 3})
+                                .contiguous(at::MemoryFormat::ChannelsLast)
+                                .view({k, 4, 2, 3, 3});
+  const std::vector<at::Tensor> tensors{torch::randn({k, 7}) * 5.0, torch::randn({k}),
+                                        torch::randn({k, 0}), weight * 0.1};
+  ASSERT_FALSE(tensors[3].is_contiguous());
+  for (const auto& [bits, scheme] :
+       {std::pair{8, QuantScheme::kGemmlowp}, std::pair{4, QuantScheme::kReference}}) {
+    const std::vector<at::Tensor> each = fake_quantize_each_nearest(tensors, k, bits, scheme);
     QuantizeRequest request;
     request.bits = bits;
     request.scheme = scheme;
-    for (const ColumnSegment& s : segments) {
-      if (s.numel == 0) continue;
-      const at::Tensor columns = x.narrow(1, s.offset, s.numel).contiguous();
-      EXPECT_TRUE(at::equal(all.narrow(1, s.offset, s.numel),
-                            fake_quantize(columns, k, tensor_range(columns, k), request)))
-          << "segment at " << s.offset << ", " << bits << " bits";
+    ASSERT_EQ(each.size(), tensors.size());
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      EXPECT_EQ(each[i].strides(), tensors[i].strides()) << i;
+      if (tensors[i].numel() == 0) continue;
+      const at::Tensor flat = tensors[i].reshape({k, -1});
+      EXPECT_TRUE(at::equal(each[i].reshape({k, -1}),
+                            fake_quantize(flat, k, tensor_range(flat, k), request)))
+          << "tensor " << i << ", " << bits << " bits";
     }
   }
-  // Not the whole tensor's range: a segment of small values keeps its resolution.
-  const at::Tensor whole = fake_quantize(x, k, tensor_range(x, k), QuantizeRequest{});
-  EXPECT_FALSE(at::equal(fake_quantize_segments_nearest(x, segments, 8, QuantScheme::kGemmlowp),
-                         whole));
-  const at::Tensor leaf = x.clone().requires_grad_(true);
-  const at::Tensor probe = torch::randn({k, 50});
-  (fake_quantize_segments_ste(leaf, segments, 8, QuantScheme::kGemmlowp) * probe).sum().backward();
-  EXPECT_TRUE(at::equal(leaf.grad(), probe));
-  EXPECT_THROW(fake_quantize_segments_nearest(x, {{0, 7}, {8, 42}}, 8, QuantScheme::kGemmlowp),
-               std::exception);
-  EXPECT_THROW(fake_quantize_segments_nearest(x, {{0, 49}}, 8, QuantScheme::kGemmlowp),
+  // Each tensor its own range: the small-valued tensor keeps its resolution.
+  const at::Tensor joint = at::cat({tensors[0], tensors[3].reshape({k, -1})}, 1);
+  const at::Tensor joint_q = fake_quantize(joint, k, tensor_range(joint, k), QuantizeRequest{});
+  EXPECT_FALSE(at::equal(
+      fake_quantize_each_nearest(tensors, k, 8, QuantScheme::kGemmlowp)[3].reshape({k, -1}),
+      joint_q.narrow(1, 7, 72)));
+  std::vector<at::Tensor> leaves;
+  for (const at::Tensor& t : tensors) leaves.push_back(t.detach().clone().requires_grad_(true));
+  const std::vector<at::Tensor> out = fake_quantize_each_ste(leaves, k, 8, QuantScheme::kGemmlowp);
+  const at::Tensor probe = torch::randn({k, 7});
+  (out[0] * probe).sum().backward();  // the other outputs unused: no gradient for them
+  EXPECT_TRUE(at::equal(leaves[0].grad(), probe));
+  EXPECT_FALSE(leaves[1].grad().defined());
+  EXPECT_THROW(fake_quantize_each_nearest({torch::randn({k, 10}).narrow(1, 0, 5)}, k, 8,
+                                          QuantScheme::kGemmlowp),
                std::exception);
 }
 

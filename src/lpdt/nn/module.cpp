@@ -1,6 +1,7 @@
 #include "lpdt/nn/module.h"
 
 #include "lpdt/core/error.h"
+#include "lpdt/nn/param_segments.h"
 
 namespace lpdt::nn {
 
@@ -25,11 +26,17 @@ quant::SiteId Registry::add_quant_site(const std::string& name) {
 
 at::Tensor Context::param(ParamRef ref) const {
   const LayerSegment& seg = layout->segments.at(ref.index);
-  if (segment_cache.empty()) {
-    std::vector<std::int64_t> sizes;
-    sizes.reserve(layout->segments.size());
-    for (const LayerSegment& s : layout->segments) sizes.push_back(s.numel);
-    segment_cache = params.split_with_sizes(sizes, 1);
+  const std::uint32_t version = params._version();
+  if (segment_cache.empty() || segment_cache_version != version) {
+    segment_cache_version = version;
+    if (param_segments_gathered(params)) {
+      segment_cache = gather_param_segments(params, *layout);
+    } else {
+      std::vector<std::int64_t> sizes;
+      sizes.reserve(layout->segments.size());
+      for (const LayerSegment& s : layout->segments) sizes.push_back(s.numel);
+      segment_cache = params.split_with_sizes(sizes, 1);
+    }
   }
   std::vector<std::int64_t> shape{k};
   shape.insert(shape.end(), seg.shape.begin(), seg.shape.end());

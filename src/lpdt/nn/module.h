@@ -103,8 +103,11 @@ struct Context {
 
   // Filled on first use: params split once into its segments: one split's backward writes the whole
   // [k, P] gradient in one pass, where a narrow per parameter would materialise a zero-filled [k,
-  // P] gradient for each of them (86 for ResNet-20).
+  // P] gradient for each of them (86 for ResNet-20). On CUDA the segments are gathered into dense
+  // tensors instead (param_segments.h), convolution weights channels-last. Made again when params
+  // changed in place since (its version counter).
   mutable std::vector<at::Tensor> segment_cache = {};
+  mutable std::uint32_t segment_cache_version = 0;
   // Filled on the first quantized_param (nn/quantized_params.h): every parameter fake-quantized at
   // once (one kernel on CUDA, where one at a time took three or four small ones each), split like
   // segment_cache; refilled when params changed in place since (its version).

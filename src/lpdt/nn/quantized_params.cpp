@@ -20,20 +20,20 @@ const std::vector<at::Tensor>* quantized_segments(const Context& ctx,
     if (cache.bits != quant.bits || cache.scheme != quant.scheme) return nullptr;
     if (cache.params_version == version) return &cache.segments;
   }
-  std::vector<quant::ColumnSegment> columns;
-  std::vector<std::int64_t> sizes;
-  columns.reserve(ctx.layout->segments.size());
-  sizes.reserve(ctx.layout->segments.size());
-  for (const LayerSegment& s : ctx.layout->segments) {
-    columns.push_back({s.offset, s.numel});
-    sizes.push_back(s.numel);
+  // Each parameter's [k, shape...] tensor with its nodes' values in dense blocks: Context::param's
+  // own on CUDA (param_segments.h), a dense copy of its strided view of the rows elsewhere.
+  std::vector<at::Tensor> tensors;
+  tensors.reserve(ctx.layout->segments.size());
+  for (std::size_t i = 0; i < ctx.layout->segments.size(); ++i) {
+    const at::Tensor p = ctx.param(ParamRef{i});
+    const bool dense_nodes =
+        p.is_non_overlapping_and_dense() && (p.numel() == 0 || p.stride(0) * ctx.k == p.numel());
+    tensors.push_back(dense_nodes ? p : p.contiguous());
   }
-  const at::Tensor all =
-      quant::fake_quantize_segments_ste(ctx.params, columns, quant.bits, quant.scheme);
   cache.bits = quant.bits;
   cache.scheme = quant.scheme;
   cache.params_version = version;
-  cache.segments = all.split_with_sizes(sizes, 1);
+  cache.segments = quant::fake_quantize_each_ste(tensors, ctx.k, quant.bits, quant.scheme);
   return &cache.segments;
 }
 
@@ -43,10 +43,7 @@ at::Tensor quantized_param(const Context& ctx, ParamRef ref, const quant::QuantO
   const std::vector<at::Tensor>* segments =
       ctx.params.device().is_cpu() ? nullptr : quantized_segments(ctx, quant);
   if (segments == nullptr) return quantize_nearest(ctx.param(ref), ctx.k, quant);
-  const LayerSegment& seg = ctx.layout->segments.at(ref.index);
-  std::vector<std::int64_t> shape{ctx.k};
-  shape.insert(shape.end(), seg.shape.begin(), seg.shape.end());
-  return (*segments)[ref.index].view(shape);
+  return (*segments).at(ref.index);
 }
 
 quant::QuantizedTensor param_codes(const Context& ctx, ParamRef ref,

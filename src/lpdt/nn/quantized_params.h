@@ -9,10 +9,10 @@ namespace lpdt::nn {
 // normaliser scales: reference spec 7.2), straight-through gradient. -> [k, shape...] float32
 at::Tensor quantized_param(const Context& ctx, ParamRef ref, const quant::QuantOptions& quant);
 // Every parameter of ctx fake-quantized at once with quant's bits and scheme (one kernel on CUDA),
-// one [k, numel] tensor per layout segment with a straight-through gradient into ctx.params, the
-// same floats as quantized_param gives each; kept in ctx.quantized_params until params change
-// in place. Null when ctx holds them with other bits or scheme. quantized_param uses it for
-// parameters off the CPU.
+// one [k, shape...] tensor per layout segment in the layout of ctx.param's, with a straight-through
+// gradient, the same floats as quantized_param gives each one at a time; kept in
+// ctx.quantized_params until params change in place. Null when ctx holds them with other bits or
+// scheme. quantized_param uses it for parameters off the CPU.
 const std::vector<at::Tensor>* quantized_segments(const Context& ctx,
                                                   const quant::QuantOptions& quant);
 // Any node-leading [k, ...] tensor quantized the same way.

@@ -117,14 +117,13 @@ struct RangeEvoNormCudaFunction : torch::autograd::Function<RangeEvoNormCudaFunc
                                          v.data_ptr<float>(), qs.data_ptr<float>(),
                                          gamma.data_ptr<float>(), dx.data_ptr<float>(),
                                          partial.data_ptr<float>(), geo, current_stream());
-    const at::Tensor sums = partial.sum(1);  // [4, k*C]
-    // The group scale's gradient (straight through Q(s)) back to the range statistic:
-    // s = 1 / (R f + eps) -> dR = -ds s^2 f; R = mean_j (max_j - min_j).
-    const at::Tensor ds = partial[3].view({b, k, g, c / g}).sum(-1);  // [b, k, G]
-    const at::Tensor d_chunk = (-ds * s * s * factor / static_cast<double>(j)).contiguous();
+    const at::Tensor sums = partial.narrow(0, 0, 3).sum(1);  // [3, k*C]: dv, dgamma, dbeta
+    // The group scale's gradient (straight through Q(s)) back to the range statistic, in the
+    // statistic's kernel: s = 1 / (R f + eps) -> dR = -ds s^2 f; R = mean_j (max_j - min_j).
     cuda_kernels::range_statistic_backward(
         arg_max.data_ptr<std::int32_t>(), arg_min.data_ptr<std::int32_t>(),
-        d_chunk.data_ptr<float>(), dx.data_ptr<float>(), geo, current_stream());
+        partial[3].data_ptr<float>(), s.contiguous().data_ptr<float>(), dx.data_ptr<float>(), geo,
+        current_stream());
     return {dx, sums[0], sums[1], sums[2], at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };

@@ -444,33 +444,30 @@ NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
   return range;
 }
 
-at::Tensor fake_quantize_segments_nearest(const at::Tensor& x,
-                                          const std::vector<ColumnSegment>& segments, int bits,
-                                          QuantScheme scheme) {
-  RECORD_FUNCTION("lpdt::fake_quantize_segments_nearest", std::vector<c10::IValue>());
-  LPDT_CHECK(x.dim() == 2 && x.scalar_type() == at::kFloat,
-             "fake_quantize_segments_nearest: expected a [k, P] float32 tensor");
-  std::int64_t next = 0;
-  for (const ColumnSegment& segment : segments) {
-    LPDT_CHECK(segment.offset == next && segment.numel >= 0,
-               "fake_quantize_segments_nearest: segments must tile the columns in order");
-    next += segment.numel;
+std::vector<at::Tensor> fake_quantize_each_nearest(const std::vector<at::Tensor>& tensors,
+                                                   std::int64_t k, int bits, QuantScheme scheme) {
+  RECORD_FUNCTION("lpdt::fake_quantize_each_nearest", std::vector<c10::IValue>());
+  bool all_cuda = !tensors.empty();
+  for (const at::Tensor& t : tensors) {
+    LPDT_CHECK(t.scalar_type() == at::kFloat && t.dim() >= 1 && t.size(0) == k &&
+                   t.is_non_overlapping_and_dense() &&
+                   (t.numel() == 0 || t.stride(0) * k == t.numel()),
+               "fake_quantize_each_nearest: expected [k, ...] float32 tensors whose nodes' values "
+               "are dense blocks");
+    all_cuda = all_cuda && cuda::handles(t);
   }
-  LPDT_CHECK(next == x.size(1), "fake_quantize_segments_nearest: segments cover " +
-                                    std::to_string(next) + " of " + std::to_string(x.size(1)) +
-                                    " columns");
-  if (cuda::handles(x)) return cuda::fake_quantize_segments_nearest(x, segments, bits, scheme);
-  const std::int64_t k = x.size(0);
+  if (all_cuda) return cuda::fake_quantize_each_nearest(tensors, k, bits, scheme);
   QuantizeRequest request;
   request.bits = bits;
   request.scheme = scheme;
   request.rounding = Rounding::kNearest;
-  at::Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
-  for (const ColumnSegment& segment : segments) {
-    if (segment.numel == 0) continue;
-    const at::Tensor columns = x.narrow(1, segment.offset, segment.numel).contiguous();
-    out.narrow(1, segment.offset, segment.numel)
-        .copy_(fake_quantize(columns, k, tensor_range(columns, k), request));
+  std::vector<at::Tensor> out;
+  out.reserve(tensors.size());
+  for (const at::Tensor& t : tensors) {
+    out.push_back(at::empty_like(t));
+    if (t.numel() == 0) continue;
+    const at::Tensor flat = t.reshape({k, -1});
+    out.back().copy_(fake_quantize(flat, k, tensor_range(flat, k), request).view(t.sizes()));
   }
   return out;
 }

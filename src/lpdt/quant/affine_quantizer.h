@@ -42,19 +42,12 @@ NodeRange sample_mean_range_updating(const at::Tensor& x, std::int64_t k,
                                      const at::Tensor& running_min, const at::Tensor& running_max,
                                      double momentum);
 
-// Columns [offset, offset + numel) of every node's row of a [k, P] tensor.
-struct ColumnSegment {
-  std::int64_t offset = 0, numel = 0;
-};
-
-// x: [k, P] float32 whose columns the segments tile, in order, from 0 to P (a model's parameters).
-// Each node's segment fake-quantized alone, with its own min and max and round-to-nearest: for each
-// segment s, the values fake_quantize(s, k, tensor_range(s, k), {bits, scheme, nearest}) gives
-// the [k, numel] columns of s. On CUDA one pass over x (a kernel per 128 segments), where the
-// segments one at a time took a range, a fake-quantization and a copy each. -> [k, P] float32.
-at::Tensor fake_quantize_segments_nearest(const at::Tensor& x,
-                                          const std::vector<ColumnSegment>& segments, int bits,
-                                          QuantScheme scheme);
+// Each tensor ([k, ...] float32, each node's values one dense block: stride(0) = numel / k, in
+// any order within it, e.g. a convolution weight stored channels-last) fake-quantized alone with
+// each node's min and max and round-to-nearest: the values fake_quantize(t, k, tensor_range(t, k),
+// {bits, scheme, nearest}) gives, in t's strides. On CUDA one kernel for all of them (per 64).
+std::vector<at::Tensor> fake_quantize_each_nearest(const std::vector<at::Tensor>& tensors,
+                                                   std::int64_t k, int bits, QuantScheme scheme);
 
 struct QuantizeRequest {
   int bits = 8;

@@ -147,23 +147,32 @@ at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k) {
   return out;
 }
 
-at::Tensor fake_quantize_segments_nearest(const at::Tensor& x,
-                                          const std::vector<ColumnSegment>& segments, int bits,
-                                          QuantScheme scheme) {
-  RECORD_FUNCTION("lpdt::cuda::fake_quantize_segments_nearest", std::vector<c10::IValue>());
-  QuantizeRequest request;
-  request.bits = bits;
-  request.scheme = scheme;
-  check_input(x, request);
-  const c10::cuda::CUDAGuard device_guard(x.device());
-  const at::Tensor xc = x.contiguous();
-  at::Tensor out = at::empty_like(xc);
-  std::vector<cuda_kernels::ColumnSegment> table;
-  table.reserve(segments.size());
-  for (const ColumnSegment& s : segments) table.push_back({s.offset, s.numel});
-  cuda_kernels::fake_quantize_segments_nearest(
-      xc.data_ptr<float>(), out.data_ptr<float>(), xc.size(0), xc.size(1), table.data(),
-      static_cast<std::int64_t>(table.size()), bits, scheme, current_stream());
+// Runs the segments kernel on refs (all on device's current stream).
+void quantize_segment_refs(const std::vector<cuda_kernels::SegmentRef>& refs, std::int64_t k,
+                           int bits, QuantScheme scheme) {
+  LPDT_CHECK(bits >= 2 && bits <= 16, "quantize: bits must be in [2, 16]");
+  cuda_kernels::fake_quantize_segments_nearest(refs.data(), static_cast<std::int64_t>(refs.size()),
+                                               k, bits, scheme, current_stream());
+}
+
+std::vector<at::Tensor> fake_quantize_each_nearest(const std::vector<at::Tensor>& tensors,
+                                                   std::int64_t k, int bits, QuantScheme scheme) {
+  RECORD_FUNCTION("lpdt::cuda::fake_quantize_each_nearest", std::vector<c10::IValue>());
+  std::vector<at::Tensor> out;
+  std::vector<cuda_kernels::SegmentRef> refs;
+  out.reserve(tensors.size());
+  refs.reserve(tensors.size());
+  for (const at::Tensor& t : tensors) {
+    LPDT_CHECK(t.is_cuda() && t.scalar_type() == at::kFloat,
+               "CUDA quantizer: expected float32 CUDA tensors");
+    out.push_back(at::empty_like(t));  // t's strides (each node's values one dense block)
+    refs.push_back(
+        {t.data_ptr<float>(), out.back().data_ptr<float>(), t.numel() / k, t.numel() / k});
+  }
+  if (!tensors.empty()) {
+    const c10::cuda::CUDAGuard device_guard(tensors.front().device());
+    quantize_segment_refs(refs, k, bits, scheme);
+  }
   return out;
 }
 
@@ -195,8 +204,8 @@ QuantizedTensor quantize(const at::Tensor&, std::int64_t, const NodeRange&,
   not_built();
 }
 at::Tensor dequantize(const QuantizedTensor&, std::int64_t) { not_built(); }
-at::Tensor fake_quantize_segments_nearest(const at::Tensor&, const std::vector<ColumnSegment>&, int,
-                                          QuantScheme) {
+std::vector<at::Tensor> fake_quantize_each_nearest(const std::vector<at::Tensor>&, std::int64_t,
+                                                   int, QuantScheme) {
   not_built();
 }
 

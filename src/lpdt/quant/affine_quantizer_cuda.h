@@ -28,8 +28,7 @@ at::Tensor fake_quantize(const at::Tensor& x, std::int64_t k, const NodeRange& r
 QuantizedTensor quantize(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                          const QuantizeRequest& request);
 at::Tensor dequantize(const QuantizedTensor& q, std::int64_t k);
-at::Tensor fake_quantize_segments_nearest(const at::Tensor& x,
-                                          const std::vector<ColumnSegment>& segments, int bits,
-                                          QuantScheme scheme);
+std::vector<at::Tensor> fake_quantize_each_nearest(const std::vector<at::Tensor>& tensors,
+                                                   std::int64_t k, int bits, QuantScheme scheme);
 
 }  // namespace lpdt::quant::cuda

@@ -34,14 +34,18 @@ struct FakeQuantizeSte : torch::autograd::Function<FakeQuantizeSte> {
   }
 };
 
-struct FakeQuantizeSegmentsSte : torch::autograd::Function<FakeQuantizeSegmentsSte> {
-  static at::Tensor forward(AutogradContext*, const at::Tensor& x,
-                            const std::vector<ColumnSegment>& segments, int bits,
-                            QuantScheme scheme) {
-    return fake_quantize_segments_nearest(x.detach(), segments, bits, scheme);
+struct FakeQuantizeEachSte : torch::autograd::Function<FakeQuantizeEachSte> {
+  static variable_list forward(AutogradContext* ctx, at::TensorList tensors, std::int64_t k,
+                               int bits, QuantScheme scheme) {
+    ctx->set_materialize_grads(false);  // unused outputs pass no gradient, not zeros
+    std::vector<at::Tensor> detached;
+    detached.reserve(tensors.size());
+    for (const at::Tensor& t : tensors) detached.push_back(t.detach());
+    return fake_quantize_each_nearest(detached, k, bits, scheme);
   }
   static variable_list backward(AutogradContext*, variable_list grad) {
-    return {grad[0], at::Tensor(), at::Tensor(), at::Tensor()};
+    grad.insert(grad.end(), {at::Tensor(), at::Tensor(), at::Tensor()});  // k, bits, scheme
+    return grad;
   }
 };
 
@@ -110,10 +114,9 @@ at::Tensor fake_quantize_ste(const at::Tensor& x, std::int64_t k, const NodeRang
   return FakeQuantizeSte::apply(x, k, range.min, range.max, request);
 }
 
-at::Tensor fake_quantize_segments_ste(const at::Tensor& x,
-                                      const std::vector<ColumnSegment>& segments, int bits,
-                                      QuantScheme scheme) {
-  return FakeQuantizeSegmentsSte::apply(x, segments, bits, scheme);
+std::vector<at::Tensor> fake_quantize_each_ste(const std::vector<at::Tensor>& tensors,
+                                               std::int64_t k, int bits, QuantScheme scheme) {
+  return FakeQuantizeEachSte::apply(at::TensorList(tensors), k, bits, scheme);
 }
 
 at::Tensor quantize_gradient(const at::Tensor& x, std::int64_t k, const QuantizeRequest& request) {

@@ -2,6 +2,8 @@
 // Quantizers as autograd operations (simulated backend; reference spec 7.1-7.2).
 #include <ATen/ATen.h>
 
+#include <vector>
+
 #include "lpdt/quant/affine_quantizer.h"
 
 namespace lpdt::quant {
@@ -12,11 +14,10 @@ namespace lpdt::quant {
 at::Tensor fake_quantize_ste(const at::Tensor& x, std::int64_t k, const NodeRange& range,
                              const QuantizeRequest& request);
 
-// Forward: fake_quantize_segments_nearest (affine_quantizer.h: every segment of a [k, P] tensor
-// with its own range, round-to-nearest); backward: straight-through, as fake_quantize_ste.
-at::Tensor fake_quantize_segments_ste(const at::Tensor& x,
-                                      const std::vector<ColumnSegment>& segments, int bits,
-                                      QuantScheme scheme);
+// Forward: fake_quantize_each_nearest (affine_quantizer.h: each tensor with its own range,
+// round-to-nearest, in its own strides); backward: straight-through for each.
+std::vector<at::Tensor> fake_quantize_each_ste(const std::vector<at::Tensor>& tensors,
+                                               std::int64_t k, int bits, QuantScheme scheme);
 
 // Forward: identity. Backward: the incoming gradient fake-quantized with each node's per-tensor
 // [min, max] of that gradient, stochastic rounding (the reference's quantize_grad: what makes the

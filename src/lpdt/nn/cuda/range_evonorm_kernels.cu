@@ -218,19 +218,34 @@ __global__ void backward_kernel(const float* __restrict__ dy, RangeEvoNormInput 
   }
 }
 
-// Thread per (sample, node, group, chunk): its max and min element; a chunk's two positions can
-// be one element (a constant chunk), so the thread applies both in the CPU kernel's order.
+// Thread per (sample, node, group, chunk): the group scale's gradient ds (the sum of its
+// channels' shares), then through s = 1 / (R f + eps) and R = mean_j (max_j - min_j) to the
+// chunk's extremes: d = -ds s^2 f / chunks (in ATen's order of those products), added at the
+// chunk's max and taken at its min. A chunk's two positions can be one element (a constant
+// chunk), so the thread applies both in the CPU kernel's order.
 __global__ void statistic_backward_kernel(const std::int32_t* __restrict__ arg_max,
                                           const std::int32_t* __restrict__ arg_min,
-                                          const float* __restrict__ d_chunk, float* __restrict__ dx,
+                                          const float* __restrict__ channel_grad,
+                                          const float* __restrict__ scale, float* __restrict__ dx,
                                           RangeEvoNormGeometry geo) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x;
   const std::int64_t count = geo.samples * geo.nodes * geo.groups * geo.chunks;
   if (i >= count) return;
-  const std::int64_t item = i / (geo.groups * geo.chunks);  // sample * nodes + node
-  const std::int64_t n = item / geo.nodes, node = item % geo.nodes;
+  const std::int64_t item = i / geo.chunks;            // (sample, node, group)
+  const std::int64_t slice_index = item / geo.groups;  // sample * nodes + node
+  const std::int64_t group = item - slice_index * geo.groups;
+  const std::int64_t n = slice_index / geo.nodes, node = slice_index - n * geo.nodes;
+  const std::int64_t cg = geo.channels / geo.groups;
+  const float* shares = channel_grad + (n * geo.nodes + node) * geo.channels + group * cg;
+  float ds = 0.0f;
+  for (std::int64_t c = 0; c < cg; ++c) ds += shares[c];
+  const float s = scale[item];
+  float d = -ds;
+  d = d * s;
+  d = d * s;
+  d = d * geo.range_factor;
+  d = d / static_cast<float>(geo.chunks);
   float* slice = dx + n * geo.pixels * geo.nodes * geo.channels + node * geo.channels;
-  const float d = d_chunk[i / geo.chunks];
   slice[arg_max[i]] += d;
   slice[arg_min[i]] -= d;
 }
@@ -306,14 +321,14 @@ void range_evonorm_backward(const float* dy, const RangeEvoNormInput& x, const f
 }
 
 void range_statistic_backward(const std::int32_t* arg_max, const std::int32_t* arg_min,
-                              const float* d_chunk, float* dx, const RangeEvoNormGeometry& g,
-                              void* stream) {
+                              const float* channel_grad, const float* scale, float* dx,
+                              const RangeEvoNormGeometry& g, void* stream) {
   check_geometry(g);
   const std::int64_t count = g.samples * g.nodes * g.groups * g.chunks;
   if (count == 0) return;
   const auto blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
   statistic_backward_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      arg_max, arg_min, d_chunk, dx, g);
+      arg_max, arg_min, channel_grad, scale, dx, g);
   check_launch("statistic_backward");
 }
 

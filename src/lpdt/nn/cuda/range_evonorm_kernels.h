@@ -48,10 +48,12 @@ void range_evonorm_backward(const float* dy, const RangeEvoNormInput& x, const f
                             const float* qs, const float* gamma, float* dx, float* partial,
                             const RangeEvoNormGeometry& g, void* stream);
 
-// The range statistic's part of dx: dx[arg_max] += d_chunk, dx[arg_min] -= d_chunk for every
-// chunk of every group (d_chunk: [b, k, G]).
+// The range statistic's part of dx: for every chunk of every group, d = -ds * s * s * factor /
+// chunks with ds the group scale's gradient (the sum of its channels' shares in channel_grad:
+// [b, k*C], partial's fourth plane of range_evonorm_backward) and s its unquantized scale (scale:
+// [b, k, G]); dx[arg_max] += d, dx[arg_min] -= d.
 void range_statistic_backward(const std::int32_t* arg_max, const std::int32_t* arg_min,
-                              const float* d_chunk, float* dx, const RangeEvoNormGeometry& g,
-                              void* stream);
+                              const float* channel_grad, const float* scale, float* dx,
+                              const RangeEvoNormGeometry& g, void* stream);
 
 }  // namespace lpdt::nn::cuda_kernels

@@ -391,30 +391,28 @@ __global__ void dequantize_kernel(const std::uint8_t* __restrict__ codes, float*
                 });
 }
 
-constexpr int kSegmentsPerLaunch = 128;
+constexpr int kSegmentsPerLaunch = 64;
 struct SegmentTable {
-  std::int64_t offset[kSegmentsPerLaunch];
-  std::int64_t numel[kSegmentsPerLaunch];
+  SegmentRef segment[kSegmentsPerLaunch];
 };
 
 // Segment blockIdx.x of node blockIdx.y: its extremes, then its elements fake-quantized with them
 // (the second read mostly from L2).
-__global__ void segments_nearest_kernel(const float* __restrict__ x, float* __restrict__ out,
-                                        std::int64_t node_stride, SegmentTable table, int bits,
-                                        QuantScheme scheme) {
-  const std::int64_t base = blockIdx.y * node_stride + table.offset[blockIdx.x];
-  const std::int64_t numel = table.numel[blockIdx.x];
+__global__ void segments_nearest_kernel(SegmentTable table, int bits, QuantScheme scheme) {
+  const SegmentRef& s = table.segment[blockIdx.x];
+  const float* __restrict__ in = s.in + blockIdx.y * s.node_stride;
+  float* __restrict__ out = s.out + blockIdx.y * s.node_stride;
   float lo = INFINITY, hi = -INFINITY;
-  for (std::int64_t i = threadIdx.x; i < numel; i += kThreads) {
-    const float v = x[base + i];
+  for (std::int64_t i = threadIdx.x; i < s.numel; i += kThreads) {
+    const float v = in[i];
     lo = lower(v, lo);
     hi = higher(v, hi);
   }
   block_extremes(lo, hi);
   const AffineParams p = affine_params(lo, hi, bits, scheme);
   const float qmax = static_cast<float>((std::int64_t{1} << bits) - 1);
-  for (std::int64_t i = threadIdx.x; i < numel; i += kThreads) {
-    out[base + i] = p.dequantize(code_of(x[base + i], p, qmax, false, 0.0f));
+  for (std::int64_t i = threadIdx.x; i < s.numel; i += kThreads) {
+    out[i] = p.dequantize(code_of(in[i], p, qmax, false, 0.0f));
   }
 }
 
@@ -528,9 +526,8 @@ void dequantize(const std::uint8_t* codes, float* out, const Geometry& g, const 
   check_launch("dequantize");
 }
 
-void fake_quantize_segments_nearest(const float* x, float* out, std::int64_t nodes,
-                                    std::int64_t node_stride, const ColumnSegment* segments,
-                                    std::int64_t count, int bits, QuantScheme scheme,
+void fake_quantize_segments_nearest(const SegmentRef* segments, std::int64_t count,
+                                    std::int64_t nodes, int bits, QuantScheme scheme,
                                     void* stream) {
   if (nodes < 1 || nodes > 65535) {
     throw std::invalid_argument("CUDA quantizer: " + std::to_string(nodes) +
@@ -538,17 +535,14 @@ void fake_quantize_segments_nearest(const float* x, float* out, std::int64_t nod
   }
   for (std::int64_t first = 0; first < count; first += kSegmentsPerLaunch) {
     SegmentTable table{};
-    int used = 0;
+    unsigned used = 0;
     for (std::int64_t s = first; s < count && s < first + kSegmentsPerLaunch; ++s) {
-      if (segments[s].numel == 0) continue;
-      table.offset[used] = segments[s].offset;
-      table.numel[used] = segments[s].numel;
-      ++used;
+      if (segments[s].numel > 0) table.segment[used++] = segments[s];
     }
     if (used == 0) continue;
-    const dim3 grid(static_cast<unsigned>(used), static_cast<unsigned>(nodes));
-    segments_nearest_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        x, out, node_stride, table, bits, scheme);
+    const dim3 grid(used, static_cast<unsigned>(nodes));
+    segments_nearest_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(table, bits,
+                                                                                      scheme);
     check_launch("segments_nearest");
   }
 }

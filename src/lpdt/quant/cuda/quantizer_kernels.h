@@ -70,17 +70,19 @@ void quantize_codes(const float* x, std::uint8_t* codes, float* scale_out, float
 void dequantize(const std::uint8_t* codes, float* out, const Geometry& g, const float* scale,
                 const float* zero_point, void* stream);
 
-// Columns [offset, offset + numel) of each node's row of a [nodes, node_stride] tensor.
-struct ColumnSegment {
-  std::int64_t offset = 0, numel = 0;
+// One tensor segment of `nodes` nodes: node n's numel values at in + n * node_stride, its
+// fake-quantized values written at out + n * node_stride.
+struct SegmentRef {
+  const float* in = nullptr;
+  float* out = nullptr;
+  std::int64_t numel = 0, node_stride = 0;
 };
 
 // For every (node, segment): the segment's min and max, then its elements fake-quantized with
-// them and round-to-nearest, into the same positions of out (as node_ranges(kWholeTensor) and
-// fake_quantize of each segment alone give them). One block per (segment, node), launches of up
-// to 128 segments: all of a model's parameters in one launch or a few.
-void fake_quantize_segments_nearest(const float* x, float* out, std::int64_t nodes,
-                                    std::int64_t node_stride, const ColumnSegment* segments,
-                                    std::int64_t count, int bits, QuantScheme scheme, void* stream);
+// them and round-to-nearest (as node_ranges(kWholeTensor) and fake_quantize of each segment alone
+// give them). One block per (segment, node), launches of up to 64 segments: all of a model's
+// parameters in one launch or a few.
+void fake_quantize_segments_nearest(const SegmentRef* segments, std::int64_t count,
+                                    std::int64_t nodes, int bits, QuantScheme scheme, void* stream);
 
 }  // namespace lpdt::quant::cuda_kernels
