@@ -10,12 +10,13 @@
 
 #include "lpdt/core/cuda/launch_check.h"
 #include "lpdt/quant/affine_params.h"
+#include "lpdt/quant/cuda/line_walk.h"
 #include "lpdt/quant/cuda/quantizer_kernels.h"
 
 namespace lpdt::quant::cuda_kernels {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kQuantizerThreads;
 
 void check_launch(const char* kernel) {
   lpdt::cuda_kernels::check_launch(std::string("CUDA quantizer kernel ") + kernel);
@@ -116,73 +117,11 @@ __device__ void block_extremes(float& lo, float& hi) {
   }
 }
 
-// A node's elements as lines: every NodeView (node_view.h) has sample_stride = rows * row_stride,
-// so element (sample, row, col) of a node is at line * row_stride + col with line = sample * rows +
-// row, and its position in the node's order is line * cols + col. The element kernels walk lines
-// of "units" (an element, or a pair of neighbouring elements) with the thread's column fixed and
-// the line stepped, so that no thread divides by a run-time value inside its loop (two 32-bit
-// divisions per element took longer than the element's load: docs/benchmarks.md, GPU, item 12).
-template <typename Index>
-struct LineWalk {
-  Index row_stride;      // elements between consecutive lines
-  Index units;           // units per line
-  Index lines_per_pass;  // lines one block covers at a time: kThreads / units, or 1
-};
-
-template <typename Index>
-LineWalk<Index> line_walk(const Geometry& g, std::int64_t units) {
-  const std::int64_t per_pass = units >= 1 && units <= kThreads ? kThreads / units : 1;
-  return LineWalk<Index>{static_cast<Index>(g.row_stride), static_cast<Index>(units),
-                         static_cast<Index>(per_pass)};
-}
-
-// Calls visit(line, unit) for lines [begin, end) of block `block` of `blocks` (grid-stride over
-// passes of lines_per_pass lines), each unit of a line by one thread.
-template <typename Index, typename Visit>
-__device__ void for_each_unit(const LineWalk<Index>& w, Index begin, Index end, Index block,
-                              Index blocks, Visit&& visit) {
-  if (w.units <= kThreads) {
-    const Index lane_line = threadIdx.x / w.units;
-    if (lane_line >= w.lines_per_pass) return;
-    const Index unit = threadIdx.x - lane_line * w.units;
-    const Index step = blocks * w.lines_per_pass;
-#pragma unroll 4
-    for (Index line = begin + block * w.lines_per_pass + lane_line; line < end; line += step) {
-      visit(line, unit);
-    }
-  } else {
-    for (Index line = begin + block; line < end; line += blocks) {
-#pragma unroll 4
-      for (Index unit = threadIdx.x; unit < w.units; unit += kThreads) visit(line, unit);
-    }
-  }
-}
-
 // Counters of the range kernel's blocks finished per node, zero between launches (the last block
 // of a node resets its counter). One range computation at a time per device: lpdt runs all of a
 // step's kernels on one stream.
 constexpr int kMaxNodes = 65535;
 __device__ unsigned int finished_blocks[kMaxNodes];
-
-// How node_ranges splits a node: groups of lines (each sample, or the whole node), each group in
-// chunks of about kChunkElements elements, one block per (chunk, node).
-constexpr std::int64_t kChunkElements = 4096;
-struct Chunks {
-  std::int64_t groups, group_lines, per_group, chunk_lines;
-  std::int64_t segments() const { return groups * per_group; }
-};
-Chunks chunks_of(const Geometry& g, RangeKind kind) {
-  Chunks c{};
-  const bool per_sample = kind == RangeKind::kSampleMean;
-  c.groups = per_sample ? g.samples : 1;
-  c.group_lines = per_sample ? g.rows : g.samples * g.rows;
-  const std::int64_t group_elements = c.group_lines * g.cols;
-  c.per_group = std::clamp<std::int64_t>((group_elements + kChunkElements - 1) / kChunkElements, 1,
-                                         std::max<std::int64_t>(1, c.group_lines));
-  if (!per_sample) c.per_group = std::min<std::int64_t>(c.per_group, 1024);
-  c.chunk_lines = std::max<std::int64_t>(1, (c.group_lines + c.per_group - 1) / c.per_group);
-  return c;
-}
 
 template <typename Index>
 struct RangeArgs {
@@ -203,18 +142,15 @@ struct RangeArgs {
 template <typename Index>
 __global__ void node_ranges_kernel(const float* __restrict__ x, RangeArgs<Index> a) {
   const Index node = blockIdx.y, segment = blockIdx.x, segments = gridDim.x;
-  const Index group = segment / a.per_group, chunk = segment - group * a.per_group;
-  const Index group_begin = group * a.group_lines;
-  const Index begin = group_begin + chunk * a.chunk_lines;
-  const Index group_end = group_begin + a.group_lines;
-  const Index end = begin + a.chunk_lines < group_end ? begin + a.chunk_lines : group_end;
+  const LineRange<Index> lines = chunk_lines(segment, a.per_group, a.group_lines, a.chunk_lines);
   const float* node_x = x + node * a.node_stride;
   float lo = INFINITY, hi = -INFINITY;
-  for_each_unit(a.walk, begin, end, Index{0}, Index{1}, [&](Index line, Index col) {
-    const float v = node_x[line * a.walk.row_stride + col];
-    lo = lower(v, lo);
-    hi = higher(v, hi);
-  });
+  for_each_unit(a.walk, lines.begin, lines.end, Index{0}, Index{1}, static_cast<Index>(threadIdx.x),
+                [&](Index line, Index col) {
+                  const float v = node_x[line * a.walk.row_stride + col];
+                  lo = lower(v, lo);
+                  hi = higher(v, hi);
+                });
   block_extremes(lo, hi);
   float* mins = a.scratch + node * segments;
   float* maxs = a.scratch + (gridDim.y + node) * segments;
@@ -361,7 +297,7 @@ __global__ void quantize_pairs_kernel(const float* __restrict__ x, Out* __restri
       node_quantizer(blockIdx.y, range_min, range_max, request, scale_out, zero_point_out);
   const Index node_offset = static_cast<Index>(blockIdx.y) * node_stride;
   for_each_unit(w, Index{0}, lines, static_cast<Index>(blockIdx.x), static_cast<Index>(gridDim.x),
-                [&](Index line, Index unit) {
+                static_cast<Index>(threadIdx.x), [&](Index line, Index unit) {
                   const Index at = node_offset + line * w.row_stride + 2 * unit;
                   const float2 v = *reinterpret_cast<const float2*>(x + at);
                   const float2 d = pair_draws(q, request.stochastic, line * w.units + unit);
@@ -385,7 +321,7 @@ __global__ void dequantize_kernel(const std::uint8_t* __restrict__ codes, float*
   const float s = scale[blockIdx.y], z = zero_point[blockIdx.y];
   const Index node_offset = static_cast<Index>(blockIdx.y) * node_stride;
   for_each_unit(w, Index{0}, lines, static_cast<Index>(blockIdx.x), static_cast<Index>(gridDim.x),
-                [&](Index line, Index col) {
+                static_cast<Index>(threadIdx.x), [&](Index line, Index col) {
                   const Index at = node_offset + line * w.row_stride + col;
                   out[at] = (static_cast<float>(codes[at]) - z) * s;
                 });
