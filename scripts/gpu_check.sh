@@ -8,8 +8,8 @@
 # LPDT_GPU_BENCH=0 skips the benchmarks. LPDT_GPU_TRAIN=DIR also trains end to end (16-node
 # Fashion-MNIST LP-Choco, 10 epochs in 8 bits, then 3 float32 epochs with batches made on the GPU
 # and on the host; the files read from DIR; docs/benchmarks.md). LPDT_DEPS_PREFIX as for
-# build_cuda.sh. LPDT_GPU_PROFILE=1 also profiles one 8-bit step kernel by kernel under Nsight
-# Compute (scripts/gpu_kernel_profile.sh; needs ncu on the PATH).
+# build_cuda.sh. LPDT_GPU_PROFILE=1 also profiles one 8-bit and one float32 step kernel by kernel
+# under Nsight Compute (scripts/gpu_kernel_profile.sh; needs ncu on the PATH).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-check}
@@ -64,13 +64,19 @@ fi
 if [ "${LPDT_GPU_PROFILE:-0}" != 0 ]; then
   if ! command -v ncu >/dev/null; then
     note "profile: skipped, no ncu on the PATH"
-  elif scripts/gpu_kernel_profile.sh "$out/profile-int8" --model-precision int8 --nodes 16 \
-    >/dev/null 2>&1; then
-    note "== profile: scripts/gpu_kernel_profile.sh $out/profile-int8 --model-precision int8 --nodes 16"
-    head -25 "$out/profile-int8/summary.txt" >>"$summary"
   else
-    status=1
-    note "== profile: FAILED (see $out/profile-int8/bench.log)"
+    for precision in int8 fp32; do
+      dir="$out/profile-$precision"
+      if scripts/gpu_kernel_profile.sh "$dir" --model-precision "$precision" --nodes 16 \
+        >/dev/null 2>&1; then
+        note "== profile: scripts/gpu_kernel_profile.sh $dir --model-precision $precision --nodes 16"
+        head -25 "$dir/summary.txt" >>"$summary"
+        rm -f "$dir/kernels.csv"  # tens of MB; the summary and the sequence keep what it says
+      else
+        status=1
+        note "== profile $precision: FAILED (see $dir/bench.log)"
+      fi
+    done
   fi
 fi
 if [ -n "${LPDT_GPU_TRAIN:-}" ]; then
