@@ -1,11 +1,12 @@
-// The parameter segments' gather and scatter (param_segments_kernels.h): one block per (segment,
-// node), slots passed by value, up to 64 per launch.
+// The parameter segments' gather and scatter (param_segments_kernels.h): one block per (chunk of
+// kSegmentChunk elements, segment, node), slots passed by value, up to 64 per launch.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 #include <string>
 
 #include "lpdt/core/cuda/launch_check.h"
+#include "lpdt/nn/cuda/param_segment_place.h"
 #include "lpdt/nn/cuda/param_segments_kernels.h"
 
 namespace lpdt::nn::cuda_kernels {
@@ -18,31 +19,34 @@ struct SlotTable {
   SegmentSlot slot[kSlotsPerLaunch];
 };
 
-// Element j of a node's segment (its parameter's own order) -> its place in the segment tensor.
-__device__ std::int64_t place_of(const SegmentSlot& s, std::int64_t j) {
-  if (s.in_channels == 0) return j;
-  const std::int64_t per_out = static_cast<std::int64_t>(s.in_channels) * s.positions;
-  const std::int64_t out = j / per_out, rest = j - out * per_out;
-  const std::int64_t in = rest / s.positions, position = rest - in * s.positions;
-  return out * per_out + position * s.in_channels + in;
-}
-
+// Chunk blockIdx.x of slot blockIdx.y of node blockIdx.z (blocks past a slot's last chunk
+// return at once).
 __global__ void gather_kernel(const float* __restrict__ params, std::int64_t row_stride,
                               SlotTable table) {
-  const SegmentSlot& s = table.slot[blockIdx.x];
-  const std::int64_t node = blockIdx.y;
+  const SegmentSlot& s = table.slot[blockIdx.y];
+  const auto numel = static_cast<std::int32_t>(s.numel);
+  const std::int32_t begin = static_cast<std::int32_t>(blockIdx.x) * kSegmentChunk;
+  if (begin >= numel) return;
+  const std::int32_t end = numel - begin < kSegmentChunk ? numel : begin + kSegmentChunk;
+  const std::int64_t node = blockIdx.z;
   const float* row = params + node * row_stride + s.offset;
   float* tensor = s.tensor + node * s.numel;
-  for (std::int64_t j = threadIdx.x; j < s.numel; j += kThreads) tensor[place_of(s, j)] = row[j];
+  for (std::int32_t j = begin + static_cast<std::int32_t>(threadIdx.x); j < end; j += kThreads) {
+    tensor[place_in_segment(j, s.in_channels, s.positions)] = row[j];
+  }
 }
 
 __global__ void scatter_kernel(float* __restrict__ grad, std::int64_t row_stride, SlotTable table) {
-  const SegmentSlot& s = table.slot[blockIdx.x];
-  const std::int64_t node = blockIdx.y;
+  const SegmentSlot& s = table.slot[blockIdx.y];
+  const auto numel = static_cast<std::int32_t>(s.numel);
+  const std::int32_t begin = static_cast<std::int32_t>(blockIdx.x) * kSegmentChunk;
+  if (begin >= numel) return;
+  const std::int32_t end = numel - begin < kSegmentChunk ? numel : begin + kSegmentChunk;
+  const std::int64_t node = blockIdx.z;
   float* row = grad + node * row_stride + s.offset;
   const float* tensor = s.tensor == nullptr ? nullptr : s.tensor + node * s.numel;
-  for (std::int64_t j = threadIdx.x; j < s.numel; j += kThreads) {
-    row[j] = tensor == nullptr ? 0.0f : tensor[place_of(s, j)];
+  for (std::int32_t j = begin + static_cast<std::int32_t>(threadIdx.x); j < end; j += kThreads) {
+    row[j] = tensor == nullptr ? 0.0f : tensor[place_in_segment(j, s.in_channels, s.positions)];
   }
 }
 
@@ -56,11 +60,19 @@ void in_launches(std::int64_t nodes, const SegmentSlot* slots, std::int64_t coun
   for (std::int64_t first = 0; first < count; first += kSlotsPerLaunch) {
     SlotTable table{};
     unsigned used = 0;
+    std::int64_t longest = 0;
     for (std::int64_t i = first; i < count && i < first + kSlotsPerLaunch; ++i) {
+      if (slots[i].numel >= (std::int64_t{1} << 31)) {
+        throw std::invalid_argument(std::string("CUDA parameter segments (") + what +
+                                    "): a segment of " + std::to_string(slots[i].numel) +
+                                    " elements per node; expected under 2^31");
+      }
       if (slots[i].numel > 0) table.slot[used++] = slots[i];
+      longest = slots[i].numel > longest ? slots[i].numel : longest;
     }
     if (used == 0) continue;
-    launch(dim3(used, static_cast<unsigned>(nodes)), table);
+    const auto chunks = static_cast<unsigned>((longest + kSegmentChunk - 1) / kSegmentChunk);
+    launch(dim3(chunks, used, static_cast<unsigned>(nodes)), table);
     lpdt::cuda_kernels::check_launch(std::string("CUDA parameter segments kernel ") + what);
   }
 }
