@@ -166,7 +166,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EvoNormKernelCase,
                                            Case{5, 3, 4, 4, 5, 3}, Case{1, 3, 16, 16, 6, 5},
                                            Case{5, 1, 16, 16, 1, 1}, Case{5, 3, 6, 2, 9, 7},
                                            Case{1, 1, 32, 4, 11, 13}, Case{5, 3, 16, 2, 28, 28},
-                                           Case{5, 1, 1, 1, 4, 4}),
+                                           Case{5, 1, 1, 1, 4, 4},
+                                           // a 16-node ResNet-20 stage-1 layer, 2 samples: the
+                                           // CUDA kernels split its pixels in 16 parts
+                                           Case{2, 16, 16, 4, 32, 32}),
                          [](const auto& info) { return case_name(info.param); });
 
 TEST(EvoNormKernel, StridedInputAndBroadcastGradient) {

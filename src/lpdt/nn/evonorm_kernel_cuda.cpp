@@ -71,10 +71,12 @@ EvoNormForward evonorm_s0_forward_cuda(const at::Tensor& x_in, const at::Tensor&
   out.y = at::empty(x.sizes(), x.options().memory_format(format_of(x)));
   out.mean = at::empty({shape.samples, groups}, x.options());
   out.rstd = at::empty({shape.samples, groups}, x.options());
-  cuda_kernels::evonorm_s0_forward(x.data_ptr<float>(), strides_of(x), v.data_ptr<float>(),
-                                   gamma.data_ptr<float>(), beta.data_ptr<float>(),
-                                   out.y.data_ptr<float>(), out.mean.data_ptr<float>(),
-                                   out.rstd.data_ptr<float>(), shape, eps, current_stream());
+  const at::Tensor scratch =
+      at::empty({cuda_kernels::evonorm_s0_forward_scratch(shape)}, x.options().dtype(at::kDouble));
+  cuda_kernels::evonorm_s0_forward(
+      x.data_ptr<float>(), strides_of(x), v.data_ptr<float>(), gamma.data_ptr<float>(),
+      beta.data_ptr<float>(), out.y.data_ptr<float>(), out.mean.data_ptr<float>(),
+      out.rstd.data_ptr<float>(), scratch.data_ptr<double>(), shape, eps, current_stream());
   return out;
 }
 
@@ -104,12 +106,12 @@ EvoNormGradients evonorm_s0_backward_cuda(const at::Tensor& dy_in, const at::Ten
   out.dgamma = at::empty({shape.channels}, x.options());
   out.dbeta = at::empty({shape.channels}, x.options());
   const at::Tensor scratch =
-      at::empty({cuda_kernels::evonorm_s0_backward_scratch(shape)}, x.options());
+      at::empty({cuda_kernels::evonorm_s0_backward_scratch(shape)}, x.options().dtype(at::kDouble));
   cuda_kernels::evonorm_s0_backward(
       dy.data_ptr<float>(), strides_of(dy), x.data_ptr<float>(), strides_of(x), v.data_ptr<float>(),
       gamma.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
       out.dx.data_ptr<float>(), out.dv.data_ptr<float>(), out.dgamma.data_ptr<float>(),
-      out.dbeta.data_ptr<float>(), scratch.data_ptr<float>(), shape, current_stream());
+      out.dbeta.data_ptr<float>(), scratch.data_ptr<double>(), shape, current_stream());
   return out;
 }
 

@@ -1,5 +1,6 @@
-// EvoNorm-S0's CUDA kernels (evonorm_s0_kernels.h). One block per (sample, group); the equations
-// are those of nn/evonorm_kernel.h, statistics and sums accumulated in double.
+// EvoNorm-S0's CUDA kernels (evonorm_s0_kernels.h): NCHW tensors one block per (sample, group),
+// channels-last ones per (channel tile, sample, pixel part); the equations are those of
+// nn/evonorm_kernel.h, statistics and sums accumulated in double.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -7,6 +8,7 @@
 
 #include "lpdt/core/cuda/launch_check.h"
 #include "lpdt/nn/cuda/evonorm_s0_kernels.h"
+#include "lpdt/nn/cuda/pixel_parts.h"
 
 namespace lpdt::nn::cuda_kernels {
 namespace {
@@ -117,15 +119,28 @@ __global__ void forward_kernel(const float* __restrict__ x, Strides xs, const fl
   }
 }
 
+// Where the backward's partial sums go in its double scratch: per-channel sums of parameter
+// gradients at ((q * sample_parts + row) * channels + c), q = dv, dgamma, dbeta, row = n * parts +
+// part (row = n for the NCHW kernel); then dr per (row, group).
+struct BackwardScratch {
+  std::int64_t sample_parts, channels, groups;
+  __host__ __device__ std::int64_t parameter(int q, std::int64_t row, std::int64_t c) const {
+    return (q * sample_parts + row) * channels + c;
+  }
+  __host__ __device__ std::int64_t dr(std::int64_t row, std::int64_t group) const {
+    return 3 * sample_parts * channels + row * groups + group;
+  }
+};
+
 // Pass 1 sums dr over the group and each channel's parameter gradients over the block; pass 2
-// writes dx. Per-channel sums of this sample go to scratch[(q * samples + n) * channels + c],
-// q = dv, dgamma, dbeta.
+// writes dx. Per-channel sums of this sample go to scratch[layout.parameter(q, n, c)].
 __global__ void backward_kernel(const float* __restrict__ dy, Strides dys,
                                 const float* __restrict__ x, Strides xs,
                                 const float* __restrict__ v, const float* __restrict__ gamma,
                                 const float* __restrict__ mean_in,
                                 const float* __restrict__ rstd_in, float* __restrict__ dx,
-                                float* __restrict__ scratch, EvoNormShape shape) {
+                                double* __restrict__ scratch, EvoNormShape shape,
+                                BackwardScratch layout) {
   const std::int64_t group = blockIdx.x, n = blockIdx.y, groups = gridDim.x;
   const ThreadWalk walk(group, shape.channels_per_group);
   const std::int64_t cpg = shape.channels_per_group, count = cpg * shape.pixels;
@@ -145,7 +160,7 @@ __global__ void backward_kernel(const float* __restrict__ dy, Strides dys,
     for (int q = 0; q < 3; ++q) {
       double total = 0.0;
       for (std::int64_t t = threadIdx.x; t < kThreads; t += cpg) total += per_thread[q][t];
-      scratch[(q * shape.samples + n) * shape.channels + walk.channel] = static_cast<float>(total);
+      scratch[layout.parameter(q, n, walk.channel)] = total;
     }
   }
   const float coefficient = deviation_coefficient(dr, r, static_cast<double>(count));
@@ -184,83 +199,131 @@ struct TileWalk {
   }
 };
 
-__global__ void forward_tiled_kernel(const float* __restrict__ x, Strides xs,
-                                     const float* __restrict__ v, const float* __restrict__ gamma,
-                                     const float* __restrict__ beta, float* __restrict__ y,
-                                     float* __restrict__ mean_out, float* __restrict__ rstd_out,
-                                     EvoNormShape shape, double eps, int tile) {
-  const std::int64_t n = blockIdx.y, groups = shape.channels / shape.channels_per_group;
+// The tiled kernels split each (tile, sample)'s pixels over blockIdx.z (pixel_parts.h): a first
+// kernel writes each part's group sums, a second combines them in part order and makes the
+// outputs of its part. Partial sums: forward, partial[((n * parts + part) * groups + g) * 2 + i]
+// (i = sum, sum of squares); backward, dr at the end of the scratch (BackwardScratch).
+__global__ void forward_sums_tiled_kernel(const float* __restrict__ x, Strides xs,
+                                          EvoNormShape shape, int tile, PixelParts parts,
+                                          double* __restrict__ partial) {
+  const std::int64_t n = blockIdx.y, part = blockIdx.z;
+  const std::int64_t groups = shape.channels / shape.channels_per_group;
   const int cpg = static_cast<int>(shape.channels_per_group);
   const TileWalk walk(tile);
   double sum = 0.0, squares = 0.0;
-  for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
+  for (std::int64_t p = parts.begin(part) + walk.row; p < parts.end(part); p += walk.rows) {
     const double value = x[walk.offset(xs, n, p)];
     sum += value;
     squares += value * value;
   }
   __shared__ double sums[kThreads], square_sums[kThreads];
-  __shared__ float group_r[kThreads];
   sums[threadIdx.x] = sum;
   square_sums[threadIdx.x] = squares;
   __syncthreads();
   if (static_cast<int>(threadIdx.x) < tile / cpg) {
     const int local_group = threadIdx.x;
-    double mean = 0.0;
-    const float r = rstd_of(walk.group_sum(sums, local_group, cpg),
-                            walk.group_sum(square_sums, local_group, cpg),
-                            static_cast<double>(cpg * shape.pixels), eps, mean);
-    group_r[local_group] = r;
     const std::int64_t group = static_cast<std::int64_t>(blockIdx.x) * (tile / cpg) + local_group;
-    mean_out[n * groups + group] = static_cast<float>(mean);
-    rstd_out[n * groups + group] = r;
+    double* out = partial + ((n * parts.count + part) * groups + group) * 2;
+    out[0] = walk.group_sum(sums, local_group, cpg);
+    out[1] = walk.group_sum(square_sums, local_group, cpg);
+  }
+}
+
+__global__ void forward_output_tiled_kernel(
+    const float* __restrict__ x, Strides xs, const float* __restrict__ v,
+    const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ y,
+    float* __restrict__ mean_out, float* __restrict__ rstd_out, EvoNormShape shape, double eps,
+    int tile, PixelParts parts, const double* __restrict__ partial) {
+  const std::int64_t n = blockIdx.y, part = blockIdx.z;
+  const std::int64_t groups = shape.channels / shape.channels_per_group;
+  const int cpg = static_cast<int>(shape.channels_per_group);
+  const TileWalk walk(tile);
+  __shared__ float group_r[kThreads];
+  if (static_cast<int>(threadIdx.x) < tile / cpg) {
+    const int local_group = threadIdx.x;
+    const std::int64_t group = static_cast<std::int64_t>(blockIdx.x) * (tile / cpg) + local_group;
+    double sum = 0.0, squares = 0.0;
+    for (std::int64_t q = 0; q < parts.count; ++q) {
+      const double* in = partial + ((n * parts.count + q) * groups + group) * 2;
+      sum += in[0];
+      squares += in[1];
+    }
+    double mean = 0.0;
+    const float r = rstd_of(sum, squares, static_cast<double>(cpg * shape.pixels), eps, mean);
+    group_r[local_group] = r;
+    if (part == 0) {
+      mean_out[n * groups + group] = static_cast<float>(mean);
+      rstd_out[n * groups + group] = r;
+    }
   }
   __syncthreads();
   const float r = group_r[walk.column / cpg];
   const float vc = v[walk.channel], scale = r * gamma[walk.channel], shift = beta[walk.channel];
-  for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
+  for (std::int64_t p = parts.begin(part) + walk.row; p < parts.end(part); p += walk.rows) {
     const std::int64_t at = walk.offset(xs, n, p);
     y[at] = output_of(x[at], vc, scale, shift);
   }
 }
 
-__global__ void backward_tiled_kernel(const float* __restrict__ dy, Strides dys,
-                                      const float* __restrict__ x, Strides xs,
-                                      const float* __restrict__ v, const float* __restrict__ gamma,
-                                      const float* __restrict__ mean_in,
-                                      const float* __restrict__ rstd_in, float* __restrict__ dx,
-                                      float* __restrict__ scratch, EvoNormShape shape, int tile) {
-  const std::int64_t n = blockIdx.y, groups = shape.channels / shape.channels_per_group;
+__global__ void backward_sums_tiled_kernel(const float* __restrict__ dy, Strides dys,
+                                           const float* __restrict__ x, Strides xs,
+                                           const float* __restrict__ v,
+                                           const float* __restrict__ gamma,
+                                           const float* __restrict__ rstd_in,
+                                           double* __restrict__ scratch, EvoNormShape shape,
+                                           int tile, PixelParts parts, BackwardScratch layout) {
+  const std::int64_t n = blockIdx.y, part = blockIdx.z, row = n * parts.count + part;
+  const std::int64_t groups = layout.groups;
   const int cpg = static_cast<int>(shape.channels_per_group);
   const TileWalk walk(tile);
   const std::int64_t group = walk.channel / cpg;
-  const float mean = mean_in[n * groups + group], r = rstd_in[n * groups + group];
+  const float r = rstd_in[n * groups + group];
   const float vc = v[walk.channel], gc = gamma[walk.channel];
   BackwardSums sums;
-  for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
+  for (std::int64_t p = parts.begin(part) + walk.row; p < parts.end(part); p += walk.rows) {
     sums.add(x[walk.offset(xs, n, p)], dy[walk.offset(dys, n, p)], vc, gc, r);
   }
   __shared__ double per_thread[4][kThreads];
-  __shared__ double group_dr[kThreads];
   per_thread[0][threadIdx.x] = sums.dr;
   per_thread[1][threadIdx.x] = sums.dv;
   per_thread[2][threadIdx.x] = sums.dgamma;
   per_thread[3][threadIdx.x] = sums.dbeta;
   __syncthreads();
   if (static_cast<int>(threadIdx.x) < tile / cpg) {
-    group_dr[threadIdx.x] = walk.group_sum(per_thread[0], threadIdx.x, cpg);
+    const std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * (tile / cpg) + threadIdx.x;
+    scratch[layout.dr(row, g)] = walk.group_sum(per_thread[0], threadIdx.x, cpg);
   }
   if (walk.row == 0) {  // thread (column, 0): its channel's sums over the rows
     for (int q = 0; q < 3; ++q) {
       double total = 0.0;
-      for (int row = 0; row < walk.rows; ++row)
-        total += per_thread[q + 1][row * tile + walk.column];
-      scratch[(q * shape.samples + n) * shape.channels + walk.channel] = static_cast<float>(total);
+      for (int t = 0; t < walk.rows; ++t) total += per_thread[q + 1][t * tile + walk.column];
+      scratch[layout.parameter(q, row, walk.channel)] = total;
     }
+  }
+}
+
+__global__ void backward_input_tiled_kernel(
+    const float* __restrict__ dy, Strides dys, const float* __restrict__ x, Strides xs,
+    const float* __restrict__ v, const float* __restrict__ gamma, const float* __restrict__ mean_in,
+    const float* __restrict__ rstd_in, float* __restrict__ dx, const double* __restrict__ scratch,
+    EvoNormShape shape, int tile, PixelParts parts, BackwardScratch layout) {
+  const std::int64_t n = blockIdx.y, part = blockIdx.z, groups = layout.groups;
+  const int cpg = static_cast<int>(shape.channels_per_group);
+  const TileWalk walk(tile);
+  const std::int64_t group = walk.channel / cpg;
+  const float mean = mean_in[n * groups + group], r = rstd_in[n * groups + group];
+  const float vc = v[walk.channel], gc = gamma[walk.channel];
+  __shared__ double group_dr[kThreads];
+  if (static_cast<int>(threadIdx.x) < tile / cpg) {
+    const std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * (tile / cpg) + threadIdx.x;
+    double dr = 0.0;
+    for (std::int64_t q = 0; q < parts.count; ++q) dr += scratch[layout.dr(n * parts.count + q, g)];
+    group_dr[threadIdx.x] = dr;
   }
   __syncthreads();
   const float coefficient = deviation_coefficient(group_dr[walk.column / cpg], r,
                                                   static_cast<double>(cpg * shape.pixels));
-  for (std::int64_t p = walk.row; p < shape.pixels; p += walk.rows) {
+  for (std::int64_t p = parts.begin(part) + walk.row; p < parts.end(part); p += walk.rows) {
     const std::int64_t at = walk.offset(xs, n, p);
     dx[at] = input_gradient(x[at], dy[walk.offset(dys, n, p)], vc, gc, r, mean, coefficient);
   }
@@ -276,18 +339,29 @@ int tile_channels(const EvoNormShape& s) {
   return static_cast<int>(s.channels_per_group);
 }
 
-// Thread per (q, channel): the sum over samples in sample order.
-__global__ void sum_over_samples_kernel(const float* __restrict__ scratch, EvoNormShape shape,
+// Thread per (q, channel): the sum over the scratch's rows (samples, or samples x parts) in order.
+__global__ void sum_over_samples_kernel(const double* __restrict__ scratch, BackwardScratch layout,
                                         float* dv, float* dgamma, float* dbeta) {
   const std::int64_t item = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x;
-  if (item >= 3 * shape.channels) return;
-  const std::int64_t q = item / shape.channels, c = item % shape.channels;
+  if (item >= 3 * layout.channels) return;
+  const int q = static_cast<int>(item / layout.channels);
+  const std::int64_t c = item % layout.channels;
   double total = 0.0;
-  for (std::int64_t n = 0; n < shape.samples; ++n) {
-    total += scratch[(q * shape.samples + n) * shape.channels + c];
+  for (std::int64_t row = 0; row < layout.sample_parts; ++row) {
+    total += scratch[layout.parameter(q, row, c)];
   }
   float* out = q == 0 ? dv : (q == 1 ? dgamma : dbeta);
   out[c] = static_cast<float>(total);
+}
+
+// The pixel parts of a channels-last launch: tiles x samples blocks of kThreads / tile rows.
+PixelParts tiled_parts(const EvoNormShape& s, int tile) {
+  return pixel_parts((s.channels / tile) * s.samples, s.pixels, kThreads / tile);
+}
+
+dim3 tiled_grid(const EvoNormShape& s, int tile, const PixelParts& parts) {
+  return dim3(static_cast<unsigned>(s.channels / tile), static_cast<unsigned>(s.samples),
+              static_cast<unsigned>(parts.count));
 }
 
 }  // namespace
@@ -297,19 +371,27 @@ bool evonorm_s0_supports(std::int64_t channels_per_group) {
          kThreads % channels_per_group == 0;
 }
 
+std::int64_t evonorm_s0_forward_scratch(const EvoNormShape& shape) {
+  const PixelParts parts = tiled_parts(shape, tile_channels(shape));
+  return shape.samples * parts.count * (shape.channels / shape.channels_per_group) * 2;
+}
+
 void evonorm_s0_forward(const float* x, const Strides& xs, const float* v, const float* gamma,
-                        const float* beta, float* y, float* mean, float* rstd,
+                        const float* beta, float* y, float* mean, float* rstd, double* scratch,
                         const EvoNormShape& shape, double eps, void* stream) {
   check_shape(shape);
   if (shape.samples == 0 || shape.pixels == 0) return;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   if (xs.channel == 1) {
     const int tile = tile_channels(shape);
-    const dim3 grid(static_cast<unsigned>(shape.channels / tile),
-                    static_cast<unsigned>(shape.samples));
-    forward_tiled_kernel<<<grid, kThreads, 0, cuda_stream>>>(x, xs, v, gamma, beta, y, mean, rstd,
-                                                             shape, eps, tile);
-    check_launch("forward_tiled");
+    const PixelParts parts = tiled_parts(shape, tile);
+    const dim3 grid = tiled_grid(shape, tile, parts);
+    forward_sums_tiled_kernel<<<grid, kThreads, 0, cuda_stream>>>(x, xs, shape, tile, parts,
+                                                                  scratch);
+    check_launch("forward_sums_tiled");
+    forward_output_tiled_kernel<<<grid, kThreads, 0, cuda_stream>>>(
+        x, xs, v, gamma, beta, y, mean, rstd, shape, eps, tile, parts, scratch);
+    check_launch("forward_output_tiled");
     return;
   }
   const dim3 grid(static_cast<unsigned>(shape.channels / shape.channels_per_group),
@@ -320,34 +402,41 @@ void evonorm_s0_forward(const float* x, const Strides& xs, const float* v, const
 }
 
 std::int64_t evonorm_s0_backward_scratch(const EvoNormShape& shape) {
-  return 3 * shape.samples * shape.channels;
+  const PixelParts parts = tiled_parts(shape, tile_channels(shape));
+  const std::int64_t groups = shape.channels / shape.channels_per_group;
+  return shape.samples * parts.count * (3 * shape.channels + groups);
 }
 
 void evonorm_s0_backward(const float* dy, const Strides& dys, const float* x, const Strides& xs,
                          const float* v, const float* gamma, const float* mean, const float* rstd,
-                         float* dx, float* dv, float* dgamma, float* dbeta, float* scratch,
+                         float* dx, float* dv, float* dgamma, float* dbeta, double* scratch,
                          const EvoNormShape& shape, void* stream) {
   check_shape(shape);
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  const std::int64_t groups = shape.channels / shape.channels_per_group;
+  BackwardScratch layout{shape.samples, shape.channels, groups};
   if (shape.samples > 0 && shape.pixels > 0 && xs.channel == 1 && dys.channel == 1) {
     const int tile = tile_channels(shape);
-    const dim3 grid(static_cast<unsigned>(shape.channels / tile),
-                    static_cast<unsigned>(shape.samples));
-    backward_tiled_kernel<<<grid, kThreads, 0, cuda_stream>>>(dy, dys, x, xs, v, gamma, mean, rstd,
-                                                              dx, scratch, shape, tile);
-    check_launch("backward_tiled");
+    const PixelParts parts = tiled_parts(shape, tile);
+    const dim3 grid = tiled_grid(shape, tile, parts);
+    layout.sample_parts = shape.samples * parts.count;
+    backward_sums_tiled_kernel<<<grid, kThreads, 0, cuda_stream>>>(
+        dy, dys, x, xs, v, gamma, rstd, scratch, shape, tile, parts, layout);
+    check_launch("backward_sums_tiled");
+    backward_input_tiled_kernel<<<grid, kThreads, 0, cuda_stream>>>(
+        dy, dys, x, xs, v, gamma, mean, rstd, dx, scratch, shape, tile, parts, layout);
+    check_launch("backward_input_tiled");
   } else if (shape.samples > 0 && shape.pixels > 0) {
-    const dim3 grid(static_cast<unsigned>(shape.channels / shape.channels_per_group),
-                    static_cast<unsigned>(shape.samples));
+    const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(shape.samples));
     backward_kernel<<<grid, kThreads, 0, cuda_stream>>>(dy, dys, x, xs, v, gamma, mean, rstd, dx,
-                                                        scratch, shape);
+                                                        scratch, shape, layout);
     check_launch("backward");
   } else {
-    cudaMemsetAsync(scratch, 0, sizeof(float) * evonorm_s0_backward_scratch(shape), cuda_stream);
+    cudaMemsetAsync(scratch, 0, sizeof(double) * evonorm_s0_backward_scratch(shape), cuda_stream);
   }
   const auto items = static_cast<unsigned>((3 * shape.channels + kThreads - 1) / kThreads);
   const unsigned blocks = items > 0 ? items : 1;
-  sum_over_samples_kernel<<<blocks, kThreads, 0, cuda_stream>>>(scratch, shape, dv, dgamma, dbeta);
+  sum_over_samples_kernel<<<blocks, kThreads, 0, cuda_stream>>>(scratch, layout, dv, dgamma, dbeta);
   check_launch("sum_over_samples");
 }
 

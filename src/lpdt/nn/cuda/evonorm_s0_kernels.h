@@ -1,7 +1,8 @@
 #pragma once
 // EvoNorm-S0 (nn/evonorm_kernel.h gives the equations) as CUDA kernels: forward and backward each
-// read the activations of one (sample, group) in one thread block, which keeps them in its cache
-// between the statistics pass and the output pass. The ATen composite version runs about ten
+// take a statistics pass and an output pass over the activations; a channels-last tensor's blocks
+// each hold a tile of channels and a part of the pixels (pixel_parts.h), their partial sums
+// combined in a fixed order. The ATen composite version runs about ten
 // element-wise and reduction kernels over the whole activation forward and twenty backward, and
 // bound the float32 GPU step by memory traffic (docs/benchmarks.md, "GPU").
 //
@@ -25,13 +26,17 @@ struct EvoNormShape {
 // divide the block's thread count (256): 1, 2, 4, ..., 256.
 bool evonorm_s0_supports(std::int64_t channels_per_group);
 
+// Doubles of scratch space evonorm_s0_forward needs.
+std::int64_t evonorm_s0_forward_scratch(const EvoNormShape& shape);
+
 // x, y: strides xs (y is written with x's strides); v, gamma, beta: [channels] contiguous;
-// mean, rstd: [samples, channels / channels_per_group] contiguous, written.
+// mean, rstd: [samples, channels / channels_per_group] contiguous, written; scratch:
+// evonorm_s0_forward_scratch(shape) doubles.
 void evonorm_s0_forward(const float* x, const Strides& xs, const float* v, const float* gamma,
-                        const float* beta, float* y, float* mean, float* rstd,
+                        const float* beta, float* y, float* mean, float* rstd, double* scratch,
                         const EvoNormShape& shape, double eps, void* stream);
 
-// Floats of scratch space evonorm_s0_backward needs.
+// Doubles of scratch space evonorm_s0_backward needs.
 std::int64_t evonorm_s0_backward_scratch(const EvoNormShape& shape);
 
 // dy: strides dys; x: strides xs (dx is written with x's strides); mean, rstd: as the forward
@@ -39,7 +44,7 @@ std::int64_t evonorm_s0_backward_scratch(const EvoNormShape& shape);
 // double: the same for any launch configuration).
 void evonorm_s0_backward(const float* dy, const Strides& dys, const float* x, const Strides& xs,
                          const float* v, const float* gamma, const float* mean, const float* rstd,
-                         float* dx, float* dv, float* dgamma, float* dbeta, float* scratch,
+                         float* dx, float* dv, float* dgamma, float* dbeta, double* scratch,
                          const EvoNormShape& shape, void* stream);
 
 }  // namespace lpdt::nn::cuda_kernels
