@@ -9,6 +9,7 @@
 #include "lpdt/core/cuda/launch_check.h"
 #include "lpdt/nn/cuda/evonorm_s0_kernels.h"
 #include "lpdt/nn/cuda/pixel_parts.h"
+#include "lpdt/nn/cuda/walk_pixels.h"
 
 namespace lpdt::nn::cuda_kernels {
 namespace {
@@ -198,25 +199,6 @@ struct TileWalk {
     return total;
   }
 };
-
-// Calls visit(p) for p = first, first + step, ... < end, but loads four pixels' operands (load(p)
-// returns them) before visiting any: a thread with one load in flight left the tiled kernels
-// latency-bound (an H100 profile: 34% of DRAM bandwidth, 37% of issue slots). Visits in order,
-// so sums come out the same.
-template <typename Load, typename Visit>
-__device__ void walk_pixels(std::int64_t first, std::int64_t end, std::int64_t step, Load load,
-                            Visit visit) {
-  constexpr int kInFlight = 4;
-  std::int64_t p = first;
-  for (; p + (kInFlight - 1) * step < end; p += kInFlight * step) {
-    decltype(load(p)) operands[kInFlight];
-#pragma unroll
-    for (int u = 0; u < kInFlight; ++u) operands[u] = load(p + u * step);
-#pragma unroll
-    for (int u = 0; u < kInFlight; ++u) visit(p + u * step, operands[u]);
-  }
-  for (; p < end; p += step) visit(p, load(p));
-}
 
 struct Pair {
   float x, dy;

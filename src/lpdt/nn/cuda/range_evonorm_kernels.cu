@@ -9,6 +9,7 @@
 
 #include "lpdt/core/cuda/launch_check.h"
 #include "lpdt/nn/cuda/range_evonorm_kernels.h"
+#include "lpdt/nn/cuda/walk_pixels.h"
 
 namespace lpdt::nn::cuda_kernels {
 namespace {
@@ -153,15 +154,16 @@ __global__ void output_kernel(RangeEvoNormInput x, const float* __restrict__ v,
   const float v_c = v[kc], s_c = group_scale(qs, geo, n, kc), g_c = gamma[kc], b_c = beta[kc];
   const std::int64_t begin = blockIdx.z * part_pixels;
   const std::int64_t end = begin + part_pixels < geo.pixels ? begin + part_pixels : geo.pixels;
-#pragma unroll 4
-  for (std::int64_t p = begin + threadIdx.x / kTileChannels; p < end; p += kTileRows) {
-    const std::int64_t at = (n * geo.pixels + p) * kc_count + kc;
-    const float value = in[at];
-    float h = hard_sigmoid_argument(value, v_c);
-    h = h < 0.0f ? 0.0f : h;  // std::min(std::max(z, 0), 1) written out
-    h = 1.0f < h ? 1.0f : h;
-    out[at] = value * h * s_c * g_c + b_c;
-  }
+  const auto at_pixel = [&](std::int64_t p) { return (n * geo.pixels + p) * kc_count + kc; };
+  walk_pixels(
+      begin + threadIdx.x / kTileChannels, end, kTileRows,
+      [&](std::int64_t p) { return in[at_pixel(p)]; },
+      [&](std::int64_t p, float value) {
+        float h = hard_sigmoid_argument(value, v_c);
+        h = h < 0.0f ? 0.0f : h;  // std::min(std::max(z, 0), 1) written out
+        h = 1.0f < h ? 1.0f : h;
+        out[at_pixel(p)] = value * h * s_c * g_c + b_c;
+      });
 }
 
 // Block (channel tile of 32, sample): thread (tx, ty) takes channel tile * 32 + tx at pixels
@@ -184,20 +186,28 @@ __global__ void backward_kernel(const float* __restrict__ dy, RangeEvoNormInput 
     const float v_c = v[kc], gamma_s = g_c * s_c;
     const NodeInput<kCodes> in = node_input<kCodes>(x, kc / geo.channels);
     constexpr float kSixth = 1.0f / 6.0f;
-    for (std::int64_t p = row; p < geo.pixels; p += kTileRows) {
-      const std::int64_t at = (n * geo.pixels + p) * kc_count + kc;
-      const float value = in[at], d = dy[at];
-      const float z = hard_sigmoid_argument(value, v_c);
-      float h = z < 0.0f ? 0.0f : z;
-      h = 1.0f < h ? 1.0f : h;
-      const float inside = (z >= 0.0f && z <= 1.0f) ? 1.0f : 0.0f;
-      dbeta += d;
-      dy_n += d * (value * h);
-      const float dn = d * gamma_s;
-      const float dz = dn * value * inside * kSixth;
-      dx[at] = dn * h + dz * v_c;
-      dv += dz * value;
-    }
+    struct Operands {
+      float value, d;
+    };
+    const auto at_pixel = [&](std::int64_t p) { return (n * geo.pixels + p) * kc_count + kc; };
+    walk_pixels(
+        row, geo.pixels, kTileRows,
+        [&](std::int64_t p) {
+          return Operands{in[at_pixel(p)], dy[at_pixel(p)]};
+        },
+        [&](std::int64_t p, Operands e) {
+          const float value = e.value, d = e.d;
+          const float z = hard_sigmoid_argument(value, v_c);
+          float h = z < 0.0f ? 0.0f : z;
+          h = 1.0f < h ? 1.0f : h;
+          const float inside = (z >= 0.0f && z <= 1.0f) ? 1.0f : 0.0f;
+          dbeta += d;
+          dy_n += d * (value * h);
+          const float dn = d * gamma_s;
+          const float dz = dn * value * inside * kSixth;
+          dx[at_pixel(p)] = dn * h + dz * v_c;
+          dv += dz * value;
+        });
   }
   __shared__ float sums[3][kTileRows][kTileChannels];
   const int column = threadIdx.x % kTileChannels;
