@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <ATen/Parallel.h>
+
 #include "lpdt/core/cuda_step_graph.h"
+#include "lpdt/core/error.h"
 #include "lpdt/quant/affine_quantizer_cuda.h"
 
 namespace lpdt::models {
@@ -54,6 +57,61 @@ TEST(ComputeGradients, PassSizeAndConvAlgorithmDoNotChangeTheResult) {
     }
   }
   EXPECT_FALSE(x.requires_grad()) << "the caller's parameters must stay a plain tensor";
+}
+
+// Passes side by side on worker threads (run.pass_workers) compute what passes in turn compute on
+// one intra-op thread, bit for bit: every worker runs one thread, so every kernel takes the same
+// one-thread path. Float, 8-bit simulated (stochastic draws keyed per node) and the integer
+// backend; BatchNorm buffers too.
+TEST(ComputeGradients, PassesOnWorkersEqualPassesInTurnOnOneThread) {
+  const int threads_before = at::get_num_threads();
+  for (const std::string precision : {"fp32", "int8-simulated", "int8-integer"}) {
+    ModelOptions options = resnet_options(8, 12);
+    if (precision == "fp32") {
+      options.norm = "batchnorm";  // buffers updated by each pass
+    } else {
+      options.quant.precision = quant::Precision::kInt8;
+      options.quant.backend = precision == "int8-integer" ? quant::QuantBackend::kInteger
+                                                          : quant::QuantBackend::kSimulated;
+    }
+    const auto model = make_model(options);
+    const std::int64_t k = 5, b = 3;
+    torch::manual_seed(17);
+    const at::Tensor x = model->init_params(2).unsqueeze(0).repeat({k, 1}) +
+                         0.02 * torch::randn({k, model->num_params()});
+    const at::Tensor inputs = torch::randn({k, b, 1, 12, 12});
+    const at::Tensor targets = torch::randint(0, 10, {k, b}, torch::kLong);
+    const quant::DrawKey draws{7, 3, 0};
+
+    at::set_num_threads(1);
+    std::vector<at::Tensor> in_turn_buffers = model->init_buffers(k);
+    const GradientResult in_turn = compute_gradients(
+        *model, x, in_turn_buffers, inputs, targets, 1, nn::ConvAlgorithm::kGrouped, draws);
+    at::set_num_threads(2);
+    for (const int workers : {2, 3}) {
+      std::vector<at::Tensor> buffers = model->init_buffers(k);
+      const GradientResult side_by_side =
+          compute_gradients(*model, x, buffers, inputs, targets, 1, nn::ConvAlgorithm::kGrouped,
+                            draws, nullptr, workers);
+      EXPECT_TRUE(at::equal(side_by_side.grad, in_turn.grad)) << precision << " " << workers;
+      EXPECT_TRUE(at::equal(side_by_side.loss, in_turn.loss)) << precision << " " << workers;
+      ASSERT_EQ(buffers.size(), in_turn_buffers.size());
+      for (std::size_t j = 0; j < buffers.size(); ++j) {
+        EXPECT_TRUE(at::equal(buffers[j], in_turn_buffers[j])) << precision << " buffer " << j;
+      }
+    }
+  }
+  at::set_num_threads(threads_before);
+}
+
+TEST(ComputeGradients, PassWorkersRejectAnObserver) {
+  const auto model = make_model(resnet_options(8, 8));
+  const at::Tensor x = model->init_params(1).unsqueeze(0).repeat({2, 1});
+  std::vector<at::Tensor> buffers = model->init_buffers(2);
+  PassObserver observer;
+  EXPECT_ANY_THROW(compute_gradients(*model, x, buffers, torch::randn({2, 1, 1, 8, 8}),
+                                     torch::zeros({2, 1}, torch::kLong), 1,
+                                     nn::ConvAlgorithm::kGrouped, {}, &observer, 2));
 }
 
 // A PassObserver sees every pass, in order, before its forward and between its forward and its
@@ -350,6 +408,37 @@ TEST(AutomaticNodesPerPass, TracedModels) {
   lenet.height = lenet.width = 28;
   const at::Tensor small = torch::zeros({1, 32, 1, 28, 28});
   EXPECT_EQ(automatic_nodes_per_pass(*make_model(lenet), small, 64, false), kCpuNodesPerPass);
+}
+
+// run.pass_workers = 0: one worker per intra-op thread, at most one per pass, on the CPU; passes
+// in turn on a GPU, for one pass, and for a model with dropout (its draws come from LibTorch's
+// global generator in pass order). An explicit count is kept, or refused where it cannot hold.
+TEST(PassWorkers, AutomaticAndExplicitCounts) {
+  const auto resnet = make_model(resnet_options(8, 8));
+  EXPECT_EQ(automatic_pass_workers(*resnet, 8, /*on_gpu=*/false, 2), 2);
+  EXPECT_EQ(automatic_pass_workers(*resnet, 8, false, 4), 4);
+  EXPECT_EQ(automatic_pass_workers(*resnet, 3, false, 4), 3) << "at most one per pass";
+  EXPECT_EQ(automatic_pass_workers(*resnet, 1, false, 2), 1);
+  EXPECT_EQ(automatic_pass_workers(*resnet, 8, /*on_gpu=*/true, 2), 1);
+  EXPECT_EQ(automatic_pass_workers(*resnet, 8, false, 1), 1);
+  ModelOptions vgg = resnet_options(8, 32);
+  vgg.arch = "vgg11";
+  const auto vgg11 = make_model(vgg);
+  EXPECT_TRUE(vgg11->draws_from_global_generator());
+  EXPECT_FALSE(resnet->draws_from_global_generator());
+  EXPECT_EQ(automatic_pass_workers(*vgg11, 8, false, 2), 1);
+
+  EXPECT_EQ(resolve_pass_workers(0, *resnet, 8, false, 2), 2);
+  EXPECT_EQ(resolve_pass_workers(1, *resnet, 8, false, 2), 1);
+  EXPECT_EQ(resolve_pass_workers(3, *resnet, 8, false, 2), 3);
+  EXPECT_THROW(resolve_pass_workers(2, *resnet, 8, /*on_gpu=*/true, 2), ConfigError);
+  try {
+    resolve_pass_workers(2, *vgg11, 8, false, 2);
+    FAIL() << "dropout with workers must be refused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("run.pass_workers = 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dropout"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -55,6 +55,36 @@ INSTANTIATE_TEST_SUITE_P(
                       DirectCase{3, 8, 5, 1, 2, 3},     // 5x5
                       DirectCase{4, 5, 3, 1, 0, 4}));   // no padding
 
+// The convolution writes its [positions, Cout] sums and nothing past them, for geometries where
+// one of oneDNN 2.6's implementations writes past its destination (jit_1x1:avx512_core_amx_int8:
+// 12 pixels past for 1x1 convolutions of 64 input channels on 6x6 images, as ResNet-20's last
+// shortcut's input gradient on 12x12 inputs); such an implementation must never be taken. The
+// sums stay exact against the reference loops.
+TEST(Int8DirectConv, WritesNothingPastItsOutput) {
+  if (!int8_direct_conv_available()) GTEST_SKIP() << "needs oneDNN and AVX-512 VNNI";
+  struct Case {
+    std::int64_t batch, in_channels, out_channels, kernel, size;
+  };
+  torch::manual_seed(29);
+  for (const Case& c : {Case{2, 64, 32, 1, 6}, Case{3, 64, 16, 1, 6}, Case{1, 64, 64, 1, 6},
+                        Case{2, 64, 32, 3, 6}, Case{2, 32, 16, 1, 12}}) {
+    ConvGeometry g = test_geometry(c.batch, c.in_channels, c.out_channels, c.kernel, 1,
+                                   (c.kernel - 1) / 2);
+    g.height = g.width = c.size;
+    const auto [x, w, x_zero, w_zero] = test_conv_codes(g, c.in_channels, false);
+    const std::int64_t outputs = g.positions() * g.out_channels, guard = 1 << 14;
+    constexpr std::int32_t kGuardValue = 0x5A5A5A5A;
+    at::Tensor acc = at::full({outputs + guard}, kGuardValue, at::kInt);
+    int8_direct_conv_s32(x.data_ptr<std::uint8_t>(), c.in_channels, x_zero,
+                         w.data_ptr<std::int8_t>(), w_zero, g, acc.data_ptr<std::int32_t>());
+    EXPECT_TRUE(at::equal(acc.narrow(0, outputs, guard), at::full({guard}, kGuardValue, at::kInt)))
+        << c.in_channels << " -> " << c.out_channels << " channels, " << c.kernel << "x"
+        << c.kernel << " on " << c.size << "x" << c.size << ": written past the output";
+    EXPECT_TRUE(at::equal(acc.narrow(0, 0, outputs).view({g.positions(), g.out_channels}),
+                          reference_conv(x, c.in_channels, x_zero, w, w_zero, g)));
+  }
+}
+
 // The correction's window sums against the reference loops' sum over each window's pixels and
 // channels, on random codes: channel counts below, at and past the 16-byte pixel sums, strides 1
 // and 2, kernels 1 to 5, with and without padding, a node's slice of a wider tensor. Runs on any

@@ -53,6 +53,12 @@ void add_bench_command(CLI::App& app) {
                   "many as keep a pass's saved activations within 32 MiB, 1 to 16; all on a GPU)")
       ->check(at_least(0))
       ->capture_default_str();
+  cmd->add_option("--pass-workers", options->pass_workers,
+                  "CPU: the engine's passes side by side on this many worker threads of one "
+                  "intra-op thread each (0 = automatic, 1 = in turn on --threads threads; as "
+                  "run.pass_workers)")
+      ->check(integer_in(0, kMaxThreads))
+      ->capture_default_str();
   cmd->add_option("--device", options->device, "cpu | cuda")->capture_default_str();
   CLI::Option* model_precision_option =
       cmd->add_option("--model-precision", options->precision,
@@ -205,6 +211,7 @@ void add_bench_command(CLI::App& app) {
       p.warmup_steps = options->warmup_steps;
       p.threads = options->threads;
       p.nodes_per_pass = options->nodes_per_pass;
+      p.pass_workers = options->pass_workers;
       p.channels = options->channels;
       p.size = options->size;
       p.modes = *modes;

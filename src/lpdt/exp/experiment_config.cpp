@@ -79,6 +79,7 @@ void visit_fields(Experiment& c, Visitor&& v) {
   v("run.log_every", c.run.log_every);
   v("run.max_steps_per_epoch", c.run.max_steps_per_epoch);
   v("run.nodes_per_pass", c.run.nodes_per_pass);
+  v("run.pass_workers", c.run.pass_workers);
   v("run.cuda_graph", c.run.cuda_graph);
   v("run.receive_timeout_s", c.run.receive_timeout_s);
 
@@ -216,6 +217,14 @@ void add_keys(ConfigSchema& s) {
        "ResNet-20 1, LeNet-5 16; all nodes on a GPU). The result does not depend on it, up to the "
        "last bits of float sums on AVX2-only CPUs (docs/mpi.md).")
       .at_least(0);
+  s.add_int(
+       "run.pass_workers", d.run.pass_workers,
+       "CPU: worker threads that run the engine's passes side by side, each at one intra-op "
+       "thread; 1 = passes in turn on run.threads threads; 0 = automatic (one per intra-op "
+       "thread when a step has several passes; 1 on a GPU and for models with dropout). Results "
+       "equal those of passes in turn at one thread, bit for bit.")
+      .at_least(0)
+      .at_most(static_cast<double>(kMaxThreads));
   s.add_string(
        "run.cuda_graph", name_of(d.run.cuda_graph),
        "On a GPU, capture the training step (forward, backward, optimizer, gossip) as a "

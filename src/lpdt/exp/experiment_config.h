@@ -35,6 +35,7 @@ struct RunConfig {
   int log_every = 50;           // steps; 0 = per-epoch logs only
   int max_steps_per_epoch = 0;  // 0 = the full epoch
   int nodes_per_pass = 0;       // 0 = automatic (models::automatic_nodes_per_pass)
+  int pass_workers = 0;         // 0 = automatic (models::automatic_pass_workers)
   CudaGraph cuda_graph = CudaGraph::kAuto;
   double receive_timeout_s = 600;  // multi-process runs: the deadline of every wait for a peer
 

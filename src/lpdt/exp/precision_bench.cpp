@@ -78,7 +78,8 @@ std::vector<PrecisionResult> run_precision_bench(
     progress(line);
   }
   progress(
-      "nodes  pass  mode             ms/step    img/s  vs fp32  activations MiB/node  vs fp32");
+      "nodes  pass  workers  mode             ms/step    img/s  vs fp32  activations MiB/node  "
+      "vs fp32");
 
   std::vector<PrecisionResult> results;
   for (const std::int64_t n : options.nodes) {
@@ -103,6 +104,10 @@ std::vector<PrecisionResult> run_precision_bench(
                                                            : models::automatic_nodes_per_pass(
                                                                  *model, inputs.narrow(0, 0, 1), n,
                                                                  /*on_gpu=*/false);
+      // Passes side by side on one-thread workers (run.pass_workers), as the trainer resolves it.
+      const int workers = models::resolve_pass_workers(
+          options.pass_workers, *model, (n + pass - 1) / pass, /*on_gpu=*/false,
+          runtime.intra_op_threads);
       at::Tensor x = model->init_params(1).unsqueeze(0).repeat({n, 1});
       std::vector<at::Tensor> buffers = model->init_buffers(n);
       algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout());
@@ -118,10 +123,15 @@ std::vector<PrecisionResult> run_precision_bench(
       const auto run_step = [&](std::int64_t step) {
         // The trainer's CPU configuration: `pass` nodes per forward/backward pass, one grouped
         // kernel per layer for a pass's nodes.
+        // With workers, what a pass holds is measured in the first step, run in turn (passes side
+        // by side share the heap): a warm-up step unless --warmup is 0.
+        const bool observed = workers == 1 || step == 0;
         const at::Tensor grad =
             models::compute_gradients(*model, x, buffers, inputs, targets, pass,
-                                      nn::ConvAlgorithm::kGrouped, quant::DrawKey{1, step, 0},
-                                      &observer)
+                                      nn::ConvAlgorithm::kGrouped,
+                                      quant::DrawKey{1, step, 0},
+                                      observed ? &observer : nullptr,
+                                      observed ? 1 : workers)
                 .grad;
         torch::NoGradGuard no_grad;
         optimizer.step(x, grad, mixing, 0.01, step, ledger);
@@ -136,6 +146,7 @@ std::vector<PrecisionResult> run_precision_bench(
       PrecisionResult r;
       r.nodes = n;
       r.nodes_per_pass = pass;
+      r.pass_workers = workers;
       r.mode = mode;
       r.step_ms = median(times);
       r.images_per_s = static_cast<double>(n * options.batch_size) / (r.step_ms / 1000.0);
@@ -153,8 +164,8 @@ std::vector<PrecisionResult> run_precision_bench(
         }
         return std::string(text);
       };
-      std::snprintf(line, sizeof line, "%5lld  %4lld  %-15s  %7.1f  %7.0f  %s  %21.2f  %s",
-                    static_cast<long long>(n), static_cast<long long>(pass), mode.c_str(),
+      std::snprintf(line, sizeof line, "%5lld  %4lld  %7d  %-15s  %7.1f  %7.0f  %s  %21.2f  %s",
+                    static_cast<long long>(n), static_cast<long long>(pass), workers, mode.c_str(),
                     r.step_ms, r.images_per_s, ratio(r.speedup_vs_fp32).c_str(), r.activation_mib,
                     ratio(r.activation_ratio_vs_fp32).c_str());
       progress(line);
@@ -180,11 +191,13 @@ std::vector<PrecisionResult> run_precision_bench(
     j["batch_per_node"] = options.batch_size;
     j["options"] = image_bench_options(options);
     j["options"]["nodes_per_pass"] = options.nodes_per_pass;  // 0: automatic
+    j["options"]["pass_workers"] = options.pass_workers;  // 0: automatic
     j["options"]["modes"] = options.modes;
     j["options"]["profile_rows"] = options.profile_rows;
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},
                            {"nodes_per_pass", r.nodes_per_pass},
+                           {"pass_workers", r.pass_workers},
                            {"mode", r.mode},
                            {"step_ms", r.step_ms},
                            {"images_per_s", r.images_per_s},

@@ -24,6 +24,9 @@ struct PrecisionBenchOptions {
   int threads = 0;
   // Nodes per forward/backward pass; 0 = the trainer's automatic choice (run.nodes_per_pass = 0).
   std::int64_t nodes_per_pass = 0;
+  // Passes side by side on this many worker threads (run.pass_workers: 0 = automatic, 1 = in
+  // turn).
+  int pass_workers = 0;
   std::int64_t channels = 1;
   std::int64_t size = 28;
   std::vector<std::string> modes = {"fp32", "bf16", "int8-simulated", "int8-integer"};
@@ -36,6 +39,7 @@ struct PrecisionBenchOptions {
 struct PrecisionResult {
   std::int64_t nodes = 0;
   std::int64_t nodes_per_pass = 0;  // nodes in one forward/backward pass
+  int pass_workers = 1;             // passes side by side (1: in turn)
   std::string mode;
   double step_ms = 0;  // median over timed steps
   double images_per_s = 0;

@@ -74,6 +74,9 @@ std::vector<ScalingResult> run_scaling_bench(
     metrics::ByteLedger ledger = optimizer.make_ledger();
     const std::int64_t pass =
         models::automatic_nodes_per_pass(*model, inputs.narrow(0, 0, 1), n, /*on_gpu=*/false);
+    // The trainer's automatic choice (run.pass_workers = 0).
+    const int workers = models::automatic_pass_workers(*model, (n + pass - 1) / pass,
+                                                       /*on_gpu=*/false, runtime.intra_op_threads);
 
     std::vector<double> times;
     long faults_before = 0;
@@ -85,7 +88,8 @@ std::vector<ScalingResult> run_scaling_bench(
       }
       const auto start = Clock::now();
       const at::Tensor grad = models::compute_gradients(*model, x, buffers, inputs, targets, pass,
-                                                        nn::ConvAlgorithm::kGrouped)
+                                                        nn::ConvAlgorithm::kGrouped, {}, nullptr,
+                                                        workers)
                                   .grad;
       {
         torch::NoGradGuard no_grad;
@@ -97,6 +101,8 @@ std::vector<ScalingResult> run_scaling_bench(
     }
     ScalingResult r;
     r.nodes = n;
+    r.nodes_per_pass = pass;
+    r.pass_workers = workers;
     r.step_ms = median(times);
     r.ms_per_node_step = r.step_ms / static_cast<double>(n);
     r.images_per_s = static_cast<double>(n * options.batch_size) / (r.step_ms / 1000.0);
@@ -120,6 +126,8 @@ std::vector<ScalingResult> run_scaling_bench(
     j["options"] = image_bench_options(options);
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},
+                           {"nodes_per_pass", r.nodes_per_pass},
+                           {"pass_workers", r.pass_workers},
                            {"step_ms", r.step_ms},
                            {"ms_per_node_step", r.ms_per_node_step},
                            {"images_per_s", r.images_per_s},

@@ -26,7 +26,9 @@ struct ScalingBenchOptions {
 
 struct ScalingResult {
   std::int64_t nodes = 0;
-  double step_ms = 0;           // median
+  std::int64_t nodes_per_pass = 0;  // automatic (run.nodes_per_pass = 0)
+  int pass_workers = 1;             // automatic (run.pass_workers = 0)
+  double step_ms = 0;               // median
   double ms_per_node_step = 0;  // step_ms / nodes: flat when cost grows linearly
   double images_per_s = 0;
   double state_mib = 0;     // heap in use after the timed steps: parameters, buffers, data

@@ -83,7 +83,7 @@ std::vector<ThroughputResult> run_throughput_bench(
   progress(on_gpu ? "nodes  engine ms/step  img/s    per-node ms/step  img/s    speedup  "
                     "cuda-graph ms/step  img/s"
                   : "nodes  engine ms/step  img/s    per-node ms/step  img/s    speedup  "
-                    "other-pass ms/step  img/s  (engine pass / other pass, nodes)");
+                    "other-pass ms/step  img/s  (engine pass / other pass, nodes; workers)");
 
   std::vector<ThroughputResult> results;
   for (const std::int64_t n : options.nodes) {
@@ -101,8 +101,9 @@ std::vector<ThroughputResult> run_throughput_bench(
     // -1: n separate models (own parameter tensors and buffers), one after the other.
     // use_graph: the engine's step captured as a CUDA graph after the warm-up, then replayed.
     // profile: this mode's timed steps run inside the CUDA profiler's range.
+    // workers: the engine's passes side by side (run.pass_workers, resolved).
     auto measure = [&](std::int64_t nodes_per_pass, nn::ConvAlgorithm conv, bool use_graph,
-                       bool profile) {
+                       bool profile, int workers) {
       at::Tensor x = model->init_params(1).to(device).unsqueeze(0).repeat({n, 1});
       std::vector<at::Tensor> buffers = model->init_buffers(n);
       for (auto& b : buffers) b = b.to(device);
@@ -136,9 +137,9 @@ std::vector<ThroughputResult> run_throughput_bench(
         const auto start = Clock::now();
         at::Tensor grad;
         if (nodes_per_pass >= 0) {
-          grad =
-              models::compute_gradients(*model, x, buffers, inputs, targets, nodes_per_pass, conv)
-                  .grad;
+          grad = models::compute_gradients(*model, x, buffers, inputs, targets, nodes_per_pass,
+                                           conv, {}, nullptr, workers)
+                     .grad;
         } else {
           // The official code's shape of work: n separate models, one after the other.
           std::vector<at::Tensor> grads;
@@ -182,13 +183,20 @@ std::vector<ThroughputResult> run_throughput_bench(
         engine_pass == 1 ? std::min(n, models::kCpuNodesPerPass) : std::int64_t{1};
     r.engine_nodes_per_pass = engine_pass;
     r.third_nodes_per_pass = on_gpu ? engine_pass : other_pass;
-    r.batched_step_ms =
-        measure(engine_pass, nn::ConvAlgorithm::kGrouped, false, profiled == "engine");
-    r.per_node_step_ms = measure(-1, nn::ConvAlgorithm::kPerNode, false, false);
+    const auto workers_for = [&](std::int64_t pass) {
+      return models::resolve_pass_workers(options.pass_workers, *model, (n + pass - 1) / pass,
+                                          on_gpu, runtime.intra_op_threads);
+    };
+    r.engine_pass_workers = workers_for(engine_pass);
+    r.third_pass_workers = workers_for(r.third_nodes_per_pass);
+    r.batched_step_ms = measure(engine_pass, nn::ConvAlgorithm::kGrouped, false,
+                                profiled == "engine", r.engine_pass_workers);
+    r.per_node_step_ms = measure(-1, nn::ConvAlgorithm::kPerNode, false, false, 1);
     try {
-      r.third_step_ms =
-          on_gpu ? measure(engine_pass, nn::ConvAlgorithm::kGrouped, true, profiled == "cuda-graph")
-                 : measure(other_pass, nn::ConvAlgorithm::kGrouped, false, false);
+      r.third_step_ms = on_gpu ? measure(engine_pass, nn::ConvAlgorithm::kGrouped, true,
+                                         profiled == "cuda-graph", 1)
+                               : measure(other_pass, nn::ConvAlgorithm::kGrouped, false, false,
+                                         r.third_pass_workers);
     } catch (const c10::Error& e) {
       // A step that cannot be captured (stochastic-rounding draws keyed on the host's step
       // counter copy a host tensor per step): reported, the other modes still stand.
@@ -201,11 +209,12 @@ std::vector<ThroughputResult> run_throughput_bench(
     r.third_images_per_s = images / (r.third_step_ms / 1000.0);
     r.speedup = r.per_node_step_ms / r.batched_step_ms;
     std::snprintf(line, sizeof line,
-                  "%5lld  %15.1f  %7.0f  %16.1f  %7.0f  %6.2fx  %14.1f  %7.0f  (%lld / %lld)",
+                  "%5lld  %15.1f  %7.0f  %16.1f  %7.0f  %6.2fx  %14.1f  %7.0f  (%lld / %lld; %d / %d)",
                   static_cast<long long>(n), r.batched_step_ms, r.batched_images_per_s,
                   r.per_node_step_ms, r.per_node_images_per_s, r.speedup, r.third_step_ms,
                   r.third_images_per_s, static_cast<long long>(r.engine_nodes_per_pass),
-                  static_cast<long long>(r.third_nodes_per_pass));
+                  static_cast<long long>(r.third_nodes_per_pass), r.engine_pass_workers,
+                  r.third_pass_workers);
     progress(line);
     results.push_back(r);
   }
@@ -215,6 +224,7 @@ std::vector<ThroughputResult> run_throughput_bench(
     j["model"] = model->name();
     j["batch_per_node"] = options.batch_size;
     j["engine_nodes_per_pass"] = options.nodes_per_pass;  // 0: automatic
+    j["pass_workers"] = options.pass_workers;             // 0: automatic
     j["options"] = image_bench_options(options);
     j["device"] = options.device;
     j["precision"] = options.precision;
@@ -224,6 +234,8 @@ std::vector<ThroughputResult> run_throughput_bench(
       j["rows"].push_back({{"nodes", r.nodes},
                            {"engine_nodes_per_pass", r.engine_nodes_per_pass},
                            {"third_nodes_per_pass", r.third_nodes_per_pass},
+                           {"engine_pass_workers", r.engine_pass_workers},
+                           {"third_pass_workers", r.third_pass_workers},
                            {"batched_step_ms", r.batched_step_ms},
                            {"per_node_step_ms", r.per_node_step_ms},
                            {"batched_images_per_s", r.batched_images_per_s},

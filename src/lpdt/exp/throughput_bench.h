@@ -19,6 +19,8 @@ struct ThroughputBenchOptions {
   std::int64_t channels = 3;
   std::int64_t size = 32;
   std::int64_t nodes_per_pass = 0;  // the engine's pass size (0 = automatic, as run.nodes_per_pass)
+  // The engine's passes side by side on this many workers (run.pass_workers: 0 = automatic).
+  int pass_workers = 0;
   std::string device = "cpu";       // cpu | cuda
   std::string precision = "fp32";   // fp32 | bf16 | int8 (simulated backend: runs on any device)
   std::string norm = "evonorm";     // the model's normalisation (ModelOptions::norm)
@@ -41,6 +43,8 @@ struct ThroughputResult {
   // when that took one node, else one node). CUDA: the engine's step captured once as a CUDA
   // graph and replayed.
   std::int64_t third_nodes_per_pass = 0;
+  int engine_pass_workers = 1;  // passes side by side in the engine's mode (1: in turn)
+  int third_pass_workers = 1;   // the same in the third mode
   double third_step_ms = 0;
   double third_images_per_s = 0;
 };

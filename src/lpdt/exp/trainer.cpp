@@ -1000,6 +1000,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                                           at::zeros({1, config.data.batch_size, model_options.in_channels,
                                                      model_options.height, model_options.width}),
                                           k, on_gpu);
+  // Passes side by side on worker threads of one intra-op thread each (run.pass_workers).
+  const int pass_workers = models::resolve_pass_workers(
+      config.run.pass_workers, *model, (k + nodes_per_pass - 1) / nodes_per_pass, on_gpu,
+      runtime.intra_op_threads);
   const nn::ConvAlgorithm conv_algorithm = nn::ConvAlgorithm::kGrouped;
   const bool static_graph = topology->is_static();
   auto mixing_at = [&](std::int64_t r) {
@@ -1048,7 +1052,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     quant::DrawKey draws{config.run.seed, step_round, hosted.first};
     if (draw_step.defined()) draws.device_step = draw_step.data_ptr<std::int64_t>();
     const models::GradientResult gradients = models::compute_gradients(
-        *model, x, buffers, step_inputs, step_targets, nodes_per_pass, conv_algorithm, draws);
+        *model, x, buffers, step_inputs, step_targets, nodes_per_pass, conv_algorithm, draws,
+        nullptr, pass_workers);
     torch::NoGradGuard no_grad;
     optimizer.step(x, gradients.grad, step_mixing, step_lr, step_round, ledger);
     node_loss_sum.add_(gradients.loss.to(at::kDouble));
@@ -1490,6 +1495,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       // The vector level of the project's CPU kernels (core/cpu_dispatch.h).
       {"cpu_kernels", runtime.cpu_kernels},
       {"nodes_per_pass", nodes_per_pass},
+      {"pass_workers", pass_workers},
       {"conv_algorithm", "grouped"},
       // On a GPU: whether this build's fused CUDA kernels (quantizer, EvoNorm-S0, Range
       // EvoNorm) ran, or the device-generic tensor operations.

@@ -53,6 +53,10 @@ class Model {
   virtual std::string name() const = 0;
   // x: [k, b, C, H, W] float32 -> logits [k, b, num_classes] float32
   virtual at::Tensor forward(const nn::Context& ctx, const at::Tensor& x) const = 0;
+  // Whether a training forward draws from LibTorch's global generator (dropout). Passes side by
+  // side (run.pass_workers) would then draw in an order that varies from run to run, so such a
+  // model runs its passes in turn.
+  virtual bool draws_from_global_generator() const { return false; }
 
   const nn::Registry& registry() const { return registry_; }
   const LayerLayout& layout() const { return registry_.layout(); }

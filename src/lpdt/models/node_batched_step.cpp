@@ -5,6 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "lpdt/core/error.h"
+#include "lpdt/core/pass_workers.h"
 
 namespace lpdt::models {
 
@@ -12,13 +16,21 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  std::vector<at::Tensor>& buffers, const at::Tensor& inputs,
                                  const at::Tensor& targets, std::int64_t nodes_per_pass,
                                  nn::ConvAlgorithm conv_algorithm, const quant::DrawKey& draws,
-                                 const PassObserver* observer) {
+                                 const PassObserver* observer, int pass_workers) {
+  LPDT_CHECK(pass_workers >= 1, "compute_gradients: pass_workers must be >= 1, got " +
+                                    std::to_string(pass_workers));
+  LPDT_CHECK(pass_workers == 1 || (observer == nullptr && x.device().is_cpu()),
+             "compute_gradients: passes on worker threads are for CPU tensors and no observer");
   const std::int64_t k = x.size(0);
   const std::int64_t pass = nodes_per_pass <= 0 ? k : std::min(nodes_per_pass, k);
+  const std::int64_t passes = (k + pass - 1) / pass;
   GradientResult result;
   result.grad = at::empty_like(x);
   result.loss = at::empty({k}, x.options());
-  for (std::int64_t start = 0; start < k; start += pass) {
+  // Pass i: nodes [i * pass, i * pass + count). Passes touch disjoint rows of x's gradient, of the
+  // buffers and of the result, so they may run in any order or side by side.
+  const auto run_pass = [&](std::int64_t i) {
+    const std::int64_t start = i * pass;
     const std::int64_t count = std::min(pass, k - start);
     // A leaf per pass: its gradient is written straight into the rows of the result.
     at::Tensor xs = x.narrow(0, start, count).detach().requires_grad_(true);
@@ -41,6 +53,11 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
     node_losses.sum().backward();
     result.grad.narrow(0, start, count).copy_(xs.grad());
     result.loss.narrow(0, start, count).copy_(node_losses.detach());
+  };
+  if (pass_workers > 1 && passes > 1) {
+    lpdt::pass_workers(pass_workers).run(passes, run_pass);
+  } else {
+    for (std::int64_t i = 0; i < passes; ++i) run_pass(i);
   }
   return result;
 }
@@ -81,6 +98,30 @@ std::int64_t automatic_nodes_per_pass(const Model& model, const at::Tensor& one_
   if (on_gpu) return k;
   return automatic_nodes_per_pass(
       k, on_gpu, saved_activation_bytes(trace_forward(model, one_node_inputs)));
+}
+
+int automatic_pass_workers(const Model& model, std::int64_t passes, bool on_gpu,
+                           int intra_op_threads) {
+  if (on_gpu || passes <= 1 || model.draws_from_global_generator()) return 1;
+  return static_cast<int>(std::clamp<std::int64_t>(intra_op_threads, 1, passes));
+}
+
+int resolve_pass_workers(int requested, const Model& model, std::int64_t passes, bool on_gpu,
+                         int intra_op_threads) {
+  if (requested <= 0) return automatic_pass_workers(model, passes, on_gpu, intra_op_threads);
+  if (requested == 1) return 1;
+  const std::string value = "run.pass_workers = " + std::to_string(requested);
+  if (on_gpu) {
+    throw ConfigError(value + ": worker threads run passes on the CPU; a GPU run takes its "
+                              "nodes in one pass. Set 0 (automatic) or 1.");
+  }
+  if (model.draws_from_global_generator()) {
+    throw ConfigError(value + ": model '" + model.name() +
+                      "' uses dropout, drawn from LibTorch's global generator, which passes side "
+                      "by side would draw in an order that varies from run to run. Set 0 "
+                      "(automatic) or 1.");
+  }
+  return requested;
 }
 
 }  // namespace lpdt::models

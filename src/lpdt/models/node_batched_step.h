@@ -30,13 +30,17 @@ struct PassObserver {
 // x: [k, P] float32 parameters; buffers: each [k, ...], updated in place (BatchNorm);
 // inputs: [k, b, C, H, W] float32; targets: [k, b] int64. draws: the stochastic-rounding draws of
 // this step (8-bit models), draws.first_node the global id of row 0 of x. observer: see
-// PassObserver (null: none).
+// PassObserver (null: none; only with pass_workers = 1, since passes side by side share the heap).
+// pass_workers: 1 runs the passes in turn on the calling thread with its intra-op threads; more
+// runs that many passes side by side on worker threads of one intra-op thread each
+// (core/pass_workers.h), CPU tensors only. The result does not depend on it beyond the last bits
+// of float sums (oneDNN splits a convolution's sums by thread count; tested).
 GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  std::vector<at::Tensor>& buffers, const at::Tensor& inputs,
                                  const at::Tensor& targets, std::int64_t nodes_per_pass,
                                  nn::ConvAlgorithm conv_algorithm,
                                  const quant::DrawKey& draws = {},
-                                 const PassObserver* observer = nullptr);
+                                 const PassObserver* observer = nullptr, int pass_workers = 1);
 
 // One node's forward pass on `inputs` ([1, b, ...], as the model takes them), traced
 // (nn/tracing_layer.h): the layers it ran with their shapes. Without gradients, on fresh buffers:
@@ -61,5 +65,18 @@ std::int64_t automatic_nodes_per_pass(std::int64_t k, bool on_gpu,
 // The same for `model`, traced on one node's inputs ([1, b, ...]) when on the CPU.
 std::int64_t automatic_nodes_per_pass(const Model& model, const at::Tensor& one_node_inputs,
                                       std::int64_t k, bool on_gpu);
+
+// The worker threads of run.pass_workers = 0 (automatic): on the CPU, one per intra-op thread,
+// at most one per pass; 1 (passes in turn) on a GPU, for a single pass, and for a model that
+// draws from LibTorch's global generator (Model::draws_from_global_generator). Measured on a
+// 2-core AVX-512 CPU, ResNet-20 at 8 nodes, steps alternating in one process: 2 workers of one
+// thread 1.14-1.20x faster than passes in turn on 2 threads, float32 and the integer backend
+// alike (docs/benchmarks.md, training throughput item 12).
+int automatic_pass_workers(const Model& model, std::int64_t passes, bool on_gpu,
+                           int intra_op_threads);
+// run.pass_workers as given (0 = automatic) -> the count compute_gradients takes. ConfigError for
+// more than one worker on a GPU or for a model that draws from the global generator.
+int resolve_pass_workers(int requested, const Model& model, std::int64_t passes, bool on_gpu,
+                         int intra_op_threads);
 
 }  // namespace lpdt::models

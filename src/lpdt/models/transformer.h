@@ -37,6 +37,9 @@ class TransformerClassifier : public Model {
   at::Tensor forward(const nn::Context& ctx, const at::Tensor& tokens) const override;
 
   const TransformerOptions& options() const { return options_; }
+  bool draws_from_global_generator() const override {
+    return options_.dropout > 0 || options_.attention_dropout > 0;
+  }
 
  private:
   struct Block {

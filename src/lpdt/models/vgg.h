@@ -16,6 +16,7 @@ class Vgg11 : public Model {
   explicit Vgg11(const ModelOptions& options);
   std::string name() const override { return name_; }
   at::Tensor forward(const nn::Context& ctx, const at::Tensor& x) const override;
+  bool draws_from_global_generator() const override { return true; }  // Dropout(0.5)
 
  private:
   struct Stage {
