@@ -77,6 +77,13 @@ expect 2 "expected fp32, bf16 or int8" -- "$lpdt" bench --model-precision fp16
 expect 0 "aten::convolution_backward" -- "$lpdt" bench --precision --modes fp32 --nodes 1 \
   --depth 8 --channels 1 --size 8 --batch 4 --steps 1 --warmup 0 --threads 1 --profile 500
 expect 2 "add --precision" -- "$lpdt" bench --profile 5
+# Passes side by side: a list of worker counts alternates steps in --precision (a row each, the
+# count as resolved: at most one per pass), one value elsewhere.
+expect 0 "  4     1        2  fp32" -- "$lpdt" bench --precision --modes fp32 --nodes 4 \
+  --nodes-per-pass 1 --depth 8 --channels 1 --size 8 --batch 2 --steps 1 --warmup 1 --threads 2 \
+  --pass-workers 1,2
+expect 2 "expected one value" -- "$lpdt" bench --nodes 2 --pass-workers 1,2
+expect 2 "pass-workers" -- "$lpdt" bench --precision --pass-workers 2000
 # One benchmark per call, and a benchmark's options only with it: neither is silently skipped.
 expect 2 "\-\-precision excludes \-\-wire" -- "$lpdt" bench --precision --wire
 expect 2 "\-\-scaling excludes \-\-conv-forms" -- "$lpdt" bench --scaling --conv-forms

@@ -431,6 +431,7 @@ TEST(PassWorkers, AutomaticAndExplicitCounts) {
   EXPECT_EQ(resolve_pass_workers(0, *resnet, 8, false, 2), 2);
   EXPECT_EQ(resolve_pass_workers(1, *resnet, 8, false, 2), 1);
   EXPECT_EQ(resolve_pass_workers(3, *resnet, 8, false, 2), 3);
+  EXPECT_EQ(resolve_pass_workers(3, *resnet, 2, false, 2), 2) << "at most one per pass";
   EXPECT_THROW(resolve_pass_workers(2, *resnet, 8, /*on_gpu=*/true, 2), ConfigError);
   try {
     resolve_pass_workers(2, *vgg11, 8, false, 2);

@@ -53,10 +53,13 @@ void add_bench_command(CLI::App& app) {
                   "many as keep a pass's saved activations within 32 MiB, 1 to 16; all on a GPU)")
       ->check(at_least(0))
       ->capture_default_str();
-  cmd->add_option("--pass-workers", options->pass_workers,
+  auto pass_workers = std::make_shared<std::vector<int>>(std::vector<int>{0});
+  cmd->add_option("--pass-workers", *pass_workers,
                   "CPU: the engine's passes side by side on this many worker threads of one "
                   "intra-op thread each (0 = automatic, 1 = in turn on --threads threads; as "
-                  "run.pass_workers)")
+                  "run.pass_workers). With --precision a list, e.g. 1,2: a row each, their "
+                  "steps alternating in one process")
+      ->delimiter(',')
       ->check(integer_in(0, kMaxThreads))
       ->capture_default_str();
   cmd->add_option("--device", options->device, "cpu | cuda")->capture_default_str();
@@ -139,12 +142,17 @@ void add_bench_command(CLI::App& app) {
   compressors_option->needs(wire_flag);
   values_option->needs(wire_flag);
   cmd->callback([options, nodes_option, precision, modes, profile_rows, scaling, wire, wire_options,
-                 conv_forms]() {
+                 conv_forms, pass_workers]() {
     const auto print = [](const std::string& line) { std::cout << line << std::endl; };
     exp::check_bench_json_path(options->json_path, "bench");
     if (*profile_rows > 0 && !*precision) {
       throw ConfigError("bench --profile: profiles the steps of --precision; add --precision");
     }
+    if (pass_workers->empty() || (pass_workers->size() != 1 && !*precision)) {
+      throw ConfigError("bench --pass-workers: expected one value (a list alternates steps in "
+                        "--precision only)");
+    }
+    options->pass_workers = pass_workers->front();
     if (options->arch == "transformer" || options->arch == "distilbert") {
       throw ConfigError("bench --arch " + options->arch +
                         ": bench feeds images [nodes, batch, channels, size, size]; expected an "
@@ -211,7 +219,7 @@ void add_bench_command(CLI::App& app) {
       p.warmup_steps = options->warmup_steps;
       p.threads = options->threads;
       p.nodes_per_pass = options->nodes_per_pass;
-      p.pass_workers = options->pass_workers;
+      p.pass_workers = *pass_workers;
       p.channels = options->channels;
       p.size = options->size;
       p.modes = *modes;

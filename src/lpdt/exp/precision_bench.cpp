@@ -90,7 +90,8 @@ std::vector<PrecisionResult> run_precision_bench(
     const auto topology =
         graph::make_topology(graph::TopologyOptions().name("directed-ring").num_nodes(n));
     const at::Tensor mixing = topology->at(0).mixing_matrix(at::kFloat);
-    double fp32_ms = 0, fp32_mib = 0;
+    std::vector<double> fp32_ms;  // per --pass-workers value
+    double fp32_mib = 0;
     for (const std::string& mode : options.modes) {
       models::ModelOptions model_options;
       model_options.arch = options.arch;
@@ -104,15 +105,21 @@ std::vector<PrecisionResult> run_precision_bench(
                                                            : models::automatic_nodes_per_pass(
                                                                  *model, inputs.narrow(0, 0, 1), n,
                                                                  /*on_gpu=*/false);
-      // Passes side by side on one-thread workers (run.pass_workers), as the trainer resolves it.
-      const int workers = models::resolve_pass_workers(
-          options.pass_workers, *model, (n + pass - 1) / pass, /*on_gpu=*/false,
-          runtime.intra_op_threads);
+      // Passes side by side on one-thread workers (run.pass_workers), as the trainer resolves it;
+      // several counts alternate step by step.
+      std::vector<int> worker_counts;
+      for (const int requested : options.pass_workers) {
+        worker_counts.push_back(models::resolve_pass_workers(requested, *model, (n + pass - 1) / pass,
+                                                             /*on_gpu=*/false,
+                                                             runtime.intra_op_threads));
+      }
+      const auto counts = static_cast<std::int64_t>(worker_counts.size());
       at::Tensor x = model->init_params(1).unsqueeze(0).repeat({n, 1});
       std::vector<at::Tensor> buffers = model->init_buffers(n);
       algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout());
       metrics::ByteLedger ledger = optimizer.make_ledger();
-      std::vector<double> times, held;
+      std::vector<std::vector<double>> times(worker_counts.size());
+      std::vector<double> held;
       // What a pass holds for its backward: the heap's growth over its forward, per node.
       double heap_before_forward = 0;
       models::PassObserver observer;
@@ -120,60 +127,68 @@ std::vector<PrecisionResult> run_precision_bench(
       observer.after_forward = [&](std::int64_t nodes) {
         held.push_back((heap_bytes_in_use() - heap_before_forward) / static_cast<double>(nodes));
       };
-      const auto run_step = [&](std::int64_t step) {
+      const auto run_step = [&](std::int64_t step, int workers) {
         // The trainer's CPU configuration: `pass` nodes per forward/backward pass, one grouped
-        // kernel per layer for a pass's nodes.
-        // With workers, what a pass holds is measured in the first step, run in turn (passes side
-        // by side share the heap): a warm-up step unless --warmup is 0.
+        // kernel per layer for a pass's nodes. What a pass holds is measured in steps run in
+        // turn (passes side by side share the heap): with workers only, the first step, a
+        // warm-up step unless --warmup is 0.
         const bool observed = workers == 1 || step == 0;
         const at::Tensor grad =
             models::compute_gradients(*model, x, buffers, inputs, targets, pass,
-                                      nn::ConvAlgorithm::kGrouped,
-                                      quant::DrawKey{1, step, 0},
-                                      observed ? &observer : nullptr,
-                                      observed ? 1 : workers)
+                                      nn::ConvAlgorithm::kGrouped, quant::DrawKey{1, step, 0},
+                                      observed ? &observer : nullptr, observed ? 1 : workers)
                 .grad;
         torch::NoGradGuard no_grad;
         optimizer.step(x, grad, mixing, 0.01, step, ledger);
       };
-      const std::int64_t timed_end = options.warmup_steps + options.steps;
+      const std::int64_t timed_end = options.warmup_steps + options.steps * counts;
       for (std::int64_t step = 0; step < timed_end; ++step) {
+        const std::size_t which = static_cast<std::size_t>(step % counts);
         const auto start = Clock::now();
-        run_step(step);
+        run_step(step, worker_counts[which]);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        if (step >= options.warmup_steps) times.push_back(ms);
+        if (step >= options.warmup_steps) times[which].push_back(ms);
       }
-      PrecisionResult r;
-      r.nodes = n;
-      r.nodes_per_pass = pass;
-      r.pass_workers = workers;
-      r.mode = mode;
-      r.step_ms = median(times);
-      r.images_per_s = static_cast<double>(n * options.batch_size) / (r.step_ms / 1000.0);
-      r.activation_mib = median(held) / (1024.0 * 1024.0);
-      if (mode == "fp32") fp32_ms = r.step_ms, fp32_mib = r.activation_mib;
-      r.speedup_vs_fp32 = fp32_ms > 0 ? fp32_ms / r.step_ms : 0;
-      r.activation_ratio_vs_fp32 = fp32_mib > 0 ? fp32_mib / r.activation_mib : 0;
-      // Ratios need fp32 in --modes, measured before this mode: "-" otherwise.
-      const auto ratio = [](double value) {
-        char text[16];
-        if (value > 0) {
-          std::snprintf(text, sizeof text, "%6.2fx", value);
-        } else {
-          std::snprintf(text, sizeof text, "%7s", "-");
-        }
-        return std::string(text);
-      };
-      std::snprintf(line, sizeof line, "%5lld  %4lld  %7d  %-15s  %7.1f  %7.0f  %s  %21.2f  %s",
-                    static_cast<long long>(n), static_cast<long long>(pass), workers, mode.c_str(),
-                    r.step_ms, r.images_per_s, ratio(r.speedup_vs_fp32).c_str(), r.activation_mib,
-                    ratio(r.activation_ratio_vs_fp32).c_str());
-      progress(line);
+      if (fp32_ms.empty()) fp32_ms.assign(worker_counts.size(), 0.0);
+      for (std::size_t which = 0; which < worker_counts.size(); ++which) {
+        PrecisionResult r;
+        r.nodes = n;
+        r.nodes_per_pass = pass;
+        r.pass_workers = worker_counts[which];
+        r.mode = mode;
+        r.step_ms = median(times[which]);
+        r.images_per_s = static_cast<double>(n * options.batch_size) / (r.step_ms / 1000.0);
+        r.activation_mib = median(held) / (1024.0 * 1024.0);
+        if (mode == "fp32") fp32_ms[which] = r.step_ms, fp32_mib = r.activation_mib;
+        r.speedup_vs_fp32 = fp32_ms[which] > 0 ? fp32_ms[which] / r.step_ms : 0;
+        r.activation_ratio_vs_fp32 = fp32_mib > 0 ? fp32_mib / r.activation_mib : 0;
+        // Ratios need fp32 in --modes, measured before this mode: "-" otherwise.
+        const auto ratio = [](double value) {
+          char text[16];
+          if (value > 0) {
+            std::snprintf(text, sizeof text, "%6.2fx", value);
+          } else {
+            std::snprintf(text, sizeof text, "%7s", "-");
+          }
+          return std::string(text);
+        };
+        std::snprintf(line, sizeof line, "%5lld  %4lld  %7d  %-15s  %7.1f  %7.0f  %s  %21.2f  %s",
+                      static_cast<long long>(n), static_cast<long long>(pass), r.pass_workers,
+                      mode.c_str(), r.step_ms, r.images_per_s, ratio(r.speedup_vs_fp32).c_str(),
+                      r.activation_mib, ratio(r.activation_ratio_vs_fp32).c_str());
+        progress(line);
+        results.push_back(r);
+      }
+      PrecisionResult& r = results.back();
       if (options.profile_rows > 0) {
+        // The observer of operator ranges watches the calling thread: profiled steps run their
+        // passes in turn.
+        progress("  (profiled: " + std::to_string(options.steps) +
+                 " more steps, their passes in turn on this thread)");
         r.profile = profile_operators(
             [&] {
               for (std::int64_t step = timed_end; step < timed_end + options.steps; ++step) {
-                run_step(step);
+                run_step(step, 1);
               }
             },
             options.steps);
@@ -181,7 +196,6 @@ std::vector<PrecisionResult> run_precision_bench(
           progress(row);
         }
       }
-      results.push_back(r);
     }
   }
   if (!options.json_path.empty()) {
@@ -191,7 +205,7 @@ std::vector<PrecisionResult> run_precision_bench(
     j["batch_per_node"] = options.batch_size;
     j["options"] = image_bench_options(options);
     j["options"]["nodes_per_pass"] = options.nodes_per_pass;  // 0: automatic
-    j["options"]["pass_workers"] = options.pass_workers;  // 0: automatic
+    j["options"]["pass_workers"] = options.pass_workers;  // 0: automatic; several: alternating
     j["options"]["modes"] = options.modes;
     j["options"]["profile_rows"] = options.profile_rows;
     for (const auto& r : results) {

@@ -25,8 +25,9 @@ struct PrecisionBenchOptions {
   // Nodes per forward/backward pass; 0 = the trainer's automatic choice (run.nodes_per_pass = 0).
   std::int64_t nodes_per_pass = 0;
   // Passes side by side on this many worker threads (run.pass_workers: 0 = automatic, 1 = in
-  // turn).
-  int pass_workers = 0;
+  // turn). Several values: a row each, their steps alternating in one process (step s runs value
+  // s mod count), so that a busy machine slows them alike.
+  std::vector<int> pass_workers = {0};
   std::int64_t channels = 1;
   std::int64_t size = 28;
   std::vector<std::string> modes = {"fp32", "bf16", "int8-simulated", "int8-integer"};

@@ -121,7 +121,7 @@ int resolve_pass_workers(int requested, const Model& model, std::int64_t passes,
                       "by side would draw in an order that varies from run to run. Set 0 "
                       "(automatic) or 1.");
   }
-  return requested;
+  return static_cast<int>(std::min<std::int64_t>(requested, std::max<std::int64_t>(passes, 1)));
 }
 
 }  // namespace lpdt::models

@@ -74,8 +74,9 @@ std::int64_t automatic_nodes_per_pass(const Model& model, const at::Tensor& one_
 // alike (docs/benchmarks.md, training throughput item 12).
 int automatic_pass_workers(const Model& model, std::int64_t passes, bool on_gpu,
                            int intra_op_threads);
-// run.pass_workers as given (0 = automatic) -> the count compute_gradients takes. ConfigError for
-// more than one worker on a GPU or for a model that draws from the global generator.
+// run.pass_workers as given (0 = automatic) -> the count compute_gradients takes, at most one per
+// pass. ConfigError for more than one worker on a GPU or for a model that draws from the global
+// generator.
 int resolve_pass_workers(int requested, const Model& model, std::int64_t passes, bool on_gpu,
                          int intra_op_threads);
 
