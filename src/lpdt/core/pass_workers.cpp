@@ -4,7 +4,7 @@
 #include <ATen/ThreadLocalState.h>
 #include <omp.h>
 
-#include <memory>
+#include <map>
 
 #include "lpdt/core/error.h"
 
@@ -79,15 +79,14 @@ void PassWorkers::work() {
 
 PassWorkers& pass_workers(int count) {
   static std::mutex mutex;
-  // Never destroyed: joining the workers at exit would run their thread-local destructors (the
-  // integer backend's per-thread oneDNN primitives) after oneDNN's own statics are gone. Blocked
-  // in their wait, they end with the process.
-  static PassWorkers* pool = nullptr;
+  // A pool per count, made once and kept: a worker's thread-local state (the integer backend's
+  // oneDNN primitives, timed when made) would be made again by a new pool's threads. Never
+  // destroyed: joining the workers at exit would run their thread-local destructors after
+  // oneDNN's own statics are gone. Blocked in their wait, they end with the process.
+  static std::map<int, PassWorkers*> pools;
   const std::lock_guard<std::mutex> lock(mutex);
-  if (pool == nullptr || pool->size() != count) {
-    delete pool;
-    pool = new PassWorkers(count);
-  }
+  PassWorkers*& pool = pools[count];
+  if (pool == nullptr) pool = new PassWorkers(count);
   return *pool;
 }
 

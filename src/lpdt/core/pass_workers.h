@@ -48,8 +48,7 @@ class PassWorkers {
   std::vector<std::exception_ptr> errors_;
 };
 
-// The process's pool of `count` workers, made on first use and remade when `count` changes.
-// Not for use by two callers at once with different counts.
+// The process's pool of `count` workers, made on first use and kept for the process's life.
 PassWorkers& pass_workers(int count);
 
 }  // namespace lpdt
