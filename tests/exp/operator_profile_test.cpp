@@ -116,9 +116,11 @@ TEST(OperatorProfile, PrecisionBenchProfilesEachMode) {
     EXPECT_DOUBLE_EQ(conv->calls_per_step, 2.0) << r.mode;
     EXPECT_GT(r.profile.wall_ms_per_step, 0.0);
   }
-  // title, peak, header, and per mode its row and 5 + 4 profile lines
-  EXPECT_EQ(lines.size(), 3u + 2u * (1u + 9u));
+  // title, peak, header, and per mode its row, the note that the profiled steps run their
+  // passes in turn, and 5 + 4 profile lines
+  EXPECT_EQ(lines.size(), 3u + 2u * (1u + 1u + 9u));
   EXPECT_NE(lines[1].find("GFLOP/s"), std::string::npos);
+  EXPECT_NE(lines[4].find("passes in turn"), std::string::npos) << lines[4];
 }
 
 }  // namespace
