@@ -94,9 +94,14 @@ EvoNormGradients evonorm_s0_backward_cuda(const at::Tensor& dy_in, const at::Ten
              "EvoNorm-S0 CUDA kernel: mean and rstd must be [b, groups]");
   const c10::cuda::CUDAGuard device_guard(x_in.device());
   const at::Tensor x = dense(x_in);
-  // dy arrives in whatever layout the next layer's backward produced (a broadcast for a sum).
+  // dy arrives in whatever layout the next layer's backward produced (a broadcast for a sum, or
+  // NCHW from some convolutions' data gradient). It is put in x's layout: the channel-tiled
+  // kernels need both channels-last, and the per-group kernel they fall back to otherwise took
+  // 43 us a call for stage 3 of a 16-node ResNet-20 (docs/benchmarks.md, GPU, item 22).
   const at::Tensor dy =
-      is_channels_last(dy_in) || dy_in.is_contiguous() ? dy_in : dy_in.contiguous(format_of(x));
+      format_of(dy_in) == format_of(x) && (is_channels_last(dy_in) || dy_in.is_contiguous())
+          ? dy_in
+          : dy_in.contiguous(format_of(x));
   const at::Tensor v = per_channel(v_in, shape.channels, "v");
   const at::Tensor gamma = per_channel(gamma_in, shape.channels, "gamma");
   const at::Tensor mean = mean_in.contiguous(), rstd = rstd_in.contiguous();
