@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/pass_workers.h"
 #include "lpdt/exp/precision_bench.h"
 
 namespace lpdt::exp {
@@ -91,6 +92,54 @@ TEST(OperatorProfile, RefusesNestingAndBadStepCounts) {
   const OperatorProfile p = profile_operators([&] { (void)(a + a); }, 1);
   ASSERT_NE(find(p, "aten::add"), nullptr);
   EXPECT_DOUBLE_EQ(find(p, "aten::add")->calls_per_step, 1.0);
+}
+
+// Pass workers take the caller's thread-local state, the observer with it: their operators are
+// counted, on their own threads, and the rows add up to the threads' time, not the wall time.
+TEST(OperatorProfile, ObservesThePassWorkers) {
+  const at::Tensor a = torch::randn({128, 128}), b = torch::randn({128, 128});
+  PassWorkers& workers = pass_workers(2);
+  const OperatorProfile p = profile_operators(
+      [&] {
+        for (int step = 0; step < 3; ++step) {
+          (void)(a + b);  // on the calling thread
+          workers.run(4, [&](std::int64_t) {
+            RECORD_FUNCTION("test::pass", std::vector<c10::IValue>());
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            for (int i = 0; i < 3; ++i) (void)at::mm(a, b);
+          });
+        }
+      },
+      /*steps=*/3);
+  const OperatorTime* pass = find(p, "test::pass");
+  const OperatorTime* mm = find(p, "aten::mm");
+  const OperatorTime* add = find(p, "aten::add");
+  ASSERT_NE(pass, nullptr);
+  ASSERT_NE(mm, nullptr);
+  ASSERT_NE(add, nullptr);
+  EXPECT_DOUBLE_EQ(pass->calls_per_step, 4.0);
+  EXPECT_DOUBLE_EQ(mm->calls_per_step, 12.0);
+  EXPECT_DOUBLE_EQ(add->calls_per_step, 1.0);
+  EXPECT_GE(pass->self_ms_per_step, 4 * 2.0);  // the four passes' sleeps, summed over threads
+  // The caller and at least one worker; the workers' ranges are nested on their own threads.
+  EXPECT_GE(p.threads, 2);
+  EXPECT_LE(p.threads, 3);
+  EXPECT_NEAR(pass->total_ms_per_step - pass->self_ms_per_step, mm->total_ms_per_step,
+              0.05 + 0.01 * mm->total_ms_per_step);
+  double self = p.outside_ms_per_step;
+  for (const auto& op : p.operators) self += op.self_ms_per_step;
+  EXPECT_NEAR(self, p.thread_ms_per_step, 1e-6 * self);
+  // The caller waited while the workers ran: its time outside operators holds the wait, and the
+  // threads' time exceeds the wall time once two passes overlap (two workers, four 2 ms passes).
+  EXPECT_GT(p.thread_ms_per_step, p.wall_ms_per_step);
+  const auto lines = format_operator_profile(p, 50);
+  EXPECT_NE(lines[lines.size() - 2].find("threads observed"), std::string::npos)
+      << lines[lines.size() - 2];
+  EXPECT_NE(lines.back().find("wall time"), std::string::npos);
+  // A later profile without workers observes one thread (recorders are not kept across profiles).
+  const OperatorProfile alone = profile_operators([&] { (void)(a + a); }, 1);
+  EXPECT_EQ(alone.threads, 1);
+  EXPECT_DOUBLE_EQ(find(alone, "aten::add")->calls_per_step, 1.0);
 }
 
 TEST(OperatorProfile, PrecisionBenchProfilesEachMode) {

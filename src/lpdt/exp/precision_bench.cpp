@@ -181,14 +181,17 @@ std::vector<PrecisionResult> run_precision_bench(
       }
       PrecisionResult& r = results.back();
       if (options.profile_rows > 0) {
-        // The observer of operator ranges watches the calling thread: profiled steps run their
-        // passes in turn.
-        progress("  (profiled: " + std::to_string(options.steps) +
-                 " more steps, their passes in turn on this thread)");
+        // The profiled steps run as the last row's timed ones did; with pass workers the
+        // observer watches them too (operator_profile.h) and the rows are threads' time.
+        const int workers = r.pass_workers;
+        progress("  (profiled: " + std::to_string(options.steps) + " more steps, " +
+                 (workers > 1 ? "their passes on " + std::to_string(workers) +
+                                    " workers: rows are the threads' time, shares of their sum)"
+                              : std::string("their passes in turn on this thread)")));
         r.profile = profile_operators(
             [&] {
               for (std::int64_t step = timed_end; step < timed_end + options.steps; ++step) {
-                run_step(step, 1);
+                run_step(step, workers);
               }
             },
             options.steps);
