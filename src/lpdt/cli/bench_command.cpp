@@ -97,7 +97,8 @@ void add_bench_command(CLI::App& app) {
   auto profile_rows = std::make_shared<std::size_t>(0);
   cmd->add_option("--profile", *profile_rows,
                   "With --precision: after the timed steps, run as many again observing LibTorch's "
-                  "operator ranges and print this many operators by self time per step (0 = off)")
+                  "operator ranges (on the pass workers too: then rows are the threads' time) and "
+                  "print this many operators by self time per step (0 = off)")
       ->capture_default_str()
       ->check(at_least(0));
   auto scaling = std::make_shared<bool>(false);
