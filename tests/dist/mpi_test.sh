@@ -16,18 +16,8 @@ passed=0
 failed=0
 mpirun=(mpirun --allow-run-as-root --oversubscribe -x OMPI_MCA_rmaps_base_oversubscribe=1)
 
-check() {  # check NAME command...: exit 0 expected
-  local name="$1"
-  shift
-  local out
-  if out=$("$@" 2>&1); then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAILED: $name: $*"
-    echo "$out" | tail -20
-  fi
-}
+# shellcheck source=../lib/check.sh
+source "$(dirname "$0")/../lib/check.sh"
 
 # One node per forward/backward pass in every run: a rank holds fewer nodes than the simulator,
 # and a grouped convolution over another number of nodes may sum in another order (AVX2-only CPUs:

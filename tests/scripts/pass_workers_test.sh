@@ -12,18 +12,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0
 failed=0
-check() {  # check NAME command...: exit 0 expected
-  local name="$1"
-  shift
-  local out
-  if out=$("$@" 2>&1); then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAILED: $name: $*"
-    echo "$out" | tail -20
-  fi
-}
+# shellcheck source=../lib/check.sh
+source "$(dirname "$0")/../lib/check.sh"
 tiny=(--set data.dataset=synthetic --set data.synthetic_samples_per_class=12
       --set data.synthetic_size=12 --set graph.nodes=4 --set data.batch_size=4
       --set run.log_every=0 --set run.max_steps_per_epoch=3 --set data.test_subset=32
