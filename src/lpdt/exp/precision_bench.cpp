@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -60,11 +61,11 @@ std::vector<PrecisionResult> run_precision_bench(
   }
   for (const std::string& mode : options.modes) options_for(mode);  // every mode, before timing
   const RuntimeInfo runtime = configure_runtime(options.threads);
-  char line[256];
+  char line[384];
   std::snprintf(
       line, sizeof line,
       "lpdt bench --precision: %s depth %lld, norm %s, %lldx%lldx%lld inputs, batch %lld/node, "
-      "%s, median of %lld steps after %lld warm-up",
+      "%s, median of %lld steps after %lld warm-up, the modes' steps alternating",
       options.arch.c_str(), static_cast<long long>(options.depth), options.norm.c_str(),
       static_cast<long long>(options.channels), static_cast<long long>(options.size),
       static_cast<long long>(options.size), static_cast<long long>(options.batch_size),
@@ -77,9 +78,16 @@ std::vector<PrecisionResult> run_precision_bench(
                   runtime.intra_op_threads, measured_fma_peak_gflops(runtime.intra_op_threads));
     progress(line);
   }
-  progress(
-      "nodes  pass  workers  mode             ms/step    img/s  vs fp32  activations MiB/node  "
-      "vs fp32");
+  // The mode column as wide as the longest mode ("int8-integer-bf16wgrad"), at least 15.
+  int mode_width = 15;
+  for (const std::string& mode : options.modes) {
+    mode_width = std::max(mode_width, static_cast<int>(mode.size()));
+  }
+  std::snprintf(line, sizeof line,
+                "nodes  pass  workers  %-*s  ms/step    img/s  vs fp32  activations MiB/node  "
+                "vs fp32",
+                mode_width, "mode");
+  progress(line);
 
   std::vector<PrecisionResult> results;
   for (const std::int64_t n : options.nodes) {
@@ -90,9 +98,27 @@ std::vector<PrecisionResult> run_precision_bench(
     const auto topology =
         graph::make_topology(graph::TopologyOptions().name("directed-ring").num_nodes(n));
     const at::Tensor mixing = topology->at(0).mixing_matrix(at::kFloat);
-    std::vector<double> fp32_ms;  // per --pass-workers value
-    double fp32_mib = 0;
+    // Every mode's model, optimizer and state made first; then their steps alternate, mode after
+    // mode and worker count after worker count, so that the machine's load, which moves over
+    // seconds on shared machines, slows all of them alike and the ratios hold within one run.
+    struct ModeRun {
+      std::string mode;
+      std::unique_ptr<models::Model> model;
+      std::int64_t pass = 1;
+      std::vector<int> worker_counts;
+      at::Tensor x;
+      std::vector<at::Tensor> buffers;
+      std::unique_ptr<algo::DecentralizedOptimizer> optimizer;
+      std::unique_ptr<metrics::ByteLedger> ledger;
+      std::vector<std::vector<double>> times;  // per worker count
+      std::vector<double> held;
+      double heap_before_forward = 0;
+      models::PassObserver observer;
+    };
+    std::vector<std::unique_ptr<ModeRun>> runs;
     for (const std::string& mode : options.modes) {
+      auto run = std::make_unique<ModeRun>();
+      run->mode = mode;
       models::ModelOptions model_options;
       model_options.arch = options.arch;
       model_options.depth = options.depth;
@@ -100,69 +126,85 @@ std::vector<PrecisionResult> run_precision_bench(
       model_options.in_channels = options.channels;
       model_options.height = model_options.width = options.size;
       model_options.quant = options_for(mode);
-      const auto model = models::make_model(model_options);
-      const std::int64_t pass = options.nodes_per_pass > 0 ? std::min(options.nodes_per_pass, n)
-                                                           : models::automatic_nodes_per_pass(
-                                                                 *model, inputs.narrow(0, 0, 1), n,
-                                                                 /*on_gpu=*/false);
-      // Passes side by side on one-thread workers (run.pass_workers), as the trainer resolves it;
-      // several counts alternate step by step.
-      std::vector<int> worker_counts;
+      run->model = models::make_model(model_options);
+      const models::Model& model = *run->model;
+      run->pass = options.nodes_per_pass > 0 ? std::min(options.nodes_per_pass, n)
+                                             : models::automatic_nodes_per_pass(
+                                                   model, inputs.narrow(0, 0, 1), n,
+                                                   /*on_gpu=*/false);
+      // Passes side by side on one-thread workers (run.pass_workers), as the trainer resolves it.
       for (const int requested : options.pass_workers) {
-        worker_counts.push_back(models::resolve_pass_workers(requested, *model, (n + pass - 1) / pass,
-                                                             /*on_gpu=*/false,
-                                                             runtime.intra_op_threads));
+        run->worker_counts.push_back(models::resolve_pass_workers(
+            requested, model, (n + run->pass - 1) / run->pass, /*on_gpu=*/false,
+            runtime.intra_op_threads));
       }
-      const auto counts = static_cast<std::int64_t>(worker_counts.size());
-      at::Tensor x = model->init_params(1).unsqueeze(0).repeat({n, 1});
-      std::vector<at::Tensor> buffers = model->init_buffers(n);
-      algo::DecentralizedOptimizer optimizer(algo::DecentralizedOptions(), n, model->layout());
-      metrics::ByteLedger ledger = optimizer.make_ledger();
-      std::vector<std::vector<double>> times(worker_counts.size());
-      std::vector<double> held;
+      run->x = model.init_params(1).unsqueeze(0).repeat({n, 1});
+      run->buffers = model.init_buffers(n);
+      run->optimizer =
+          std::make_unique<algo::DecentralizedOptimizer>(algo::DecentralizedOptions(), n,
+                                                         model.layout());
+      run->ledger = std::make_unique<metrics::ByteLedger>(run->optimizer->make_ledger());
+      run->times.resize(run->worker_counts.size());
       // What a pass holds for its backward: the heap's growth over its forward, per node.
-      double heap_before_forward = 0;
-      models::PassObserver observer;
-      observer.before_forward = [&](std::int64_t) { heap_before_forward = heap_bytes_in_use(); };
-      observer.after_forward = [&](std::int64_t nodes) {
-        held.push_back((heap_bytes_in_use() - heap_before_forward) / static_cast<double>(nodes));
+      ModeRun* r = run.get();
+      run->observer.before_forward = [r](std::int64_t) {
+        r->heap_before_forward = heap_bytes_in_use();
       };
-      const auto run_step = [&](std::int64_t step, int workers) {
-        // The trainer's CPU configuration: `pass` nodes per forward/backward pass, one grouped
-        // kernel per layer for a pass's nodes. What a pass holds is measured in steps run in
-        // turn (passes side by side share the heap): with workers only, the first step, a
-        // warm-up step unless --warmup is 0.
-        const bool observed = workers == 1 || step == 0;
-        const at::Tensor grad =
-            models::compute_gradients(*model, x, buffers, inputs, targets, pass,
-                                      nn::ConvAlgorithm::kGrouped, quant::DrawKey{1, step, 0},
-                                      observed ? &observer : nullptr, observed ? 1 : workers)
-                .grad;
-        torch::NoGradGuard no_grad;
-        optimizer.step(x, grad, mixing, 0.01, step, ledger);
+      run->observer.after_forward = [r](std::int64_t nodes) {
+        r->held.push_back((heap_bytes_in_use() - r->heap_before_forward) /
+                          static_cast<double>(nodes));
       };
-      const std::int64_t timed_end = options.warmup_steps + options.steps * counts;
-      for (std::int64_t step = 0; step < timed_end; ++step) {
-        const std::size_t which = static_cast<std::size_t>(step % counts);
+      runs.push_back(std::move(run));
+    }
+    const auto run_step = [&](ModeRun& run, std::int64_t step, int workers) {
+      // The trainer's CPU configuration: `pass` nodes per forward/backward pass, one grouped
+      // kernel per layer for a pass's nodes. What a pass holds is measured in steps run in
+      // turn (passes side by side share the heap): with workers only, the first step, a
+      // warm-up step unless --warmup is 0.
+      const bool observed = workers == 1 || step == 0;
+      const at::Tensor grad =
+          models::compute_gradients(*run.model, run.x, run.buffers, inputs, targets, run.pass,
+                                    nn::ConvAlgorithm::kGrouped, quant::DrawKey{1, step, 0},
+                                    observed ? &run.observer : nullptr, observed ? 1 : workers)
+              .grad;
+      torch::NoGradGuard no_grad;
+      run.optimizer->step(run.x, grad, mixing, 0.01, step, *run.ledger);
+    };
+    const auto counts = static_cast<std::int64_t>(options.pass_workers.size());
+    const std::int64_t timed_end = options.warmup_steps + options.steps * counts;
+    for (std::int64_t step = 0; step < timed_end; ++step) {
+      const std::size_t which = static_cast<std::size_t>(step % counts);
+      for (auto& run : runs) {
+        if (options.before_step) options.before_step(run->mode, step, run->worker_counts[which]);
         const auto start = Clock::now();
-        run_step(step, worker_counts[which]);
+        run_step(*run, step, run->worker_counts[which]);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        if (step >= options.warmup_steps) times[which].push_back(ms);
+        if (step >= options.warmup_steps) run->times[which].push_back(ms);
       }
-      if (fp32_ms.empty()) fp32_ms.assign(worker_counts.size(), 0.0);
-      for (std::size_t which = 0; which < worker_counts.size(); ++which) {
+    }
+    // fp32's rows, per worker count, for the ratios (wherever fp32 stands in --modes).
+    std::vector<double> fp32_ms(static_cast<std::size_t>(counts), 0.0);
+    double fp32_mib = 0;
+    for (const auto& run : runs) {
+      if (run->mode != "fp32") continue;
+      for (std::size_t which = 0; which < fp32_ms.size(); ++which) {
+        fp32_ms[which] = median(run->times[which]);
+      }
+      fp32_mib = median(run->held) / (1024.0 * 1024.0);
+    }
+    for (auto& run : runs) {
+      for (std::size_t which = 0; which < run->worker_counts.size(); ++which) {
         PrecisionResult r;
         r.nodes = n;
-        r.nodes_per_pass = pass;
-        r.pass_workers = worker_counts[which];
-        r.mode = mode;
-        r.step_ms = median(times[which]);
+        r.nodes_per_pass = run->pass;
+        r.pass_workers = run->worker_counts[which];
+        r.mode = run->mode;
+        r.step_ms = median(run->times[which]);
         r.images_per_s = static_cast<double>(n * options.batch_size) / (r.step_ms / 1000.0);
-        r.activation_mib = median(held) / (1024.0 * 1024.0);
-        if (mode == "fp32") fp32_ms[which] = r.step_ms, fp32_mib = r.activation_mib;
+        r.activation_mib = median(run->held) / (1024.0 * 1024.0);
         r.speedup_vs_fp32 = fp32_ms[which] > 0 ? fp32_ms[which] / r.step_ms : 0;
         r.activation_ratio_vs_fp32 = fp32_mib > 0 ? fp32_mib / r.activation_mib : 0;
-        // Ratios need fp32 in --modes, measured before this mode: "-" otherwise.
+        // Ratios need fp32 in --modes: "-" otherwise.
         const auto ratio = [](double value) {
           char text[16];
           if (value > 0) {
@@ -172,17 +214,19 @@ std::vector<PrecisionResult> run_precision_bench(
           }
           return std::string(text);
         };
-        std::snprintf(line, sizeof line, "%5lld  %4lld  %7d  %-15s  %7.1f  %7.0f  %s  %21.2f  %s",
-                      static_cast<long long>(n), static_cast<long long>(pass), r.pass_workers,
-                      mode.c_str(), r.step_ms, r.images_per_s, ratio(r.speedup_vs_fp32).c_str(),
-                      r.activation_mib, ratio(r.activation_ratio_vs_fp32).c_str());
+        std::snprintf(line, sizeof line, "%5lld  %4lld  %7d  %-*s  %7.1f  %7.0f  %s  %21.2f  %s",
+                      static_cast<long long>(n), static_cast<long long>(run->pass),
+                      r.pass_workers, mode_width, run->mode.c_str(), r.step_ms, r.images_per_s,
+                      ratio(r.speedup_vs_fp32).c_str(), r.activation_mib,
+                      ratio(r.activation_ratio_vs_fp32).c_str());
         progress(line);
         results.push_back(r);
       }
       PrecisionResult& r = results.back();
       if (options.profile_rows > 0) {
-        // The profiled steps run as the last row's timed ones did; with pass workers the
-        // observer watches them too (operator_profile.h) and the rows are threads' time.
+        // The profiled steps run as the last row's timed ones did, this mode alone; with pass
+        // workers the observer watches them too (operator_profile.h) and the rows are the
+        // threads' time.
         const int workers = r.pass_workers;
         progress("  (profiled: " + std::to_string(options.steps) + " more steps, " +
                  (workers > 1 ? "their passes on " + std::to_string(workers) +
@@ -191,7 +235,7 @@ std::vector<PrecisionResult> run_precision_bench(
         r.profile = profile_operators(
             [&] {
               for (std::int64_t step = timed_end; step < timed_end + options.steps; ++step) {
-                run_step(step, workers);
+                run_step(*run, step, workers);
               }
             },
             options.steps);
@@ -210,6 +254,9 @@ std::vector<PrecisionResult> run_precision_bench(
     j["options"]["nodes_per_pass"] = options.nodes_per_pass;  // 0: automatic
     j["options"]["pass_workers"] = options.pass_workers;  // 0: automatic; several: alternating
     j["options"]["modes"] = options.modes;
+    // How the timed steps were ordered: every mode (and worker count) one step in turn, round by
+    // round, the warm-up rounds first.
+    j["step_order"] = "modes and worker counts alternating step by step";
     j["options"]["profile_rows"] = options.profile_rows;
     for (const auto& r : results) {
       j["rows"].push_back({{"nodes", r.nodes},

@@ -1,6 +1,7 @@
 #pragma once
 // `lpdt bench --precision`: one model trained at fp32, int8 simulated and int8 integer, measured
-// in the same run on the same data (issue: ratios from one run, since the machines are shared):
+// in the same run on the same data, the modes' steps alternating (issue: ratios from one run,
+// since the machines are shared and their load moves over seconds):
 // the median step time and, per node, the memory held by the autograd graph between forward and
 // backward (the saved activations of a pass divided by its nodes), measured from the allocator
 // (glibc mallinfo2), not estimated. Passes take as many nodes as the trainer's.
@@ -35,6 +36,9 @@ struct PrecisionBenchOptions {
   // > 0: after the timed steps, run as many again observing LibTorch's operator ranges and print
   // this many operators by self time per step (operator_profile.h).
   std::size_t profile_rows = 0;
+  // Called before each warm-up and timed step with its mode, step index and worker count (the
+  // order the steps ran in; tests check it). Unset: nothing.
+  std::function<void(const std::string& mode, std::int64_t step, int workers)> before_step;
 };
 
 struct PrecisionResult {

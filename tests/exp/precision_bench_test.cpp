@@ -1,0 +1,70 @@
+// `lpdt bench --precision`: the modes' steps alternate (so that a machine's changing load slows
+// them alike), and the ratios to fp32 hold wherever fp32 stands in --modes.
+#include "lpdt/exp/precision_bench.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace lpdt::exp {
+namespace {
+
+PrecisionBenchOptions tiny_lenet() {
+  PrecisionBenchOptions o;
+  o.arch = "lenet5";
+  o.nodes = {2};
+  o.batch_size = 4;
+  o.steps = 3;
+  o.warmup_steps = 1;
+  o.threads = 1;
+  o.size = 28;
+  return o;
+}
+
+TEST(PrecisionBench, ModesAndWorkerCountsAlternateStepByStep) {
+  PrecisionBenchOptions o = tiny_lenet();
+  o.modes = {"int8-simulated", "fp32"};
+  o.pass_workers = {1, 2};
+  o.nodes_per_pass = 1;  // two passes, so that 2 workers stay 2
+  std::vector<std::tuple<std::string, std::int64_t, int>> order;
+  o.before_step = [&](const std::string& mode, std::int64_t step, int workers) {
+    order.emplace_back(mode, step, workers);
+  };
+  const auto rows = run_precision_bench(o, [](const std::string&) {});
+  // warm-up 1 + 3 timed steps per worker count (2) = 7 rounds, each mode once a round
+  ASSERT_EQ(order.size(), 2u * 7u);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto& [mode, step, workers] = order[i];
+    EXPECT_EQ(mode, o.modes[i % 2]) << i;
+    EXPECT_EQ(step, static_cast<std::int64_t>(i / 2)) << i;
+    EXPECT_EQ(workers, step % 2 == 0 ? 1 : 2) << i;
+  }
+  // A row per (mode, worker count), in --modes order.
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].mode, "int8-simulated");
+  EXPECT_EQ(rows[0].pass_workers, 1);
+  EXPECT_EQ(rows[1].pass_workers, 2);
+  EXPECT_EQ(rows[2].mode, "fp32");
+}
+
+TEST(PrecisionBench, RatiosToFp32WhereverItStandsInTheModes) {
+  PrecisionBenchOptions o = tiny_lenet();
+  o.modes = {"int8-simulated", "fp32"};  // fp32 last
+  const auto rows = run_precision_bench(o, [](const std::string&) {});
+  ASSERT_EQ(rows.size(), 2u);
+  const PrecisionResult& int8 = rows[0];
+  const PrecisionResult& fp32 = rows[1];
+  ASSERT_EQ(fp32.mode, "fp32");
+  EXPECT_DOUBLE_EQ(fp32.speedup_vs_fp32, 1.0);
+  ASSERT_GT(int8.speedup_vs_fp32, 0.0);
+  EXPECT_DOUBLE_EQ(int8.speedup_vs_fp32, fp32.step_ms / int8.step_ms);
+  EXPECT_DOUBLE_EQ(int8.activation_ratio_vs_fp32, fp32.activation_mib / int8.activation_mib);
+  // Without fp32 in --modes there is nothing to compare with: 0 (printed "-").
+  o.modes = {"int8-simulated"};
+  EXPECT_EQ(run_precision_bench(o, [](const std::string&) {}).at(0).speedup_vs_fp32, 0.0);
+}
+
+}  // namespace
+}  // namespace lpdt::exp
