@@ -11,7 +11,6 @@
 
 #include "lpdt/core/error.h"
 #include "lpdt/core/pass_workers.h"
-#include "lpdt/exp/precision_bench.h"
 
 namespace lpdt::exp {
 namespace {
@@ -140,36 +139,6 @@ TEST(OperatorProfile, ObservesThePassWorkers) {
   const OperatorProfile alone = profile_operators([&] { (void)(a + a); }, 1);
   EXPECT_EQ(alone.threads, 1);
   EXPECT_DOUBLE_EQ(find(alone, "aten::add")->calls_per_step, 1.0);
-}
-
-TEST(OperatorProfile, PrecisionBenchProfilesEachMode) {
-  PrecisionBenchOptions o;
-  o.arch = "lenet5";
-  o.nodes = {2};
-  o.batch_size = 4;
-  o.steps = 2;
-  o.warmup_steps = 1;
-  o.threads = 1;
-  o.size = 28;
-  o.modes = {"fp32", "int8-simulated"};
-  o.profile_rows = 5;
-  std::vector<std::string> lines;
-  const auto rows = run_precision_bench(o, [&](const std::string& l) { lines.push_back(l); });
-  ASSERT_EQ(rows.size(), 2u);
-  for (const auto& r : rows) {
-    ASSERT_FALSE(r.profile.operators.empty()) << r.mode;
-    // LeNet-5 has two convolutions; its 2 nodes run in one pass per step with one grouped
-    // convolution per layer, as the trainer runs them.
-    const OperatorTime* conv = find(r.profile, "aten::convolution");
-    ASSERT_NE(conv, nullptr) << r.mode;
-    EXPECT_DOUBLE_EQ(conv->calls_per_step, 2.0) << r.mode;
-    EXPECT_GT(r.profile.wall_ms_per_step, 0.0);
-  }
-  // title, peak, header, and per mode its row, the note that the profiled steps run their
-  // passes in turn, and 5 + 4 profile lines
-  EXPECT_EQ(lines.size(), 3u + 2u * (1u + 1u + 9u));
-  EXPECT_NE(lines[1].find("GFLOP/s"), std::string::npos);
-  EXPECT_NE(lines[4].find("passes in turn"), std::string::npos) << lines[4];
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // `lpdt bench --precision`: the modes' steps alternate (so that a machine's changing load slows
-// them alike), and the ratios to fp32 hold wherever fp32 stands in --modes.
+// them alike), the ratios to fp32 hold wherever fp32 stands in --modes, and --profile adds an
+// operator table per mode.
 #include "lpdt/exp/precision_bench.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -64,6 +66,34 @@ TEST(PrecisionBench, RatiosToFp32WhereverItStandsInTheModes) {
   // Without fp32 in --modes there is nothing to compare with: 0 (printed "-").
   o.modes = {"int8-simulated"};
   EXPECT_EQ(run_precision_bench(o, [](const std::string&) {}).at(0).speedup_vs_fp32, 0.0);
+}
+
+// The operator profile (operator_profile.h) of each mode, after its row.
+TEST(PrecisionBench, ProfilesEachMode) {
+  PrecisionBenchOptions o = tiny_lenet();
+  o.steps = 2;
+  o.modes = {"fp32", "int8-simulated"};
+  o.profile_rows = 5;
+  std::vector<std::string> lines;
+  const auto rows = run_precision_bench(o, [&](const std::string& l) { lines.push_back(l); });
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& r : rows) {
+    ASSERT_FALSE(r.profile.operators.empty()) << r.mode;
+    // LeNet-5 has two convolutions; its 2 nodes run in one pass per step with one grouped
+    // convolution per layer, as the trainer runs them.
+    const auto& ops = r.profile.operators;
+    const auto conv = std::find_if(ops.begin(), ops.end(), [](const OperatorTime& op) {
+      return op.name == "aten::convolution";
+    });
+    ASSERT_NE(conv, ops.end()) << r.mode;
+    EXPECT_DOUBLE_EQ(conv->calls_per_step, 2.0) << r.mode;
+    EXPECT_GT(r.profile.wall_ms_per_step, 0.0);
+  }
+  // title, peak, header, and per mode its row, the note that the profiled steps run their
+  // passes in turn, and 5 + 4 profile lines
+  EXPECT_EQ(lines.size(), 3u + 2u * (1u + 1u + 9u));
+  EXPECT_NE(lines[1].find("GFLOP/s"), std::string::npos);
+  EXPECT_NE(lines[4].find("passes in turn"), std::string::npos) << lines[4];
 }
 
 }  // namespace
