@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <memory>
-#include <mutex>
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -98,43 +98,55 @@ void on_exit(const at::RecordFunction& /*fn*/, at::ObserverContext* context) {
   }
 }
 
-// Ends the session on every path out of profile_operators: the callback removed first, so no
-// thread enters a recorder after the session is gone (the pass workers have finished their
-// tasks, and closed their ranges, before the run that used them returns).
-struct SessionGuard {
-  at::CallbackHandle handle;
+// The session of one profile_operators call: started by the constructor (a UserError where one
+// is running), ended on every path out. The callback is removed first, so no thread enters a
+// recorder after the session is gone (the pass workers have finished their tasks, and closed
+// their ranges, before the run that used them returns).
+class SessionGuard {
+ public:
+  SessionGuard() {
+    const std::lock_guard<std::mutex> lock(session_mutex);
+    if (session.load() != nullptr) {
+      throw UserError("profile: operators are already being profiled (one profile at a time)");
+    }
+    auto owned = std::make_unique<Session>();
+    owned->id = ++last_session_id;
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(on_enter, on_exit).needsInputs(false));
+    session.store(owned.release(), std::memory_order_release);
+  }
+  SessionGuard(const SessionGuard&) = delete;
+  SessionGuard& operator=(const SessionGuard&) = delete;
   ~SessionGuard() {
-    at::removeCallback(handle);
+    at::removeCallback(handle_);
     const std::lock_guard<std::mutex> lock(session_mutex);
     delete session.exchange(nullptr, std::memory_order_acq_rel);
   }
+  // The recorders of every thread observed so far, the caller's first.
+  std::vector<std::unique_ptr<Recorder>> take_recorders() {
+    Session* s = session.load(std::memory_order_acquire);
+    const std::lock_guard<std::mutex> lock(s->mutex);
+    return std::move(s->recorders);
+  }
+
+ private:
+  at::CallbackHandle handle_ = 0;
 };
 
 }  // namespace
 
 OperatorProfile profile_operators(const std::function<void()>& run_steps, std::int64_t steps) {
   if (steps < 1) throw UserError("profile: the number of profiled steps must be positive");
-  {
-    const std::lock_guard<std::mutex> lock(session_mutex);
-    if (session.load() != nullptr) {
-      throw UserError("profile: operators are already being profiled (one profile at a time)");
-    }
-    auto* s = new Session;
-    s->id = ++last_session_id;
-    session.store(s, std::memory_order_release);
-  }
   Recorder* caller = nullptr;
   double wall_us = 0;
   std::vector<std::unique_ptr<Recorder>> recorders;
   {
-    SessionGuard guard{
-        at::addThreadLocalCallback(at::RecordFunctionCallback(on_enter, on_exit).needsInputs(false))};
+    SessionGuard guard;
     caller = this_threads_recorder();  // the calling thread's recorder first
     const auto start = Clock::now();
     run_steps();
     wall_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-    const std::lock_guard<std::mutex> lock(session.load()->mutex);
-    recorders = std::move(session.load()->recorders);
+    recorders = guard.take_recorders();
   }
 
   OperatorProfile profile;

@@ -5,15 +5,15 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "lpdt/algo/decentralized_optimizer.h"
-#include "lpdt/exp/bench_record.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/fma_peak.h"
 #include "lpdt/core/runtime.h"
+#include "lpdt/exp/bench_record.h"
 #include "lpdt/exp/bench_stats.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/topology.h"
@@ -128,21 +128,20 @@ std::vector<PrecisionResult> run_precision_bench(
       model_options.quant = options_for(mode);
       run->model = models::make_model(model_options);
       const models::Model& model = *run->model;
-      run->pass = options.nodes_per_pass > 0 ? std::min(options.nodes_per_pass, n)
-                                             : models::automatic_nodes_per_pass(
-                                                   model, inputs.narrow(0, 0, 1), n,
-                                                   /*on_gpu=*/false);
+      run->pass = options.nodes_per_pass > 0
+                      ? std::min(options.nodes_per_pass, n)
+                      : models::automatic_nodes_per_pass(model, inputs.narrow(0, 0, 1), n,
+                                                         /*on_gpu=*/false);
       // Passes side by side on one-thread workers (run.pass_workers), as the trainer resolves it.
       for (const int requested : options.pass_workers) {
-        run->worker_counts.push_back(models::resolve_pass_workers(
-            requested, model, (n + run->pass - 1) / run->pass, /*on_gpu=*/false,
-            runtime.intra_op_threads));
+        run->worker_counts.push_back(
+            models::resolve_pass_workers(requested, model, (n + run->pass - 1) / run->pass,
+                                         /*on_gpu=*/false, runtime.intra_op_threads));
       }
       run->x = model.init_params(1).unsqueeze(0).repeat({n, 1});
       run->buffers = model.init_buffers(n);
-      run->optimizer =
-          std::make_unique<algo::DecentralizedOptimizer>(algo::DecentralizedOptions(), n,
-                                                         model.layout());
+      run->optimizer = std::make_unique<algo::DecentralizedOptimizer>(algo::DecentralizedOptions(),
+                                                                      n, model.layout());
       run->ledger = std::make_unique<metrics::ByteLedger>(run->optimizer->make_ledger());
       run->times.resize(run->worker_counts.size());
       // What a pass holds for its backward: the heap's growth over its forward, per node.
@@ -215,8 +214,8 @@ std::vector<PrecisionResult> run_precision_bench(
           return std::string(text);
         };
         std::snprintf(line, sizeof line, "%5lld  %4lld  %7d  %-*s  %7.1f  %7.0f  %s  %21.2f  %s",
-                      static_cast<long long>(n), static_cast<long long>(run->pass),
-                      r.pass_workers, mode_width, run->mode.c_str(), r.step_ms, r.images_per_s,
+                      static_cast<long long>(n), static_cast<long long>(run->pass), r.pass_workers,
+                      mode_width, run->mode.c_str(), r.step_ms, r.images_per_s,
                       ratio(r.speedup_vs_fp32).c_str(), r.activation_mib,
                       ratio(r.activation_ratio_vs_fp32).c_str());
         progress(line);
@@ -252,28 +251,27 @@ std::vector<PrecisionResult> run_precision_bench(
     j["batch_per_node"] = options.batch_size;
     j["options"] = image_bench_options(options);
     j["options"]["nodes_per_pass"] = options.nodes_per_pass;  // 0: automatic
-    j["options"]["pass_workers"] = options.pass_workers;  // 0: automatic; several: alternating
+    j["options"]["pass_workers"] = options.pass_workers;      // 0: automatic; several: alternating
     j["options"]["modes"] = options.modes;
     // How the timed steps were ordered: every mode (and worker count) one step in turn, round by
     // round, the warm-up rounds first.
     j["step_order"] = "modes and worker counts alternating step by step";
     j["options"]["profile_rows"] = options.profile_rows;
     for (const auto& r : results) {
-      j["rows"].push_back({{"nodes", r.nodes},
-                           {"nodes_per_pass", r.nodes_per_pass},
-                           {"pass_workers", r.pass_workers},
-                           {"mode", r.mode},
-                           {"step_ms", r.step_ms},
-                           {"images_per_s", r.images_per_s},
-                           // null without an fp32 row to compare with (the table's "-")
-                           {"speedup_vs_fp32", r.speedup_vs_fp32 > 0
-                                                   ? nlohmann::json(r.speedup_vs_fp32)
-                                                   : nlohmann::json()},
-                           {"activation_mib", r.activation_mib},
-                           {"activation_ratio_vs_fp32",
-                            r.activation_ratio_vs_fp32 > 0
-                                ? nlohmann::json(r.activation_ratio_vs_fp32)
-                                : nlohmann::json()}});
+      j["rows"].push_back(
+          {{"nodes", r.nodes},
+           {"nodes_per_pass", r.nodes_per_pass},
+           {"pass_workers", r.pass_workers},
+           {"mode", r.mode},
+           {"step_ms", r.step_ms},
+           {"images_per_s", r.images_per_s},
+           // null without an fp32 row to compare with (the table's "-")
+           {"speedup_vs_fp32",
+            r.speedup_vs_fp32 > 0 ? nlohmann::json(r.speedup_vs_fp32) : nlohmann::json()},
+           {"activation_mib", r.activation_mib},
+           {"activation_ratio_vs_fp32", r.activation_ratio_vs_fp32 > 0
+                                            ? nlohmann::json(r.activation_ratio_vs_fp32)
+                                            : nlohmann::json()}});
       if (r.profile.operators.empty()) continue;
       nlohmann::json& profile = j["rows"].back()["profile"];
       profile["wall_ms_per_step"] = r.profile.wall_ms_per_step;
