@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -74,6 +76,7 @@ TEST(PrecisionBench, ProfilesEachMode) {
   o.steps = 2;
   o.modes = {"fp32", "int8-simulated"};
   o.profile_rows = 5;
+  o.json_path = ::testing::TempDir() + "precision_bench_profile.json";
   std::vector<std::string> lines;
   const auto rows = run_precision_bench(o, [&](const std::string& l) { lines.push_back(l); });
   ASSERT_EQ(rows.size(), 2u);
@@ -94,6 +97,16 @@ TEST(PrecisionBench, ProfilesEachMode) {
   EXPECT_EQ(lines.size(), 3u + 2u * (1u + 1u + 9u));
   EXPECT_NE(lines[1].find("GFLOP/s"), std::string::npos);
   EXPECT_NE(lines[4].find("passes in turn"), std::string::npos) << lines[4];
+  // The JSON holds each mode's profile with the threads it observed (one: passes in turn).
+  std::ifstream file(o.json_path);
+  const nlohmann::json j = nlohmann::json::parse(file);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["profile"]["threads"].get<int>(), 1) << row["mode"];
+    EXPECT_GT(row["profile"]["thread_ms_per_step"].get<double>(), 0.0) << row["mode"];
+    EXPECT_FALSE(row["profile"]["operators"].empty()) << row["mode"];
+  }
+  EXPECT_EQ(j["step_order"], "modes and worker counts alternating step by step");
 }
 
 }  // namespace

@@ -276,6 +276,9 @@ std::vector<PrecisionResult> run_precision_bench(
       nlohmann::json& profile = j["rows"].back()["profile"];
       profile["wall_ms_per_step"] = r.profile.wall_ms_per_step;
       profile["outside_ms_per_step"] = r.profile.outside_ms_per_step;
+      // With pass workers the rows are summed over the threads observed.
+      profile["threads"] = r.profile.threads;
+      profile["thread_ms_per_step"] = r.profile.thread_ms_per_step;
       for (const auto& op : r.profile.operators) {
         profile["operators"].push_back({{"name", op.name},
                                         {"self_ms_per_step", op.self_ms_per_step},
