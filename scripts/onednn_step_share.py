@@ -19,6 +19,8 @@ is lpdt's own work (quantizers, normalisers, copies) plus the framework's.
 prints, per mode, the step time, oneDNN's time per step by primitive kind and the rest, and the
 bound: the step time of fp32 over a mode's oneDNN time, the speedup that mode would have against
 fp32 if everything but oneDNN's primitives took no time. `--json PATH` writes the same numbers.
+Where a step runs its passes on several worker threads (`--nodes 8`: `run.pass_workers`),
+oneDNN's times are summed over the threads, and set against the threads' time (workers x step).
 
 Needs only Python 3 and an lpdt binary built with oneDNN (Debian's LibTorch has it).
 """
@@ -124,6 +126,10 @@ def main():
         with open(path) as f:
             rows = json.load(f)["rows"]
     step_ms = {row["mode"]: row["step_ms"] for row in rows if row["nodes"] == args.nodes}
+    # With passes side by side on worker threads, oneDNN's times are summed over the workers:
+    # they are set against the workers' time, workers x the step.
+    workers = {row["mode"]: max(1, row.get("pass_workers", 1)) for row in rows
+               if row["nodes"] == args.nodes}
     missing = [m for m in modes if m not in step_ms]
     if missing:
         fail(f"the bench reported no step time for {', '.join(missing)}")
@@ -134,13 +140,16 @@ def main():
           f"oneDNN ms per step from runs of {args.short} and {args.long} steps")
     for mode in modes:
         total = sum(onednn[mode].values())
-        step = step_ms[mode]
-        bound = step_ms[reference] / total if total > 0 else float("inf")
-        print(f"{mode}: step {step:.1f} ms, oneDNN {total:.1f} ms ({100 * total / step:.0f}%), "
-              f"the rest {step - total:.1f} ms; {reference} step / oneDNN time = {bound:.2f}x")
+        step = step_ms[mode] * workers[mode]  # thread time of the step
+        bound = step_ms[reference] * workers[mode] / total if total > 0 else float("inf")
+        threads = f" on {workers[mode]} pass workers (thread time)" if workers[mode] > 1 else ""
+        print(f"{mode}: step {step:.1f} ms{threads}, oneDNN {total:.1f} ms "
+              f"({100 * total / step:.0f}%), the rest {step - total:.1f} ms; {reference} step / "
+              f"oneDNN time = {bound:.2f}x")
         for kind, ms in sorted(onednn[mode].items(), key=lambda item: -item[1]):
             print(f"    {ms:8.2f} ms  {kind}")
-        results.append({"mode": mode, "step_ms": step, "onednn_ms": total,
+        results.append({"mode": mode, "step_ms": step_ms[mode], "pass_workers": workers[mode],
+                        "thread_ms": step, "onednn_ms": total,
                         "onednn_ms_by_kind": onednn[mode], "rest_ms": step - total,
                         "bound_vs_reference": bound})
     if args.json:

@@ -24,6 +24,8 @@ for mode in modes.values():
     kinds = mode["onednn_ms_by_kind"]
     assert any(k.startswith("convolution") for k in kinds), kinds
     assert abs(sum(kinds.values()) - mode["onednn_ms"]) < 1e-9, mode
+    assert mode["pass_workers"] == 1, mode  # one node: one pass
+    assert mode["thread_ms"] == mode["step_ms"], mode
     assert abs(mode["step_ms"] - mode["onednn_ms"] - mode["rest_ms"]) < 1e-9, mode
     assert abs(modes["fp32"]["step_ms"] / mode["onednn_ms"] - mode["bound_vs_reference"]) < 1e-9
 # Both keep their weight gradients in float: oneDNN's backward-weights convolutions.
