@@ -5,13 +5,14 @@ from lpdt's own code.
 `lpdt bench --precision` times whole steps; its `--profile` attributes them to operators, but an
 operator such as `lpdt::int8_conv2d` holds lpdt's work (requantization, zero-point corrections)
 around oneDNN's kernel. oneDNN reports each primitive's execution time itself when
-ONEDNN_VERBOSE=1 is set. This script runs the bench of one mode twice under it, with SHORT and
-LONG timed steps and the same warm-up, and takes the difference of the two runs' sums divided by
-LONG - SHORT: what one more step costs in oneDNN, by primitive kind, without start-up work.
-Primitives that run as often in both runs are left out (the integer backend times its candidate
-implementations once per geometry when it first meets it: quant/int8_direct_conv.cpp). Then
-one bench run of all the modes, steps alternating, gives the step times, and the rest of a step
-is lpdt's own work (quantizers, normalisers, copies) plus the framework's.
+ONEDNN_VERBOSE=1 is set. A step runs the same primitives every time, so two short runs of each
+mode alone (SHORT and LONG steps) give its number of executions per step. Then one run of all the
+modes, their steps alternating, LONG timed steps: its last executions are the timed steps', each
+step the modes' executions in --modes order (the warm-up's start-up work, such as the integer
+backend's timing of candidate implementations, comes before them). Per mode, the median over
+steps of oneDNN's time is set against the median step time of the same run; the rest of a step
+is lpdt's own work (quantizers, normalisers, copies) plus the framework's. Both include
+ONEDNN_VERBOSE's printing, a few microseconds per primitive.
 
     python3 scripts/onednn_step_share.py --lpdt build/lpdt --modes fp32,int8-integer \\
         --threads 2 -- --channels 1 --size 32
@@ -47,11 +48,10 @@ def run(command, env=None):
 
 
 def onednn_executions(output):
-    """{(kind, propagation, implementation, shape): (calls, total ms)} of ONEDNN_VERBOSE lines.
-
-    oneDNN 2.x prints `onednn_verbose,exec,cpu,KIND,IMPL,PROP,FORMATS,ATTRS,AUX,SHAPE,MS` (the
-    older `dnnl_verbose` prefix too)."""
-    executions = collections.defaultdict(lambda: [0, 0.0])
+    """[(kind, propagation, implementation, shape, ms)] of the ONEDNN_VERBOSE exec lines, in
+    order. oneDNN 2.x prints `onednn_verbose,exec,cpu,KIND,IMPL,PROP,FORMATS,ATTRS,AUX,SHAPE,MS`
+    (older versions `dnnl_verbose,...`)."""
+    executions = []
     for line in output.splitlines():
         fields = line.split(",")
         if len(fields) < 11 or not fields[0].endswith("_verbose") or fields[1] != "exec":
@@ -60,22 +60,14 @@ def onednn_executions(output):
             ms = float(fields[-1])
         except ValueError:
             continue
-        key = (fields[3], fields[5], fields[4], fields[-2])
-        executions[key][0] += 1
-        executions[key][1] += ms
+        executions.append((fields[3], fields[5], fields[4], fields[-2], ms))
     return executions
 
 
-def per_step_by_kind(short, long_, steps):
-    """oneDNN ms per step by 'kind propagation', from the two runs' sums; keys whose call count
-    did not grow with the steps ran only at start-up and are left out."""
-    by_kind = collections.defaultdict(float)
-    for key, (calls, ms) in long_.items():
-        short_calls, short_ms = short.get(key, (0, 0.0))
-        if calls == short_calls:
-            continue
-        by_kind[f"{key[0]} {key[1]}".strip()] += (ms - short_ms) / steps
-    return dict(by_kind)
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def main():
@@ -109,22 +101,46 @@ def main():
     common = ["--nodes", str(args.nodes), "--threads", str(args.threads), "--warmup",
               str(args.warmup), *rest]
     verbose_env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
-    onednn = {}
-    for mode in modes:
-        runs = [onednn_executions(run([args.lpdt, "bench", "--precision", "--modes", mode,
-                                       "--steps", str(steps), *common], env=verbose_env))
-                for steps in (args.short, args.long)]
-        if not runs[1]:
-            fail(f"mode {mode}: no oneDNN execution lines under ONEDNN_VERBOSE=1 (is this lpdt "
-                 "built against a LibTorch with oneDNN?)")
-        onednn[mode] = per_step_by_kind(runs[0], runs[1], args.long - args.short)
 
+    def bench(bench_modes, steps, json_path=None):
+        command = [args.lpdt, "bench", "--precision", "--modes", ",".join(bench_modes),
+                   "--steps", str(steps), *common]
+        if json_path:
+            command += ["--json", json_path]
+        return onednn_executions(run(command, env=verbose_env))
+
+    # Primitive executions per step of each mode: a step runs the same primitives every time,
+    # so two runs of one mode differ by (long - short) steps' worth.
+    per_step = {}
+    for mode in modes:
+        extra = len(bench([mode], args.long)) - len(bench([mode], args.short))
+        if extra <= 0 or extra % (args.long - args.short) != 0:
+            fail(f"mode {mode}: {extra} more oneDNN executions in {args.long - args.short} more "
+                 "steps, not a whole number per step (is this lpdt built against a LibTorch with "
+                 "oneDNN, and does the mode run oneDNN primitives?)")
+        per_step[mode] = extra // (args.long - args.short)
+
+    # One run of all the modes, steps alternating: its last `long` steps are the timed ones, each
+    # the modes' executions in --modes order, after the warm-up's start-up work.
     with tempfile.TemporaryDirectory() as work:
         path = os.path.join(work, "bench.json")
-        run([args.lpdt, "bench", "--precision", "--modes", ",".join(modes), "--steps",
-             str(args.long), *common, "--json", path])
+        executions = bench(modes, args.long, path)
         with open(path) as f:
             rows = json.load(f)["rows"]
+    step_lines = sum(per_step.values())
+    timed = executions[len(executions) - args.long * step_lines:]
+    onednn_steps = {mode: [] for mode in modes}
+    onednn_kinds = {mode: collections.defaultdict(float) for mode in modes}
+    for step in range(args.long):
+        offset = step * step_lines
+        for mode in modes:
+            lines = timed[offset:offset + per_step[mode]]
+            offset += per_step[mode]
+            onednn_steps[mode].append(sum(line[4] for line in lines))
+            for line in lines:
+                onednn_kinds[mode][f"{line[0]} {line[1]}".strip()] += line[4] / args.long
+    onednn = {mode: dict(onednn_kinds[mode]) for mode in modes}
+
     step_ms = {row["mode"]: row["step_ms"] for row in rows if row["nodes"] == args.nodes}
     # With passes side by side on worker threads, oneDNN's times are summed over the workers:
     # they are set against the workers' time, workers x the step.
@@ -136,10 +152,11 @@ def main():
 
     reference = modes[0]
     results = []
-    print(f"oneDNN's share of a step: {args.nodes} node(s), {args.threads} thread(s), "
-          f"oneDNN ms per step from runs of {args.short} and {args.long} steps")
+    print(f"oneDNN's share of a step: {args.nodes} node(s), {args.threads} thread(s), medians of "
+          f"{args.long} steps of one run, the modes alternating; oneDNN's primitives by kind: "
+          "means")
     for mode in modes:
-        total = sum(onednn[mode].values())
+        total = median(onednn_steps[mode])
         step = step_ms[mode] * workers[mode]  # thread time of the step
         bound = step_ms[reference] * workers[mode] / total if total > 0 else float("inf")
         threads = f" on {workers[mode]} pass workers (thread time)" if workers[mode] > 1 else ""
@@ -150,6 +167,7 @@ def main():
             print(f"    {ms:8.2f} ms  {kind}")
         results.append({"mode": mode, "step_ms": step_ms[mode], "pass_workers": workers[mode],
                         "thread_ms": step, "onednn_ms": total,
+                        "onednn_ms_per_step": onednn_steps[mode],
                         "onednn_ms_by_kind": onednn[mode], "rest_ms": step - total,
                         "bound_vs_reference": bound})
     if args.json:
