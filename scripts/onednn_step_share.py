@@ -11,8 +11,8 @@ modes, their steps alternating, LONG timed steps: its last executions are the ti
 step the modes' executions in --modes order (the warm-up's start-up work, such as the integer
 backend's timing of candidate implementations, comes before them). Per mode, the median over
 steps of oneDNN's time is set against the median step time of the same run; the rest of a step
-is lpdt's own work (quantizers, normalisers, copies) plus the framework's. Both include
-ONEDNN_VERBOSE's printing, a few microseconds per primitive.
+is lpdt's own work (quantizers, normalisers, copies) plus the framework's, and the cost of
+ONEDNN_VERBOSE's printing: a last run without it gives the plain step times, for comparison.
 
     python3 scripts/onednn_step_share.py --lpdt build/lpdt --modes fp32,int8-integer \\
         --threads 2 -- --channels 1 --size 32
@@ -116,8 +116,9 @@ def main():
         extra = len(bench([mode], args.long)) - len(bench([mode], args.short))
         if extra <= 0 or extra % (args.long - args.short) != 0:
             fail(f"mode {mode}: {extra} more oneDNN executions in {args.long - args.short} more "
-                 "steps, not a whole number per step (is this lpdt built against a LibTorch with "
-                 "oneDNN, and does the mode run oneDNN primitives?)")
+                 "steps, not a whole number per step. Passes on several worker threads make "
+                 "their primitives per thread, at a step that varies: give -- --pass-workers 1. "
+                 "Otherwise: is this lpdt built against a LibTorch with oneDNN?")
         per_step[mode] = extra // (args.long - args.short)
 
     # One run of all the modes, steps alternating: its last `long` steps are the timed ones, each
@@ -146,7 +147,15 @@ def main():
     # they are set against the workers' time, workers x the step.
     workers = {row["mode"]: max(1, row.get("pass_workers", 1)) for row in rows
                if row["nodes"] == args.nodes}
-    missing = [m for m in modes if m not in step_ms]
+    # The same run without ONEDNN_VERBOSE: what the printing costs a step.
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "bench.json")
+        run([args.lpdt, "bench", "--precision", "--modes", ",".join(modes), "--steps",
+             str(args.long), *common, "--json", path])
+        with open(path) as f:
+            plain_ms = {row["mode"]: row["step_ms"] for row in json.load(f)["rows"]
+                        if row["nodes"] == args.nodes}
+    missing = [m for m in modes if m not in step_ms or m not in plain_ms]
     if missing:
         fail(f"the bench reported no step time for {', '.join(missing)}")
 
@@ -160,12 +169,14 @@ def main():
         step = step_ms[mode] * workers[mode]  # thread time of the step
         bound = step_ms[reference] * workers[mode] / total if total > 0 else float("inf")
         threads = f" on {workers[mode]} pass workers (thread time)" if workers[mode] > 1 else ""
-        print(f"{mode}: step {step:.1f} ms{threads}, oneDNN {total:.1f} ms "
+        print(f"{mode}: step {step:.1f} ms{threads} ({plain_ms[mode]:.1f} without "
+              f"ONEDNN_VERBOSE, another run), oneDNN {total:.1f} ms "
               f"({100 * total / step:.0f}%), the rest {step - total:.1f} ms; {reference} step / "
               f"oneDNN time = {bound:.2f}x")
         for kind, ms in sorted(onednn[mode].items(), key=lambda item: -item[1]):
             print(f"    {ms:8.2f} ms  {kind}")
-        results.append({"mode": mode, "step_ms": step_ms[mode], "pass_workers": workers[mode],
+        results.append({"mode": mode, "step_ms": step_ms[mode], "plain_step_ms": plain_ms[mode],
+                        "pass_workers": workers[mode],
                         "thread_ms": step, "onednn_ms": total,
                         "onednn_ms_per_step": onednn_steps[mode],
                         "onednn_ms_by_kind": onednn[mode], "rest_ms": step - total,

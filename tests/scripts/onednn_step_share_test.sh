@@ -11,9 +11,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 python3 "$script" --lpdt "$lpdt" --modes fp32,int8-integer --threads 1 --warmup 1 --short 1 \
   --long 3 --json "$work/share.json" -- --channels 1 --size 8 > "$work/out.txt"
-grep -Eq "^fp32: step [0-9.]+ ms, oneDNN [0-9.]+ ms" "$work/out.txt" ||
+grep -Eq "^fp32: step [0-9.]+ ms \([0-9.]+ without ONEDNN_VERBOSE, another run\), oneDNN [0-9.]+ ms" "$work/out.txt" ||
   fail "no fp32 line: $(cat "$work/out.txt")"
-grep -Eq "^int8-integer: step [0-9.]+ ms, oneDNN [0-9.]+ ms" "$work/out.txt" ||
+grep -Eq "^int8-integer: step [0-9.]+ ms \([0-9.]+ without ONEDNN_VERBOSE, another run\), oneDNN [0-9.]+ ms" "$work/out.txt" ||
   fail "no int8-integer line: $(cat "$work/out.txt")"
 python3 - "$work/share.json" <<'PY'
 import json, sys
@@ -28,6 +28,7 @@ for mode in modes.values():
     assert mode["onednn_ms"] == steps[1], mode  # the median
     assert abs(sum(kinds.values()) - sum(steps) / 3) < 1e-9, mode  # the kinds: means
     assert mode["pass_workers"] == 1, mode  # one node: one pass
+    assert mode["plain_step_ms"] > 0, mode
     assert mode["thread_ms"] == mode["step_ms"], mode
     assert abs(mode["step_ms"] - mode["onednn_ms"] - mode["rest_ms"]) < 1e-9, mode
     assert abs(modes["fp32"]["step_ms"] / mode["onednn_ms"] - mode["bound_vs_reference"]) < 1e-9
