@@ -19,7 +19,7 @@ does not favour one build, and prints every round and a summary per (nodes, mode
 
 With `--profile K` among the bench arguments, `--operators NAME ...` also prints those
 operators' self time per step in each run (e.g. `--operators lpdt::evonorm_s0_forward
-aten::mkldnn_convolution`), to compare one kernel's share of the step across builds.
+lpdt::onednn_conv2d_forward`), to compare one kernel's share of the step across builds.
 
 Needs only Python 3 and the two lpdt binaries. `--json PATH` also writes every run's results.
 """

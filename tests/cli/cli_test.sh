@@ -74,7 +74,9 @@ expect 2 "expected fp32, bf16 or int8" -- "$lpdt" bench --model-precision fp16
 # The operator profile: a table per mode after its row; it needs --precision. Rows for every
 # operator (more than a step calls), so that what is found does not depend on their timings: on a
 # busy machine a one-step profile of this tiny model can rank the convolutions below the top few.
-expect 0 "aten::convolution_backward" -- "$lpdt" bench --precision --modes fp32 --nodes 1 \
+# (A build with oneDNN calls its primitives directly, core/onednn_float_conv.h; one without goes
+# through LibTorch's convolution.)
+expect 0 "lpdt::onednn_conv2d_input_grad\|aten::convolution_backward" -- "$lpdt" bench --precision --modes fp32 --nodes 1 \
   --depth 8 --channels 1 --size 8 --batch 4 --steps 1 --warmup 0 --threads 1 --profile 500
 expect 2 "add --precision" -- "$lpdt" bench --profile 5
 # Passes side by side: a list of worker counts alternates steps in --precision (a row each, the

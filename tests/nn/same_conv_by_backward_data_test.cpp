@@ -9,7 +9,9 @@
 #include <torch/utils.h>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/onednn_float_conv.h"
 #include "lpdt/nn/conv2d.h"
+#include "lpdt/nn/direct_conv2d.h"
 
 namespace lpdt::nn {
 namespace {
@@ -60,7 +62,7 @@ TEST(SameConvByBackwardDataShapes, RefusesWhatTheFormDoesNotHandle) {
 }
 
 // The fp32 layer runs the backward-data form exactly where it applies on this CPU (bit for bit
-// its output), and at::conv2d elsewhere.
+// its output), and otherwise oneDNN's primitives directly (nn/direct_conv2d.h) or at::conv2d.
 TEST(SameConvByBackwardDataLayer, Conv2dTakesTheFormWhereItApplies) {
   Registry registry;
   Conv2d conv(registry, "conv", Conv2dOptions{16, 16, 3}.with_padding(1));
@@ -73,7 +75,8 @@ TEST(SameConvByBackwardDataLayer, Conv2dTakesTheFormWhereItApplies) {
   const at::Tensor expected =
       same_conv_by_backward_data_applies(x, 16, 16, 3, 1, 1, 1, false)
           ? same_conv2d_by_backward_data(x, w, 1)
-          : at::conv2d(x, w, {}, {1, 1}, {1, 1});
+      : onednn_float_conv_applies(x, 1, false) ? direct_conv2d(x, w, 1, 1)
+                                               : at::conv2d(x, w, {}, {1, 1}, {1, 1});
   EXPECT_TRUE(torch::equal(y, expected));
 }
 

@@ -34,10 +34,10 @@ PY
 
 # Operators' self times from the profile, in each run.
 python3 "$script" --before "$lpdt" --after "$lpdt" --rounds 1 \
-  --operators aten::mkldnn_convolution lpdt::evonorm_s0_forward -- --modes fp32 --nodes 1 \
+  --operators aten::add lpdt::evonorm_s0_forward -- --modes fp32 --nodes 1 \
   --steps 1 --warmup 0 --channels 1 --size 8 --threads 1 --profile 60 > "$work/ops.txt"
-grep -Eq "aten::mkldnn_convolution: [0-9.]+ ms before, [0-9.]+ ms after" "$work/ops.txt" ||
-  fail "no convolution time: $(cat "$work/ops.txt")"
+grep -Eq "aten::add: [0-9.]+ ms before, [0-9.]+ ms after" "$work/ops.txt" ||
+  fail "no residual-add time: $(cat "$work/ops.txt")"
 grep -q "lpdt::evonorm_s0_forward: " "$work/ops.txt" || fail "no EvoNorm time"
 
 # Refusals: a missing binary, --json meant for the script, a mode lpdt does not have, operators

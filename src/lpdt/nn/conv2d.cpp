@@ -4,7 +4,9 @@
 #include <string>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/onednn_float_conv.h"
 #include "lpdt/core/strided_conv_input_grad.h"
+#include "lpdt/nn/direct_conv2d.h"
 #include "lpdt/nn/same_conv_by_backward_data.h"
 #include "lpdt/nn/spread_grad_conv2d.h"
 
@@ -67,6 +69,11 @@ at::Tensor Conv2d::forward_in(const Context& ctx, const at::Tensor& x) const {
       // Node i's channel slice, made dense in the input's memory format for oneDNN.
       const at::Tensor xi = x.narrow(1, i * options_.in_channels, options_.in_channels)
                                 .contiguous(x.suggest_memory_format());
+      // The kernels a one-node pass takes (below), so that both sum in the same order.
+      if (!bf16 && onednn_float_conv_applies(xi, options_.groups, options_.bias)) {
+        outputs.push_back(direct_conv2d(xi, weights[i], options_.stride, options_.padding));
+        continue;
+      }
       outputs.push_back(at::conv2d(xi, weights[i].contiguous(x.suggest_memory_format()),
                                    options_.bias ? biases[i] : at::Tensor(),
                                    {options_.stride, options_.stride},
@@ -87,6 +94,11 @@ at::Tensor Conv2d::forward_in(const Context& ctx, const at::Tensor& x) const {
                                          options_.kernel, options_.stride, options_.padding,
                                          options_.groups, options_.bias)) {
     return same_conv2d_by_backward_data(x, weight, options_.padding);
+  }
+  // One dense convolution on the CPU: oneDNN's primitives called directly (faster than
+  // LibTorch's wrapping of the same kernels; core/onednn_float_conv.h).
+  if (!bf16 && onednn_float_conv_applies(x, k * options_.groups, options_.bias)) {
+    return direct_conv2d(x, weight, options_.stride, options_.padding);
   }
   if (input_grad_by_spread_applies(x, options_.stride, k * options_.groups)) {
     return conv2d_with_spread_input_grad(x, weight, bias, options_.stride, options_.padding,

@@ -2,11 +2,18 @@
 
 #include <ATen/ATen.h>
 
+#include "lpdt/core/onednn_float_conv.h"
+
 namespace lpdt::quant {
 
 at::Tensor conv_weight_gradient(const at::Tensor& gy, const at::Tensor& x, const at::Tensor& w,
                                 std::int64_t stride, std::int64_t padding, std::int64_t groups,
                                 WeightGrad precision) {
+  // float32 on one group: oneDNN's primitive called directly (core/onednn_float_conv.h).
+  if (precision == WeightGrad::kFp32 && gy.scalar_type() == at::kFloat &&
+      onednn_float_conv_applies(x, groups, /*bias=*/false)) {
+    return onednn_conv2d_weight_grad(gy, x, w.sizes(), stride, padding);
+  }
   const at::ScalarType type = precision == WeightGrad::kBf16 ? at::kBFloat16 : at::kFloat;
   auto [unused_x, grad_w, unused_b] = at::convolution_backward(
       gy.to(type), x.to(type), w.to(type), c10::nullopt, {stride, stride}, {padding, padding},

@@ -1,0 +1,46 @@
+#pragma once
+// Float32 convolutions run by oneDNN's primitives directly: the forward, backward-data and
+// backward-weights primitives of one geometry are made once (per thread and thread count) and
+// executed on the caller's tensors, with the weights reordered into each primitive's layout once
+// per call. LibTorch 1.13 runs the same oneDNN kernels through its ideep wrappers, which rebuild
+// the primitive descriptors (and the backward ones' forward hint) at every call and convert
+// tensors around them: at ResNet-20's shapes the direct form ran 1.08-1.50x faster per layer and
+// made the fp32 training step 1.06-1.07x faster (docs/benchmarks.md, "Training throughput", item
+// 13). Where LibTorch takes oneDNN for the same convolution the kernels are the same, so the
+// results are too; where it does not (1x1 convolutions of small batches), they agree to float
+// rounding.
+//
+// It lives in core/ because both nn/ (the fp32 convolution layer) and quant/ (the integer
+// backend's float weight gradients) use it; it needs nothing of either.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace lpdt {
+
+// Whether this build has oneDNN (Debian's libdnnl, the one LibTorch runs) to call directly.
+bool onednn_float_conv_built();
+
+// Whether a convolution of these options on input x runs here: a build with oneDNN, a CPU
+// float32 4-D channels-last input, one group, no bias. What the layers decide by; otherwise they
+// call at::conv2d.
+bool onednn_float_conv_applies(const at::Tensor& x, std::int64_t groups, bool bias);
+
+// y = conv(x, w). x: [b, in, H, W] float32 channels-last; weight: [out, in, kh, kw] float32 (any
+// layout) -> [b, out, Ho, Wo] float32 channels-last, Ho = (H + 2 padding - kh) / stride + 1.
+at::Tensor onednn_conv2d_forward(const at::Tensor& x, const at::Tensor& weight,
+                                 std::int64_t stride, std::int64_t padding);
+
+// The input gradient: gy [b, out, Ho, Wo] float32 (any layout), weight [out, in, kh, kw],
+// input_sizes [b, in, H, W] -> [b, in, H, W] float32 channels-last.
+at::Tensor onednn_conv2d_input_grad(const at::Tensor& gy, const at::Tensor& weight,
+                                    at::IntArrayRef input_sizes, std::int64_t stride,
+                                    std::int64_t padding);
+
+// The weight gradient: gy [b, out, Ho, Wo] float32 (any layout), x [b, in, H, W] float32
+// channels-last, weight_sizes [out, in, kh, kw] -> [out, in, kh, kw] float32 contiguous.
+at::Tensor onednn_conv2d_weight_grad(const at::Tensor& gy, const at::Tensor& x,
+                                     at::IntArrayRef weight_sizes, std::int64_t stride,
+                                     std::int64_t padding);
+
+}  // namespace lpdt
