@@ -55,6 +55,24 @@ void check_float_cpu(const at::Tensor& t, const char* caller, const char* name) 
              std::string(caller) + ": " + name + " must be a 4-D float32 CPU tensor");
 }
 
+void check_input(const at::Tensor& x, const char* caller) {
+  check_float_cpu(x, caller, "x");
+  LPDT_CHECK(x.is_contiguous(at::MemoryFormat::ChannelsLast),
+             std::string(caller) + ": x must be channels-last");
+}
+
+void check_output_gradient(const at::Tensor& gy, const Geometry& g, const char* caller) {
+  check_float_cpu(gy, caller, "gy");
+  LPDT_CHECK(gy.sizes() == at::IntArrayRef({g.batch, g.out_channels, g.out_height(), g.out_width()}),
+             std::string(caller) + ": gy must be [b, out, Ho, Wo] of the convolution");
+}
+
+#if !LPDT_HAVE_DNNL
+[[noreturn]] void refuse_without_onednn(const char* caller) {
+  throw InternalError(std::string(caller) + ": this build has no oneDNN (onednn_float_conv_built)");
+}
+#endif
+
 #if LPDT_HAVE_DNNL
 
 using Tag = dnnl::memory::format_tag;
@@ -210,10 +228,8 @@ at::Tensor onednn_conv2d_forward(const at::Tensor& x, const at::Tensor& weight_i
                                  std::int64_t stride, std::int64_t padding) {
   RECORD_FUNCTION("lpdt::onednn_conv2d_forward", std::vector<c10::IValue>());
   constexpr const char* kCaller = "onednn_conv2d_forward";
-  check_float_cpu(x, kCaller, "x");
+  check_input(x, kCaller);
   check_float_cpu(weight_in, kCaller, "weight");
-  LPDT_CHECK(x.is_contiguous(at::MemoryFormat::ChannelsLast),
-             "onednn_conv2d_forward: x must be channels-last");
   const Geometry g = geometry_of(x.sizes(), weight_in.sizes(), stride, padding, kCaller);
   const at::Tensor y = at::empty({g.batch, g.out_channels, g.out_height(), g.out_width()},
                                  x.options().memory_format(at::MemoryFormat::ChannelsLast));
@@ -223,7 +239,7 @@ at::Tensor onednn_conv2d_forward(const at::Tensor& x, const at::Tensor& weight_i
   run(p.forward(), p.plain_weight(), weight, /*weight_is_output=*/false,
       {{DNNL_ARG_SRC, wrap(p.src(), x)}, {DNNL_ARG_DST, wrap(p.dst(), y)}});
 #else
-  LPDT_CHECK(false, "onednn_conv2d_forward: this build has no oneDNN (onednn_float_conv_built)");
+  refuse_without_onednn(kCaller);
 #endif
   return y;
 }
@@ -233,12 +249,9 @@ at::Tensor onednn_conv2d_input_grad(const at::Tensor& gy_in, const at::Tensor& w
                                     std::int64_t padding) {
   RECORD_FUNCTION("lpdt::onednn_conv2d_input_grad", std::vector<c10::IValue>());
   constexpr const char* kCaller = "onednn_conv2d_input_grad";
-  check_float_cpu(gy_in, kCaller, "gy");
   check_float_cpu(weight_in, kCaller, "weight");
   const Geometry g = geometry_of(input_sizes, weight_in.sizes(), stride, padding, kCaller);
-  LPDT_CHECK(gy_in.sizes() == at::IntArrayRef({g.batch, g.out_channels, g.out_height(),
-                                               g.out_width()}),
-             "onednn_conv2d_input_grad: gy must be [b, out, Ho, Wo] of the convolution");
+  check_output_gradient(gy_in, g, kCaller);
   const at::Tensor dx =
       at::empty(input_sizes, gy_in.options().memory_format(at::MemoryFormat::ChannelsLast));
 #if LPDT_HAVE_DNNL
@@ -248,7 +261,7 @@ at::Tensor onednn_conv2d_input_grad(const at::Tensor& gy_in, const at::Tensor& w
   run(p.backward_data(), p.plain_weight(), weight, /*weight_is_output=*/false,
       {{DNNL_ARG_DIFF_DST, wrap(p.dst(), gy)}, {DNNL_ARG_DIFF_SRC, wrap(p.src(), dx)}});
 #else
-  LPDT_CHECK(false, "onednn_conv2d_input_grad: this build has no oneDNN (onednn_float_conv_built)");
+  refuse_without_onednn(kCaller);
 #endif
   return dx;
 }
@@ -258,14 +271,9 @@ at::Tensor onednn_conv2d_weight_grad(const at::Tensor& gy_in, const at::Tensor& 
                                      std::int64_t padding) {
   RECORD_FUNCTION("lpdt::onednn_conv2d_weight_grad", std::vector<c10::IValue>());
   constexpr const char* kCaller = "onednn_conv2d_weight_grad";
-  check_float_cpu(gy_in, kCaller, "gy");
-  check_float_cpu(x, kCaller, "x");
-  LPDT_CHECK(x.is_contiguous(at::MemoryFormat::ChannelsLast),
-             "onednn_conv2d_weight_grad: x must be channels-last");
+  check_input(x, kCaller);
   const Geometry g = geometry_of(x.sizes(), weight_sizes, stride, padding, kCaller);
-  LPDT_CHECK(gy_in.sizes() == at::IntArrayRef({g.batch, g.out_channels, g.out_height(),
-                                               g.out_width()}),
-             "onednn_conv2d_weight_grad: gy must be [b, out, Ho, Wo] of the convolution");
+  check_output_gradient(gy_in, g, kCaller);
   const at::Tensor dw = at::empty(weight_sizes, x.options());
 #if LPDT_HAVE_DNNL
   const at::Tensor gy = gy_in.contiguous(at::MemoryFormat::ChannelsLast);
@@ -273,7 +281,7 @@ at::Tensor onednn_conv2d_weight_grad(const at::Tensor& gy_in, const at::Tensor& 
   run(p.backward_weights(), p.plain_weight(), dw, /*weight_is_output=*/true,
       {{DNNL_ARG_SRC, wrap(p.src(), x)}, {DNNL_ARG_DIFF_DST, wrap(p.dst(), gy)}});
 #else
-  LPDT_CHECK(false, "onednn_conv2d_weight_grad: this build has no oneDNN (onednn_float_conv_built)");
+  refuse_without_onednn(kCaller);
 #endif
   return dw;
 }
