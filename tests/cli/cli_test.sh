@@ -117,6 +117,23 @@ expect 0 "one forward pass of these layers" -- "$lpdt" bench --conv-forms --dept
   --size 8 --batch 2 --steps 1 --warmup 0 --threads 1
 expect 0 "integer backend's float sums for the same layers" -- "$lpdt" bench --conv-forms \
   --depth 8 --channels 1 --size 8 --batch 2 --steps 1 --warmup 0 --threads 1
+# LibTorch's convolutions against the direct primitives: a row per one-group shape (strided ones
+# too), and the step's total; none of the results differ by more than float rounding.
+out=$("$lpdt" bench --conv-forms --depth 8 --channels 1 --size 8 --batch 2 --steps 1 --warmup 0 \
+  --threads 1 --json "$work/conv-forms.json" 2>&1)
+if grep -q "one training step's convolutions: LibTorch" <<<"$out" &&
+   python3 - "$work/conv-forms.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["direct_primitives_rows"]
+assert {r["stride"] for r in rows} == {1, 2}, rows
+assert all(r["max_relative_difference"] < 1e-5 and r["direct_ms"] > 0 for r in rows), rows
+PY
+then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: bench --conv-forms direct primitives rows: $out"
+fi
 # The int16 pair-product kernel's column: timed where the CPU's integer backend takes it (AVX2),
 # said to be not run elsewhere.
 expect 0 "int16 pair products for the same layers\|not run: this CPU's integer backend" -- \

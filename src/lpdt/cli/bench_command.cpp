@@ -123,7 +123,9 @@ void add_bench_command(CLI::App& app) {
   CLI::Option* conv_forms_flag = cmd->add_flag("--conv-forms", *conv_forms,
                 "Time each stride-1 'same' convolution shape of the model in oneDNN's forward "
                 "kernel against its backward-data form (what the fp32 layers run on AVX2 CPUs), "
-                "alternating, one node; --steps calls of each form");
+                "then every one-group convolution shape's training-step convolutions through "
+                "LibTorch against oneDNN's primitives called directly (what the fp32 layers "
+                "run), alternating, one node; --steps calls of each form");
   // One benchmark per call: a second would be silently skipped.
   const std::vector<CLI::Option*> benchmarks = {precision_flag, scaling_flag, wire_flag,
                                                 conv_forms_flag};

@@ -3,6 +3,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
+#include "lpdt/core/onednn_float_conv.h"
 #include "lpdt/core/runtime.h"
 #include "lpdt/exp/bench_record.h"
 #include "lpdt/exp/bench_stats.h"
@@ -50,10 +52,87 @@ std::pair<double, double> alternating_medians(const std::function<at::Tensor()>&
   return {median(a_ms), median(b_ms)};
 }
 
+double max_relative_difference(const at::Tensor& a, const at::Tensor& b) {
+  return (a - b).abs().max().item<double>() / std::max(b.abs().max().item<double>(), 1e-30);
+}
+
+// Every one-group convolution shape of the trace (the fp32 layer's direct form takes all of
+// them), timed as one training step runs them: LibTorch's at::convolution and
+// at::convolution_backward against the three direct primitives, alternating.
+std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& options,
+                                                  const std::vector<TracedLayer>& trace,
+                                                  const std::function<void(const std::string&)>& progress) {
+  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                           std::int64_t, std::int64_t>;
+  std::map<Shape, std::int64_t> shapes;
+  for (const TracedLayer& layer : trace) {
+    if (layer.op != TracedOp::kConv || layer.groups != 1) continue;
+    ++shapes[{layer.in_channels, layer.out_channels, layer.height, layer.width, layer.kernel,
+              layer.stride, layer.padding}];
+  }
+  std::vector<DirectConvRow> rows;
+  if (shapes.empty() || !onednn_float_conv_built()) return rows;
+  progress(
+      "fp32 training-step convolutions (forward, input and weight gradients): LibTorch's calls "
+      "against oneDNN's primitives called directly (core/onednn_float_conv.h)");
+  progress("  in   out      HxW  k  s  layers  LibTorch ms  direct ms  speedup  max rel |diff|");
+  double libtorch_step = 0, direct_step = 0;
+  char line[256];
+  for (const auto& [shape, layers] : shapes) {
+    DirectConvRow row;
+    std::int64_t padding = 0;
+    std::tie(row.in_channels, row.out_channels, row.height, row.width, row.kernel, row.stride,
+             padding) = shape;
+    row.layers = layers;
+    const at::Tensor x = torch::randn({options.batch_size, row.in_channels, row.height, row.width})
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor w =
+        torch::randn({row.out_channels, row.in_channels, row.kernel, row.kernel}) * 0.1;
+    const std::int64_t s = row.stride;
+    const at::Tensor gy = torch::randn_like(at::conv2d(x, w, {}, {s, s}, {padding, padding}));
+    // Each returns the three results in one tensor, so that the timing helper can take it.
+    const auto libtorch = [&] {
+      const at::Tensor y = at::convolution(x, w, {}, {s, s}, {padding, padding}, {1, 1}, false,
+                                           {0, 0}, 1);
+      auto [dx, dw, unused] =
+          at::convolution_backward(gy, x, w, c10::nullopt, {s, s}, {padding, padding}, {1, 1},
+                                   false, {0, 0}, 1, {true, true, false});
+      return at::cat({y.reshape(-1), dx.reshape(-1), dw.reshape(-1)});
+    };
+    const auto direct = [&] {
+      const at::Tensor y = onednn_conv2d_forward(x, w, s, padding);
+      const at::Tensor dx = onednn_conv2d_input_grad(gy, w, x.sizes(), s, padding);
+      const at::Tensor dw = onednn_conv2d_weight_grad(gy, x, w.sizes(), s, padding);
+      return at::cat({y.reshape(-1), dx.reshape(-1), dw.reshape(-1)});
+    };
+    row.max_relative_difference = max_relative_difference(direct(), libtorch());
+    std::tie(row.libtorch_ms, row.direct_ms) =
+        alternating_medians(libtorch, direct, options.warmup_rounds, options.rounds);
+    row.speedup = row.libtorch_ms / row.direct_ms;
+    libtorch_step += row.libtorch_ms * static_cast<double>(layers);
+    direct_step += row.direct_ms * static_cast<double>(layers);
+    std::snprintf(line, sizeof line, "%4lld  %4lld  %4lldx%-4lld %lld  %lld  %6lld  %11.3f  %9.3f  %6.2fx  %14.2e",
+                  static_cast<long long>(row.in_channels), static_cast<long long>(row.out_channels),
+                  static_cast<long long>(row.height), static_cast<long long>(row.width),
+                  static_cast<long long>(row.kernel), static_cast<long long>(row.stride),
+                  static_cast<long long>(row.layers), row.libtorch_ms, row.direct_ms, row.speedup,
+                  row.max_relative_difference);
+    progress(line);
+    rows.push_back(row);
+  }
+  std::snprintf(line, sizeof line,
+                "one training step's convolutions: LibTorch %.2f ms, direct primitives %.2f ms "
+                "(%.2fx)",
+                libtorch_step, direct_step, libtorch_step / direct_step);
+  progress(line);
+  return rows;
+}
+
 }  // namespace
 
 std::vector<ConvFormsRow> run_conv_forms_bench(
-    const ConvFormsBenchOptions& options, const std::function<void(const std::string&)>& progress) {
+    const ConvFormsBenchOptions& options, const std::function<void(const std::string&)>& progress,
+    std::vector<DirectConvRow>* direct_rows_out) {
   const RuntimeInfo runtime = configure_runtime(options.threads);
   models::ModelOptions model_options;
   model_options.arch = options.arch;
@@ -226,6 +305,9 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
     progress(line);
   }
 
+  const std::vector<DirectConvRow> direct_rows = time_direct_primitives(options, trace, progress);
+  if (direct_rows_out != nullptr) *direct_rows_out = direct_rows;
+
   if (!options.json_path.empty()) {
     nlohmann::json j;
     j["model"] = model->name();
@@ -265,6 +347,20 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
                            {"int16_pairs_max_abs_difference",
                             r.int16_pairs_run ? nlohmann::json(r.int16_pairs_max_abs_difference)
                                               : nlohmann::json()}});
+    }
+    j["direct_primitives_rows"] = nlohmann::json::array();
+    for (const DirectConvRow& r : direct_rows) {
+      j["direct_primitives_rows"].push_back({{"in_channels", r.in_channels},
+                                             {"out_channels", r.out_channels},
+                                             {"height", r.height},
+                                             {"width", r.width},
+                                             {"kernel", r.kernel},
+                                             {"stride", r.stride},
+                                             {"layers", r.layers},
+                                             {"libtorch_ms", r.libtorch_ms},
+                                             {"direct_ms", r.direct_ms},
+                                             {"speedup", r.speedup},
+                                             {"max_relative_difference", r.max_relative_difference}});
     }
     write_bench_json(options.json_path, std::move(j), runtime, "bench --conv-forms");
   }

@@ -8,7 +8,10 @@
 // benchmark measured it faster (docs/benchmarks.md, "AVX2 CPUs" items 11 and 12); the table says
 // whether it would help on another CPU. On AVX2 CPUs the integer backend's sums come from its own
 // int16 pair-product kernel instead (quant/int16_pair_conv.h, item 14), timed against both float
-// forms in the same rounds.
+// forms in the same rounds. Then, for every one-group convolution shape of the model (strided
+// ones too), a training step's three float32 convolutions (forward, input and weight gradients)
+// through LibTorch's calls against oneDNN's primitives called directly (core/onednn_float_conv.h,
+// what the fp32 layer runs), alternating, with the largest relative difference of the results.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -48,9 +51,23 @@ struct ConvFormsRow {
   double int16_pairs_max_abs_difference = 0;
 };
 
+// One convolution shape's training-step convolutions, LibTorch's calls against the direct
+// primitives.
+struct DirectConvRow {
+  std::int64_t in_channels = 0, out_channels = 0, height = 0, width = 0, kernel = 0, stride = 0;
+  std::int64_t layers = 0;
+  double libtorch_ms = 0;  // at::convolution + at::convolution_backward (input and weight), median
+  double direct_ms = 0;    // the three direct primitives, median
+  double speedup = 0;      // libtorch_ms / direct_ms
+  double max_relative_difference = 0;  // over the output and both gradients
+};
+
 // Rows for the shapes the backward-data form handles, then (in `progress`) a line with both
-// forms' time for one forward pass of the model's handled convolutions.
+// forms' time for one forward pass of the model's handled convolutions; then the direct
+// primitives' rows (in `direct_rows` where given) and a line for one training step's
+// convolutions. Where this build has no oneDNN to call, that second table is left out.
 std::vector<ConvFormsRow> run_conv_forms_bench(
-    const ConvFormsBenchOptions& options, const std::function<void(const std::string&)>& progress);
+    const ConvFormsBenchOptions& options, const std::function<void(const std::string&)>& progress,
+    std::vector<DirectConvRow>* direct_rows = nullptr);
 
 }  // namespace lpdt::exp
