@@ -4,9 +4,9 @@
 // executed on the caller's tensors, with the weights reordered into each primitive's layout once
 // per call. LibTorch 1.13 runs the same oneDNN kernels through its ideep wrappers, which rebuild
 // the primitive descriptors (and the backward ones' forward hint) at every call and convert
-// tensors around them: at ResNet-20's shapes the direct form ran 1.08-1.50x faster per layer and
-// made the fp32 training step 1.06-1.07x faster (docs/benchmarks.md, "Training throughput", item
-// 13). Where LibTorch takes oneDNN for the same convolution the kernels are the same, so the
+// tensors around them: at ResNet-20's shapes the direct form ran a training step's convolutions
+// 1.01-1.16x faster per shape (not the one-channel stem: 0.84x) and made the fp32 step 1.04x
+// (one node) to 1.09x (8 nodes) faster (docs/benchmarks.md, "Training throughput", item 13). Where LibTorch takes oneDNN for the same convolution the kernels are the same, so the
 // results are too; where it does not (1x1 convolutions of small batches), they agree to float
 // rounding.
 //
