@@ -1,8 +1,8 @@
 // oneDNN's float32 convolution primitives called directly (core/onednn_float_conv.h): forward,
 // input gradient and weight gradient against plain loops in double on random inputs, over
 // strides, paddings, kernels and odd sizes; bit for bit against at::conv2d on integer-valued
-// inputs (every partial sum exact); at both thread counts and on two threads at once; and which
-// inputs the layers send here.
+// inputs (every partial sum exact); at both thread counts and on two threads at once; the same in
+// bfloat16; and which inputs the layers send here.
 #include "lpdt/core/onednn_float_conv.h"
 
 #include <ATen/Parallel.h>
@@ -10,6 +10,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -165,6 +166,71 @@ TEST(OnednnFloatConv, TwoThreadsAtOnceEqualOneAlone) {
   }
 }
 
+at::Tensor bf16(const at::Tensor& t) { return t.to(at::kBFloat16); }
+
+// bfloat16 operands: the same integer-valued check against LibTorch's bfloat16 convolution, which
+// runs the same oneDNN kernels (the integers below are exact in bfloat16, their products and sums
+// exact in float32; only the final rounding of large sums to bfloat16 is inexact, the same
+// rounding both ways).
+TEST(OnednnFloatConv, Bfloat16EqualsLibTorchBitForBitOnIntegers) {
+  if (!onednn_bf16_conv_fast()) GTEST_SKIP() << "no oneDNN bfloat16 kernels on this CPU or build";
+  torch::manual_seed(14);
+  for (const Case& c : kCases) {
+    const auto ints = [](at::IntArrayRef sizes) {
+      return torch::randint(-20, 21, sizes).to(at::kBFloat16);
+    };
+    const at::Tensor x = channels_last(ints({c.batch, c.in, c.height, c.width}));
+    const at::Tensor w = channels_last(ints({c.out, c.in, c.kernel, c.kernel}));
+    const at::Tensor gy =
+        channels_last(ints({c.batch, c.out, out_size(c.height, c), out_size(c.width, c)}));
+    const at::Tensor y_ref = at::conv2d(x, w, {}, {c.stride, c.stride}, {c.padding, c.padding});
+    auto [dx_ref, dw_ref, unused] = at::convolution_backward(
+        gy, x, w, c10::nullopt, {c.stride, c.stride}, {c.padding, c.padding}, {1, 1}, false,
+        {0, 0}, 1, {true, true, false});
+    const at::Tensor y = onednn_conv2d_forward(x, w, c.stride, c.padding);
+    const at::Tensor dx = onednn_conv2d_input_grad(gy, w, x.sizes(), c.stride, c.padding);
+    const at::Tensor dw = onednn_conv2d_weight_grad(gy, x, w.sizes(), c.stride, c.padding);
+    ASSERT_EQ(y.scalar_type(), at::kBFloat16);
+    ASSERT_EQ(dx.scalar_type(), at::kBFloat16);
+    ASSERT_EQ(dw.scalar_type(), at::kBFloat16);
+    EXPECT_TRUE(torch::equal(y, y_ref)) << "in " << c.in << " kernel " << c.kernel;
+    EXPECT_TRUE(torch::equal(dx, dx_ref)) << "in " << c.in << " kernel " << c.kernel;
+    EXPECT_TRUE(torch::equal(dw, dw_ref.contiguous())) << "in " << c.in << " kernel " << c.kernel;
+  }
+}
+
+// bfloat16 operands on random values: float32 sums of the rounded operands' products, rounded to
+// bfloat16 once (relative error at most 2^-8 of each value: 8 significant bits, round to nearest;
+// plus float32 summation order); the
+// float32 operands' weights and output gradients are rounded to bfloat16 here, not by the caller.
+TEST(OnednnFloatConv, Bfloat16IsThePlainLoopOfRoundedOperandsRoundedOnce) {
+  if (!onednn_bf16_conv_fast()) GTEST_SKIP() << "no oneDNN bfloat16 kernels on this CPU or build";
+  torch::manual_seed(15);
+  for (const Case& c : kCases) {
+    const at::Tensor x = channels_last(bf16(torch::randn({c.batch, c.in, c.height, c.width})));
+    const at::Tensor w = torch::randn({c.out, c.in, c.kernel, c.kernel});
+    const at::Tensor gy =
+        torch::randn({c.batch, c.out, out_size(c.height, c), out_size(c.width, c)});
+    const Reference r = reference(x, bf16(w), bf16(gy), c);
+    const at::Tensor y = onednn_conv2d_forward(x, w, c.stride, c.padding);
+    const at::Tensor dx = onednn_conv2d_input_grad(bf16(gy), w, x.sizes(), c.stride, c.padding);
+    const at::Tensor dw = onednn_conv2d_weight_grad(gy, x, w.sizes(), c.stride, c.padding);
+    const auto within_one_rounding = [](const at::Tensor& got, const at::Tensor& want) {
+      const at::Tensor error = (got.to(at::kDouble) - want).abs();
+      const at::Tensor bound = want.abs() * std::ldexp(1.0, -8) + 1e-5 * want.abs().max();
+      return (error <= bound).all().item<bool>();
+    };
+    const std::string at = "in " + std::to_string(c.in) + " kernel " + std::to_string(c.kernel) +
+                           " stride " + std::to_string(c.stride);
+    EXPECT_TRUE(within_one_rounding(y, r.y)) << at;
+    EXPECT_TRUE(within_one_rounding(dx, r.dx)) << at;
+    EXPECT_TRUE(within_one_rounding(dw, r.dw)) << at;
+    // The outputs are bfloat16 values, not float32 ones stored in a wider type.
+    EXPECT_EQ(y.scalar_type(), at::kBFloat16) << at;
+    EXPECT_GT(relative_error(y, r.y), 0.0) << at;
+  }
+}
+
 TEST(OnednnFloatConv, TakesDenseFloatChannelsLastCpuInputsOnly) {
   const at::Tensor x = channels_last(torch::zeros({2, 16, 8, 8}));
   EXPECT_EQ(onednn_float_conv_applies(x, 1, false), onednn_float_conv_built());
@@ -172,6 +238,9 @@ TEST(OnednnFloatConv, TakesDenseFloatChannelsLastCpuInputsOnly) {
   EXPECT_FALSE(onednn_float_conv_applies(x, 1, true));                      // bias
   EXPECT_FALSE(onednn_float_conv_applies(torch::zeros({2, 16, 8, 8}), 1, false));  // NCHW
   EXPECT_FALSE(onednn_float_conv_applies(x.to(at::kDouble), 1, false));
+  EXPECT_EQ(onednn_float_conv_applies(x.to(at::kBFloat16), 1, false), onednn_bf16_conv_fast());
+  EXPECT_FALSE(onednn_float_conv_applies(x.to(at::kHalf), 1, false));
+  EXPECT_TRUE(!onednn_bf16_conv_fast() || onednn_float_conv_built());
   EXPECT_FALSE(onednn_float_conv_applies(at::Tensor(), 1, false));
   if (!onednn_float_conv_built()) return;
   // Shapes that do not fit name the problem instead of reading out of bounds.

@@ -70,7 +70,7 @@ at::Tensor Conv2d::forward_in(const Context& ctx, const at::Tensor& x) const {
       const at::Tensor xi = x.narrow(1, i * options_.in_channels, options_.in_channels)
                                 .contiguous(x.suggest_memory_format());
       // The kernels a one-node pass takes (below), so that both sum in the same order.
-      if (!bf16 && onednn_float_conv_applies(xi, options_.groups, options_.bias)) {
+      if (onednn_float_conv_applies(xi, options_.groups, options_.bias)) {
         outputs.push_back(direct_conv2d(xi, weights[i], options_.stride, options_.padding));
         continue;
       }
@@ -96,8 +96,8 @@ at::Tensor Conv2d::forward_in(const Context& ctx, const at::Tensor& x) const {
     return same_conv2d_by_backward_data(x, weight, options_.padding);
   }
   // One dense convolution on the CPU: oneDNN's primitives called directly (faster than
-  // LibTorch's wrapping of the same kernels; core/onednn_float_conv.h).
-  if (!bf16 && onednn_float_conv_applies(x, k * options_.groups, options_.bias)) {
+  // LibTorch's wrapping of the same kernels; core/onednn_float_conv.h), in float32 or bfloat16.
+  if (onednn_float_conv_applies(x, k * options_.groups, options_.bias)) {
     return direct_conv2d(x, weight, options_.stride, options_.padding);
   }
   if (input_grad_by_spread_applies(x, options_.stride, k * options_.groups)) {

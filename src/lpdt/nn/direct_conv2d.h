@@ -1,16 +1,17 @@
 #pragma once
-// The fp32 convolution layer's dense convolutions through oneDNN's primitives, called directly
-// (core/onednn_float_conv.h), as an autograd function: the same forward and gradients as
-// at::conv2d, to float rounding, without LibTorch's per-call wrapping.
+// The convolution layer's dense float32 and bfloat16 convolutions through oneDNN's primitives,
+// called directly (core/onednn_float_conv.h), as an autograd function: the same forward and
+// gradients as at::conv2d, to float rounding, without LibTorch's per-call wrapping.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
 
 namespace lpdt::nn {
 
-// x: [b, in, H, W] float32 channels-last; weight: [out, in, kh, kw] float32 -> [b, out, Ho, Wo]
-// float32 channels-last, as at::conv2d(x, weight, {}, stride, padding), differentiable in x and
-// weight. Only where onednn_float_conv_applies(x, 1, false).
+// x: [b, in, H, W] T channels-last; weight: [out, in, kh, kw] T -> [b, out, Ho, Wo] T
+// channels-last, as at::conv2d(x, weight, {}, stride, padding), differentiable in x and weight;
+// T is float32 or bfloat16 (gradients in T as well). Only where onednn_float_conv_applies(x, 1,
+// false).
 at::Tensor direct_conv2d(const at::Tensor& x, const at::Tensor& weight, std::int64_t stride,
                          std::int64_t padding);
 

@@ -9,10 +9,16 @@ namespace lpdt::quant {
 at::Tensor conv_weight_gradient(const at::Tensor& gy, const at::Tensor& x, const at::Tensor& w,
                                 std::int64_t stride, std::int64_t padding, std::int64_t groups,
                                 WeightGrad precision) {
-  // float32 on one group: oneDNN's primitive called directly (core/onednn_float_conv.h).
-  if (precision == WeightGrad::kFp32 && gy.scalar_type() == at::kFloat &&
-      onednn_float_conv_applies(x, groups, /*bias=*/false)) {
-    return onednn_conv2d_weight_grad(gy, x, w.sizes(), stride, padding);
+  // One group: oneDNN's primitive called directly (core/onednn_float_conv.h); in bfloat16 the
+  // same kernel LibTorch's bfloat16 convolution_backward runs, so the same values.
+  if (gy.scalar_type() == at::kFloat && onednn_float_conv_applies(x, groups, /*bias=*/false)) {
+    if (precision == WeightGrad::kFp32) {
+      return onednn_conv2d_weight_grad(gy, x, w.sizes(), stride, padding);
+    }
+    if (onednn_bf16_conv_fast()) {
+      return onednn_conv2d_weight_grad(gy, x.to(at::kBFloat16), w.sizes(), stride, padding)
+          .to(at::kFloat);
+    }
   }
   const at::ScalarType type = precision == WeightGrad::kBf16 ? at::kBFloat16 : at::kFloat;
   auto [unused_x, grad_w, unused_b] = at::convolution_backward(
