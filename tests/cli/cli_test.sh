@@ -121,12 +121,17 @@ expect 0 "integer backend's float sums for the same layers" -- "$lpdt" bench --c
 # too), and the step's total; none of the results differ by more than float rounding.
 out=$("$lpdt" bench --conv-forms --depth 8 --channels 1 --size 8 --batch 2 --steps 1 --warmup 0 \
   --threads 1 --json "$work/conv-forms.json" 2>&1)
-if grep -q "one training step's convolutions: LibTorch" <<<"$out" &&
+if grep -q "one training step's convolutions: LibTorch .* the layer's forms" <<<"$out" &&
    python3 - "$work/conv-forms.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["direct_primitives_rows"]
 assert {r["stride"] for r in rows} == {1, 2}, rows
 assert all(r["max_relative_difference"] < 1e-5 and r["direct_ms"] > 0 for r in rows), rows
+# The stem (one input channel: the data) is timed without an input gradient, as a step runs it.
+assert [r["input_gradient"] for r in rows if r["in_channels"] == 1] == [False], rows
+assert all(r["input_gradient"] for r in rows if r["in_channels"] != 1), rows
+# ... and left to LibTorch by the layer; every other shape takes the direct primitives.
+assert all(r["layer_takes_direct"] == (r["in_channels"] != 1) for r in rows), rows
 PY
 then
   passed=$((passed + 1))

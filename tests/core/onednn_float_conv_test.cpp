@@ -240,6 +240,10 @@ TEST(OnednnFloatConv, TakesDenseFloatChannelsLastCpuInputsOnly) {
   EXPECT_FALSE(onednn_float_conv_applies(x.to(at::kDouble), 1, false));
   EXPECT_EQ(onednn_float_conv_applies(x.to(at::kBFloat16), 1, false), onednn_bf16_conv_fast());
   EXPECT_FALSE(onednn_float_conv_applies(x.to(at::kHalf), 1, false));
+  // A one-channel input (a grayscale stem) stays with LibTorch, which runs it faster.
+  EXPECT_FALSE(onednn_float_conv_applies(channels_last(torch::zeros({2, 1, 8, 8})), 1, false));
+  EXPECT_EQ(onednn_float_conv_applies(channels_last(torch::zeros({2, 3, 8, 8})), 1, false),
+            onednn_float_conv_built());
   EXPECT_TRUE(!onednn_bf16_conv_fast() || onednn_float_conv_built());
   EXPECT_FALSE(onednn_float_conv_applies(at::Tensor(), 1, false));
   if (!onednn_float_conv_built()) return;

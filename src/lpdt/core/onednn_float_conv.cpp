@@ -48,6 +48,11 @@ bool onednn_float_conv_applies(const at::Tensor& x, std::int64_t groups, bool bi
       !x.is_contiguous(at::MemoryFormat::ChannelsLast) || groups != 1 || bias) {
     return false;
   }
+  // One input channel (a grayscale stem): LibTorch describes the input as NCHW (the same bytes)
+  // and the output as oneDNN's blocked layout, which selects oneDNN's first-layer kernel; on
+  // channels-last descriptions oneDNN takes a general kernel that ran the stem's forward and
+  // weight gradient 0.60x as fast (docs/benchmarks.md, "Training throughput", item 14).
+  if (x.size(1) == 1) return false;
   return x.scalar_type() == at::kFloat ||
          (x.scalar_type() == at::kBFloat16 && onednn_bf16_conv_fast());
 }

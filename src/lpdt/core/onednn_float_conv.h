@@ -5,7 +5,7 @@
 // per call. LibTorch 1.13 runs the same oneDNN kernels through its ideep wrappers, which rebuild
 // the primitive descriptors (and the backward ones' forward hint) at every call and convert
 // tensors around them: at ResNet-20's shapes the direct form ran a training step's convolutions
-// 1.01-1.16x faster per shape (not the one-channel stem: 0.84x) and made the fp32 step 1.04x
+// 1.01-1.16x faster per shape (not the one-channel stem, left to LibTorch) and made the fp32 step 1.04x
 // (one node) to 1.09x (8 nodes) faster (docs/benchmarks.md, "Training throughput", item 13). Where LibTorch takes oneDNN for the same convolution the kernels are the same, so the
 // results are too; where it does not (1x1 convolutions of small batches), they agree to float
 // rounding.
@@ -32,7 +32,8 @@ bool onednn_float_conv_built();
 bool onednn_bf16_conv_fast();
 
 // Whether a convolution of these options on input x runs here: a build with oneDNN, a CPU 4-D
-// channels-last input in float32 (or bfloat16 where onednn_bf16_conv_fast), one group, no bias.
+// channels-last input in float32 (or bfloat16 where onednn_bf16_conv_fast) of more than one
+// channel (LibTorch runs one-channel stems faster), one group, no bias.
 // What the layers decide by; otherwise they call at::conv2d.
 bool onednn_float_conv_applies(const at::Tensor& x, std::int64_t groups, bool bias);
 

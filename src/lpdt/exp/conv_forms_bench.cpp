@@ -57,35 +57,43 @@ double max_relative_difference(const at::Tensor& a, const at::Tensor& b) {
 }
 
 // Every one-group convolution shape of the trace (the fp32 layer's direct form takes all of
-// them), timed as one training step runs them: LibTorch's at::convolution and
-// at::convolution_backward against the three direct primitives, alternating.
+// them but a one-channel stem), timed as one training step runs them: LibTorch's at::convolution and
+// at::convolution_backward against the direct primitives, alternating; the input gradient left
+// out for the first weighted layer, whose input (the data) needs none.
 std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& options,
                                                   const std::vector<TracedLayer>& trace,
                                                   const std::function<void(const std::string&)>& progress) {
   using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                           std::int64_t, std::int64_t>;
+                           std::int64_t, std::int64_t, bool>;
   std::map<Shape, std::int64_t> shapes;
+  bool first_weighted_layer = true;
   for (const TracedLayer& layer : trace) {
+    const bool weighted = layer.op == TracedOp::kConv || layer.op == TracedOp::kLinear;
+    const bool input_gradient = !first_weighted_layer;
+    if (weighted) first_weighted_layer = false;
     if (layer.op != TracedOp::kConv || layer.groups != 1) continue;
     ++shapes[{layer.in_channels, layer.out_channels, layer.height, layer.width, layer.kernel,
-              layer.stride, layer.padding}];
+              layer.stride, layer.padding, input_gradient}];
   }
   std::vector<DirectConvRow> rows;
   if (shapes.empty() || !onednn_float_conv_built()) return rows;
   progress(
       "fp32 training-step convolutions (forward, input and weight gradients): LibTorch's calls "
       "against oneDNN's primitives called directly (core/onednn_float_conv.h)");
-  progress("  in   out      HxW  k  s  layers  LibTorch ms  direct ms  speedup  max rel |diff|");
+  progress("  in   out      HxW  k  s  layers  LibTorch ms  direct ms  speedup  max rel |diff|  "
+           "(*: no input gradient; L: the layer keeps LibTorch's)");
   double libtorch_step = 0, direct_step = 0;
   char line[256];
   for (const auto& [shape, layers] : shapes) {
     DirectConvRow row;
     std::int64_t padding = 0;
     std::tie(row.in_channels, row.out_channels, row.height, row.width, row.kernel, row.stride,
-             padding) = shape;
+             padding, row.input_gradient) = shape;
+    const bool dx_wanted = row.input_gradient;
     row.layers = layers;
     const at::Tensor x = torch::randn({options.batch_size, row.in_channels, row.height, row.width})
                              .contiguous(at::MemoryFormat::ChannelsLast);
+    row.layer_takes_direct = onednn_float_conv_applies(x, 1, false);
     const at::Tensor w =
         torch::randn({row.out_channels, row.in_channels, row.kernel, row.kernel}) * 0.1;
     const std::int64_t s = row.stride;
@@ -96,13 +104,15 @@ std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& o
                                            {0, 0}, 1);
       auto [dx, dw, unused] =
           at::convolution_backward(gy, x, w, c10::nullopt, {s, s}, {padding, padding}, {1, 1},
-                                   false, {0, 0}, 1, {true, true, false});
-      return at::cat({y.reshape(-1), dx.reshape(-1), dw.reshape(-1)});
+                                   false, {0, 0}, 1, {dx_wanted, true, false});
+      return dx_wanted ? at::cat({y.reshape(-1), dx.reshape(-1), dw.reshape(-1)})
+                       : at::cat({y.reshape(-1), dw.reshape(-1)});
     };
     const auto direct = [&] {
       const at::Tensor y = onednn_conv2d_forward(x, w, s, padding);
-      const at::Tensor dx = onednn_conv2d_input_grad(gy, w, x.sizes(), s, padding);
       const at::Tensor dw = onednn_conv2d_weight_grad(gy, x, w.sizes(), s, padding);
+      if (!dx_wanted) return at::cat({y.reshape(-1), dw.reshape(-1)});
+      const at::Tensor dx = onednn_conv2d_input_grad(gy, w, x.sizes(), s, padding);
       return at::cat({y.reshape(-1), dx.reshape(-1), dw.reshape(-1)});
     };
     row.max_relative_difference = max_relative_difference(direct(), libtorch());
@@ -110,19 +120,21 @@ std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& o
         alternating_medians(libtorch, direct, options.warmup_rounds, options.rounds);
     row.speedup = row.libtorch_ms / row.direct_ms;
     libtorch_step += row.libtorch_ms * static_cast<double>(layers);
-    direct_step += row.direct_ms * static_cast<double>(layers);
-    std::snprintf(line, sizeof line, "%4lld  %4lld  %4lldx%-4lld %lld  %lld  %6lld  %11.3f  %9.3f  %6.2fx  %14.2e",
+    direct_step +=
+        (row.layer_takes_direct ? row.direct_ms : row.libtorch_ms) * static_cast<double>(layers);
+    std::snprintf(line, sizeof line, "%4lld  %4lld  %4lldx%-4lld %lld  %lld  %6lld  %11.3f  %9.3f  %6.2fx  %14.2e%s%s",
                   static_cast<long long>(row.in_channels), static_cast<long long>(row.out_channels),
                   static_cast<long long>(row.height), static_cast<long long>(row.width),
                   static_cast<long long>(row.kernel), static_cast<long long>(row.stride),
                   static_cast<long long>(row.layers), row.libtorch_ms, row.direct_ms, row.speedup,
-                  row.max_relative_difference);
+                  row.max_relative_difference, row.input_gradient ? "" : "  *",
+                  row.layer_takes_direct ? "" : "  L");
     progress(line);
     rows.push_back(row);
   }
   std::snprintf(line, sizeof line,
-                "one training step's convolutions: LibTorch %.2f ms, direct primitives %.2f ms "
-                "(%.2fx)",
+                "one training step's convolutions: LibTorch %.2f ms, the layer's forms (direct "
+                "primitives but where marked L) %.2f ms (%.2fx)",
                 libtorch_step, direct_step, libtorch_step / direct_step);
   progress(line);
   return rows;
@@ -357,6 +369,8 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
                                              {"kernel", r.kernel},
                                              {"stride", r.stride},
                                              {"layers", r.layers},
+                                             {"input_gradient", r.input_gradient},
+                                             {"layer_takes_direct", r.layer_takes_direct},
                                              {"libtorch_ms", r.libtorch_ms},
                                              {"direct_ms", r.direct_ms},
                                              {"speedup", r.speedup},

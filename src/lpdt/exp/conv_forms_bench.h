@@ -56,6 +56,12 @@ struct ConvFormsRow {
 struct DirectConvRow {
   std::int64_t in_channels = 0, out_channels = 0, height = 0, width = 0, kernel = 0, stride = 0;
   std::int64_t layers = 0;
+  // Whether the step computes this convolution's input gradient: not for the network's first
+  // weighted layer (the stem), whose input is the data.
+  bool input_gradient = true;
+  // Whether the fp32 layer takes the direct primitives for this shape (onednn_float_conv_applies:
+  // not for one input channel); where not, the step's total counts LibTorch's time for it.
+  bool layer_takes_direct = true;
   double libtorch_ms = 0;  // at::convolution + at::convolution_backward (input and weight), median
   double direct_ms = 0;    // the three direct primitives, median
   double speedup = 0;      // libtorch_ms / direct_ms

@@ -41,9 +41,8 @@ struct DirectConv2d : torch::autograd::Function<DirectConv2d> {
 
 at::Tensor direct_conv2d(const at::Tensor& x, const at::Tensor& weight, std::int64_t stride,
                          std::int64_t padding) {
-  LPDT_CHECK(onednn_float_conv_applies(x, 1, false),
-             "direct_conv2d: needs a build with oneDNN and a float32 (or, with AVX-512, "
-             "bfloat16) channels-last CPU input");
+  // The primitives check the rest (core/onednn_float_conv.h) before they run.
+  LPDT_CHECK(onednn_float_conv_built(), "direct_conv2d: needs a build with oneDNN");
   LPDT_CHECK(weight.scalar_type() == x.scalar_type(),
              "direct_conv2d: weight and x must have one type (float32 or bfloat16)");
   return DirectConv2d::apply(x, weight, stride, padding);
