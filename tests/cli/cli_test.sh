@@ -257,6 +257,16 @@ expect 2 "topo \-\-dot $work/plain/t.dot: '$work/plain' is a file, not a folder"
 expect 0 "spectral gap" -- "$lpdt" topo --topology torus --nodes 16 --dot "$work/t.dot" --json "$work/t.json"
 expect 0 "digraph" -- cat "$work/t.dot"
 expect 0 "mixing" -- cat "$work/t.json"
+# The exports replace earlier exports, never another file; an empty name is not "no file".
+expect 0 "wrote $work/t.json" -- "$lpdt" topo --nodes 4 --dot "$work/t.dot" --json "$work/t.json"
+printf 'precious\n' >"$work/victim.txt"
+expect 2 "victim.txt: the file exists and is not an earlier lpdt topology" -- "$lpdt" topo \
+  --json "$work/victim.txt"
+expect 2 "victim.txt: the file exists and is not an earlier lpdt topo \-\-dot graph" -- \
+  "$lpdt" topo --dot "$work/victim.txt"
+expect 0 "^precious$" -- cat "$work/victim.txt"
+expect 2 "\-\-json: got an empty name" -- "$lpdt" topo --json ""
+expect 2 "\-\-out: got an empty name" -- "$lpdt" train --out ""
 expect 0 "\[optim\]" -- "$lpdt" train --print-config
 expect 0 "done: average-model accuracy" -- "$lpdt" train --out "$work/runs" \
   --set data.dataset=synthetic --set data.synthetic_samples_per_class=32 --set data.synthetic_size=12 \
@@ -294,6 +304,12 @@ expect 0 "^3," -- cat "$work/no-layers/layers.csv"
 expect 0 "done: average-model accuracy" -- "$lpdt" train --resume "$run_dir" --set run.epochs=3 \
   --set run.checkpoint_every=0
 expect 2 "its summary.json shows 3 epochs finished" -- "$lpdt" train --resume "$run_dir"
+# ... and continuing it from that older checkpoint would replace the finished epoch's results:
+# refused, and the recorded results stay as they were.
+cp "$run_dir/epochs.csv" "$work/epochs.before"
+expect 2 "resuming would train epoch 3 again and replace the results" -- "$lpdt" train \
+  --resume "$run_dir" --set run.epochs=4
+expect 0 "" -- cmp "$run_dir/epochs.csv" "$work/epochs.before"
 expect 2 "config.toml' cannot be read" -- "$lpdt" train --resume "$work"
 mkdir -p "$work/no-checkpoint" && cp "$run_dir/config.toml" "$work/no-checkpoint/"
 expect 1 "no checkpoint" -- "$lpdt" train --resume "$work/no-checkpoint" --set run.epochs=2
@@ -379,6 +395,12 @@ expect 0 "report: $run_dir/report.html" -- "$lpdt" report "$run_dir"
 expect 0 "Test accuracy per epoch" -- cat "$run_dir/report.html"
 expect 2 "no-such-run" -- "$lpdt" report "$work/no-such-run"
 expect 1 "no-checkpoint' is neither a run folder" -- "$lpdt" report "$work/no-checkpoint"
+# A damaged epoch number (NaN, a fraction, beyond an int) is an error naming the file and line.
+cp -r "$run_dir" "$work/bad-epoch" && sed -i '2s/^[0-9]*,/nan,/' "$work/bad-epoch/epochs.csv"
+expect 1 "epochs.csv' line 2, column epoch: nan is not an epoch number" -- "$lpdt" report \
+  "$work/bad-epoch"
+sed -i '2s/^nan,/1.5,/' "$work/bad-epoch/epochs.csv"
+expect 1 "column epoch: 1.5 is not an epoch number" -- "$lpdt" report "$work/bad-epoch"
 # --out replaces an earlier page, never another file: a mistyped name leaves the run's
 # summary.json as it was.
 cp "$run_dir/summary.json" "$work/summary.before"

@@ -41,7 +41,7 @@ TEST(IidPartition, EqualDisjointParts) {
   EXPECT_EQ(expect_disjoint(p, 1003), 1000);
   EXPECT_EQ(partition_iid(1003, 10, 5).node_indices, p.node_indices);
   EXPECT_NE(partition_iid(1003, 10, 6).node_indices, p.node_indices);
-  expect_error<ConfigError>([] { partition_iid(5, 6, 0); }, {"6 nodes but only 5 samples"});
+  expect_error<ConfigError>([] { partition_iid(5, 6, 0); }, {"6 nodes (graph.nodes) but only 5 training samples"});
 }
 
 TEST(ShardPartition, CoversEverySampleWithFewClassesPerNode) {

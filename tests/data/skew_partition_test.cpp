@@ -139,7 +139,7 @@ TEST(SkewPartition, RejectsBadArguments) {
   expect_error<ConfigError>([&] { partition_skew(labels, 2, std::nan(""), 0); },
                             {"skew must be in"});
   expect_error<ConfigError>([&] { partition_skew(labels, 9, 0.5, 0); },
-                            {"9 nodes but only 8 samples"});
+                            {"9 nodes (graph.nodes) but only 8 training samples"});
   expect_error<ConfigError>([&] { partition_skew(labels, 0, 0.5, 0); }, {"nodes must be >= 1"});
   expect_error<ConfigError>(
       [&] {

@@ -782,3 +782,36 @@ TEST(ExperimentConfigTest, FaultKeysAreChecked) {
 
 }  // namespace
 }  // namespace lpdt
+
+namespace lpdt::exp {
+namespace {
+
+// Adam's eps is added in float32: one beyond float32's normal range (inf, or flushed to zero)
+// would stop the model or break the quotient's bound, so it is refused, naming the key.
+TEST(ExperimentConfigErrorTest, AdamEpsIsANormalFloat32) {
+  EXPECT_NO_THROW(load_experiment_config(std::nullopt, {"optim.eps=1e-8"}));
+  for (const char* eps : {"optim.eps=1e300", "optim.eps=1e-300", "optim.eps=1e39"}) {
+    EXPECT_THAT(config_error_of([eps] { load_experiment_config(std::nullopt, {eps}); }),
+                HasSubstr("is outside float32's normal range"))
+        << eps;
+  }
+}
+
+// A string key takes a bare word as it is, and a quoted TOML string as its contents; a quote that
+// does not close, a list or a table is a mistake, not a name.
+TEST(ExperimentConfigErrorTest, StringKeysRefuseMalformedQuotesListsAndTables) {
+  EXPECT_EQ(load_experiment_config(std::nullopt, {"run.name=\"two words\""}).run.name,
+            "two words");
+  EXPECT_EQ(load_experiment_config(std::nullopt, {"run.name=plain"}).run.name, "plain");
+  EXPECT_THAT(config_error_of([] {
+                load_experiment_config(std::nullopt, {"run.name=\"unterminated"});
+              }),
+              HasSubstr("opens a TOML string but does not close it"));
+  EXPECT_THAT(config_error_of([] { load_experiment_config(std::nullopt, {"run.name={a=1}"}); }),
+              HasSubstr("got a table"));
+  EXPECT_THAT(config_error_of([] { load_experiment_config(std::nullopt, {"data.dir=[1, 2]"}); }),
+              HasSubstr("got a list"));
+}
+
+}  // namespace
+}  // namespace lpdt::exp

@@ -74,7 +74,8 @@ void add_bench_command(CLI::App& app) {
       cmd->add_option("--norm", options->norm, "Normalisation (model.norm's names)")
           ->check(CLI::IsMember(norms))
           ->capture_default_str();
-  cmd->add_option("--json", options->json_path, "Also write the results as JSON");
+  cmd->add_option("--json", options->json_path, "Also write the results as JSON")
+      ->check(non_empty_path());
   CLI::Option* profiler_range_option =
       cmd->add_option("--cuda-profiler-range", options->cuda_profiler_range,
                       "none | engine | cuda-graph: run that mode's timed steps between "

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "lpdt/cli/commands.h"
+#include "lpdt/cli/option_checks.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/cost_analysis.h"
 #include "lpdt/exp/experiment_config.h"
@@ -38,7 +39,8 @@ void add_cost_command(CLI::App& app) {
                   "int8_add_pj, int8_mult_pj); default: Horowitz 2014, 45 nm")
       ->check(CLI::ExistingFile);
   auto* json_option = cmd->add_option("--json", args->json_path,
-                                      "Also write the report as JSON (cost.json format)");
+                                      "Also write the report as JSON (cost.json format)")
+                         ->check(non_empty_path());
   auto* per_layer_option = cmd->add_flag("--per-layer", args->per_layer, "Print every layer's row");
   auto* measure_option =
       cmd->add_flag("--measure", args->measure,

@@ -47,4 +47,12 @@ CLI::Validator seed_value() {
       /*validator_desc=*/"");
 }
 
+CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        return value.empty() ? "got an empty name: expected a file or folder name" : "";
+      },
+      /*validator_desc=*/"");
+}
+
 }  // namespace lpdt::cli

@@ -15,5 +15,8 @@ CLI::Validator integer_in(std::int64_t minimum,
 CLI::Validator at_least(std::int64_t minimum);
 // A 64-bit seed: an integer from 0 to 2^64 - 1.
 CLI::Validator seed_value();
+// A file or folder name that is not empty: an empty value (`--json ''`, an unset shell
+// variable) would otherwise read as the option not given and write nothing, or the default.
+CLI::Validator non_empty_path();
 
 }  // namespace lpdt::cli

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "lpdt/cli/commands.h"
+#include "lpdt/cli/option_checks.h"
 #include "lpdt/exp/report/report_page.h"
 #include "lpdt/exp/run_folder.h"
 
@@ -22,7 +23,8 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("dir", args->dir, "Run folder (runs/<run>) or sweep folder (its out_dir)")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--out", args->out, "HTML file to write (default: DIR/report.html)");
+  cmd->add_option("--out", args->out, "HTML file to write (default: DIR/report.html)")
+      ->check(non_empty_path());
   cmd->callback([args]() {
     exp::check_output_file(args->out, "report --out");
     exp::check_replaces_only_own_output(args->out, "report --out", "<!DOCTYPE html",

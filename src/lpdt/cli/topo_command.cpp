@@ -49,11 +49,19 @@ void add_topo_command(CLI::App& app) {
   cmd->add_option("--out-degree", args->out_degree, "Random digraph out-degree")
       ->capture_default_str()
       ->check(at_least(1));
-  cmd->add_option("--dot", args->dot_path, "Write the graph as Graphviz DOT to this file");
-  cmd->add_option("--json", args->json_path, "Write the graph and its mixing matrix as JSON");
+  cmd->add_option("--dot", args->dot_path, "Write the graph as Graphviz DOT to this file")
+      ->check(non_empty_path());
+  cmd->add_option("--json", args->json_path, "Write the graph and its mixing matrix as JSON")
+      ->check(non_empty_path());
   cmd->callback([args]() {
     exp::check_output_file(args->dot_path, "topo --dot");
     exp::check_output_file(args->json_path, "topo --json");
+    // Replace only an earlier export of a graph, never another file given by mistake.
+    exp::check_replaces_only_own_output(args->dot_path, "topo --dot", "digraph ",
+                                        "an earlier lpdt topo --dot graph");
+    exp::check_replaces_only_own_json(args->json_path, "topo --json",
+                                      {"name", "num_nodes", "edges", "mixing_matrix"},
+                                      "an earlier lpdt topology");
     std::error_code ec;
     if (!args->dot_path.empty() && !args->json_path.empty() &&
         std::filesystem::weakly_canonical(args->dot_path, ec) ==

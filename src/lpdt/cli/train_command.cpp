@@ -6,6 +6,7 @@
 
 #include "lpdt/build_info.h"
 #include "lpdt/cli/commands.h"
+#include "lpdt/cli/option_checks.h"
 #include "lpdt/dist/cluster.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/trainer.h"
@@ -46,7 +47,8 @@ void add_train_command(CLI::App& app) {
       ->excludes(config_option);
   cmd->add_option("-s,--set", args->overrides,
                   "Override a key: --set section.key=value (repeatable), e.g. --set optim.lr=0.05");
-  cmd->add_option("-o,--out", args->out_dir, "Folder for the run folder (run.out_dir)");
+  cmd->add_option("-o,--out", args->out_dir, "Folder for the run folder (run.out_dir)")
+      ->check(non_empty_path());
   cmd->add_flag("--help-config", args->help_config, "Print every configuration key and exit");
   cmd->add_flag("--print-config", args->print_config, "Print the resolved configuration and exit");
   cmd->callback([args]() {

@@ -33,8 +33,10 @@ void check_num_nodes(int64_t num_nodes, int64_t num_samples, const std::string& 
     throw ConfigError(who + ": number of nodes must be >= 1, got " + std::to_string(num_nodes));
   }
   if (num_nodes > num_samples) {
-    throw ConfigError(who + ": " + std::to_string(num_nodes) + " nodes but only " +
-                      std::to_string(num_samples) + " samples");
+    throw ConfigError(who + ": " + std::to_string(num_nodes) + " nodes (graph.nodes) but only " +
+                      std::to_string(num_samples) +
+                      " training samples to share among them, at least one each: lower "
+                      "graph.nodes or use a larger dataset");
   }
 }
 

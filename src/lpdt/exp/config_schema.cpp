@@ -812,6 +812,13 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
       if (quoted && parsed && (*parsed)["v"].is_string()) {
         value = ConfigValue((*parsed)["v"].as_string()->get());
         shown = quote((*parsed)["v"].as_string()->get());  // the string, not its quoted text
+      } else if (quoted) {
+        // A quote opens a TOML string: one that does not close is a mistake (an unbalanced
+        // quote in the shell), not a name that starts with a quote character.
+        got = "got text that opens a TOML string but does not close it" +
+              (parse_problem.empty() ? std::string() : " (" + parse_problem + ")");
+      } else if (parsed && ((*parsed)["v"].is_table() || (*parsed)["v"].is_array())) {
+        got = got_kind(*parsed->get("v"));  // a list or table, not a word
       } else {
         value = ConfigValue(value_text);
       }

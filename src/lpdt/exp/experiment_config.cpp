@@ -566,6 +566,19 @@ void add_checks(ConfigSchema& s) {
                    return std::nullopt;
                  }});
   }
+  // Adam's eps is added in float32 as well: above float32's largest number it becomes inf and
+  // every update m / (sqrt(v) + eps) zero (the model never moves); below its smallest positive
+  // normal number it is flushed or lost, and no longer keeps the quotient finite.
+  s.add_check({{"optim.eps"}, [](const Config& c) -> Problem {
+                 const double eps = c.get_float("optim.eps");
+                 if (eps > kLargestFloat32 ||
+                     eps < static_cast<double>(std::numeric_limits<float>::min())) {
+                   return "optim.eps = " + (std::ostringstream() << eps).str() +
+                          " is outside float32's normal range (1.2e-38 to 3.4e38), in which "
+                          "the step adds it: expected a small positive number such as 1e-8";
+                 }
+                 return std::nullopt;
+               }});
 
   // The run folder is run.out_dir/<name>-YYYYMMDD-HHMMSS: the name must be one plain path
   // component, or the folder lands elsewhere ("../x", "/x") or gets an unreadable name.

@@ -197,12 +197,16 @@ std::string epochs_csv_column(const std::string& metric) {
 
 // A sweep table of the nodes' own accuracies needs runs that evaluate them: said before any run
 // trains, not as a missing number in the tables after hours of training.
+bool is_node_accuracy_metric(const std::string& metric) {
+  return metric == "mean_node_accuracy" || metric == "min_node_accuracy" ||
+         metric == "max_node_accuracy";
+}
+
 void check_metrics_computed(const SweepSpec& spec, const SweepPoint& point,
                             const ExperimentConfig& config) {
   if (config.eval.per_node || config.eval.protocol == EvalConfig::Protocol::kReference) return;
   for (const std::string& metric : spec.metrics) {
-    if (metric == "mean_node_accuracy" || metric == "min_node_accuracy" ||
-        metric == "max_node_accuracy") {
+    if (is_node_accuracy_metric(metric)) {
       throw ConfigError(spec.file.string() + ": metrics names '" + metric + "', but run " +
                         point.name +
                         " sets eval.per_node = false, so it does not evaluate the nodes' own "
@@ -701,14 +705,15 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
 
 std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec) {
   // The finished runs' summaries, by grid values.
-  std::map<std::vector<std::string>, std::vector<nlohmann::json>> finals;
+  // (summary.json, its "final" object) of each finished run
+  std::map<std::vector<std::string>, std::vector<std::pair<fs::path, nlohmann::json>>> finals;
   std::map<std::vector<std::string>, int> diverged;
   for (const SweepPoint& point : expand_sweep(spec)) {
     const SweepRunState state = find_sweep_run(spec, point);
     if (state.kind == SweepRunState::Kind::kDiverged) ++diverged[point.values];
     if (state.kind != SweepRunState::Kind::kDone) continue;
     const fs::path file = state.dir / "summary.json";
-    finals[point.values].push_back(read_run_summary(file).at("final"));
+    finals[point.values].emplace_back(file, read_run_summary(file).at("final"));
   }
   std::vector<SweepTable> tables;
   const auto row_combos = combinations(spec, spec.rows);
@@ -720,17 +725,20 @@ std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec) {
       for (const auto& column : column_combos) {
         const std::vector<std::string> values = cell_grid_values(spec, row, column);
         std::vector<double> numbers;
-        for (const auto& final : finals[values]) {
-          if (final.contains(metric) && final.at(metric).is_null()) {
-            throw UserError("a run of " + spec.file.string() + " has \"final\"." + metric +
-                            " = null in its summary.json: it ran with eval.per_node = false and "
-                            "did not evaluate the nodes' own models (drop '" + metric +
+        for (const auto& [file, final] : finals[values]) {
+          if (final.contains(metric) && final.at(metric).is_null() &&
+              is_node_accuracy_metric(metric)) {
+            throw UserError(file.string() + " (a run of " + spec.file.string() + ") has \"final\"." +
+                            metric + " = null: it ran with eval.per_node = false and did not "
+                            "evaluate the nodes' own models (drop '" + metric +
                             "' from metrics, or train with eval.per_node = true)");
           }
           if (!final.contains(metric) || !final.at(metric).is_number()) {
-            throw UserError("a run of " + spec.file.string() + " has no number \"final\"." + metric +
-                            " in its summary.json (metrics: keys of summary.json \"final\", e.g. "
-                            "average_model_accuracy, mean_node_accuracy, mean_gb_sent_per_node)");
+            throw UserError(file.string() + " (a run of " + spec.file.string() +
+                            ") has no number \"final\"." + metric +
+                            " (metrics: keys of summary.json \"final\", e.g. "
+                            "average_model_accuracy, mean_node_accuracy, mean_gb_sent_per_node); "
+                            "if the run wrote one, the file is damaged: train the run again");
           }
           numbers.push_back(final.at(metric).get<double>());
         }
@@ -752,7 +760,7 @@ std::vector<SweepTable> aggregate_sweep_by_epoch(const SweepSpec& spec) {
     if (state.kind != SweepRunState::Kind::kDone || !fs::exists(state.dir / "epochs.csv")) continue;
     report::CsvFile csv = report::read_csv(state.dir / "epochs.csv", {"epoch"});
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
-      epochs.insert(static_cast<int>(report::csv_number(csv, r, "epoch")));
+      epochs.insert(report::csv_epoch(csv, r));
     }
     histories[point.values].push_back(std::move(csv));
   }
@@ -775,7 +783,7 @@ std::vector<SweepTable> aggregate_sweep_by_epoch(const SweepSpec& spec) {
             const bool has_column =
                 std::find(csv.header.begin(), csv.header.end(), column_name) != csv.header.end();
             for (std::size_t r = 0; has_column && r < csv.rows.size(); ++r) {
-              if (static_cast<int>(report::csv_number(csv, r, "epoch")) == epoch) {
+              if (report::csv_epoch(csv, r) == epoch) {
                 // Empty when the run did not compute it (eval.per_node = false).
                 const double number = report::csv_number_or_nan(csv, r, column_name);
                 if (!std::isnan(number)) numbers.push_back(number);

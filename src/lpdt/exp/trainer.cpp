@@ -765,6 +765,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                         std::to_string(resumed->epochs_done) +
                         "); set run.epochs higher to continue it from that checkpoint");
     }
+    // An extension run with run.checkpoint_every = 0 finished past its folder's last checkpoint:
+    // resuming from that checkpoint would train the finished epochs again and replace their
+    // recorded results (with a schedule of the new run.epochs, not necessarily the same values).
+    if (summary_done && *summary_done > resumed->epochs_done) {
+      const std::string dir = options.resume_dir.string();
+      const int first = resumed->epochs_done + 1;
+      const std::string again =
+          first == *summary_done
+              ? "epoch " + std::to_string(first)
+              : "epochs " + std::to_string(first) + "-" + std::to_string(*summary_done);
+      throw ConfigError(
+          "cannot resume '" + dir + "': its summary.json shows " + std::to_string(*summary_done) +
+          " epochs finished, but its last checkpoint is of epoch " +
+          std::to_string(resumed->epochs_done) + " (those epochs ran with run.checkpoint_every "
+          "= 0), so resuming would train " + again + " again and replace the results. To train "
+          "them again and keep these, copy the folder, delete the copy's summary.json and "
+          "resume the copy");
+    }
     std::ostringstream shapes;
     shapes << "checkpoint '" << file.string() << "' holds parameters " << resumed->params.sizes()
            << " and " << resumed->buffers.size() << " buffers; the model has [" << n << ", "

@@ -238,14 +238,14 @@ RunResults read_run_files(const fs::path& dir) {
       // A node id indexes the page's per-node arrays: one outside any graph lpdt makes is a
       // damaged file, not a request for a billion rows.
       const double node = csv_number(csv, r, "node");
-      if (!(node >= 0 && node < static_cast<double>(graph::kMaxNodes))) {
+      if (!(node >= 0 && node < static_cast<double>(graph::kMaxNodes) && node == std::floor(node))) {
         throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[r]) +
                         ": node " + (std::ostringstream() << node).str() +
                         " is not a node id (expected 0 to " + std::to_string(graph::kMaxNodes - 1) +
                         ")");
       }
       run.node_epochs.push_back(
-          {static_cast<int>(csv_number(csv, r, "epoch")), static_cast<int>(node),
+          {csv_epoch(csv, r), static_cast<int>(node),
            lr ? csv_number(csv, r, "lr") : kNaN, loss ? csv_number(csv, r, "train_loss") : kNaN,
            csv_number(csv, r, "test_accuracy"), csv_number(csv, r, "bytes_sent")});
     }
@@ -258,7 +258,7 @@ RunResults read_run_files(const fs::path& dir) {
                  : kNaN;
     };
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
-      run.epochs.push_back({static_cast<int>(csv_number(csv, r, "epoch")), column(r, "lr"),
+      run.epochs.push_back({csv_epoch(csv, r), column(r, "lr"),
                             column(r, "train_loss"), column(r, "mean_accuracy"),
                             column(r, "min_accuracy"), column(r, "max_accuracy"),
                             column(r, "average_model_accuracy"), column(r, "consensus_distance"),
@@ -273,7 +273,7 @@ RunResults read_run_files(const fs::path& dir) {
         std::find(csv.header.begin(), csv.header.end(), "layer") - csv.header.begin());
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
       run.layer_epochs.push_back(
-          {static_cast<int>(csv_number(csv, r, "epoch")), csv.rows[r][layer_column],
+          {csv_epoch(csv, r), csv.rows[r][layer_column],
            csv_number(csv, r, "numel"), csv_number(csv, r, "distance"),
            csv_number(csv, r, "relative_distance"), csv_number(csv, r, "mean_node_norm"),
            csv_number(csv, r, "average_norm")});
@@ -359,6 +359,17 @@ double csv_number(const CsvFile& csv, std::size_t row, const std::string& column
                          : "not a number"));
   }
   return value;
+}
+
+int csv_epoch(const CsvFile& csv, std::size_t row) {
+  const double epoch = csv_number(csv, row, "epoch");
+  if (!(epoch >= 0 && epoch <= std::numeric_limits<int>::max() && epoch == std::floor(epoch))) {
+    throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[row]) +
+                    ", column epoch: " + (std::ostringstream() << epoch).str() +
+                    " is not an epoch number (expected a whole number from 0 to " +
+                    std::to_string(std::numeric_limits<int>::max()) + ")");
+  }
+  return static_cast<int>(epoch);
 }
 
 double csv_number_or_nan(const CsvFile& csv, std::size_t row, const std::string& column) {

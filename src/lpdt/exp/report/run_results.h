@@ -24,6 +24,9 @@ struct CsvFile {
 CsvFile read_csv(const std::filesystem::path& path, const std::vector<std::string>& required);
 // The number in a row's column: UserError naming the file, line and column when it is not one.
 double csv_number(const CsvFile& csv, std::size_t row, const std::string& column);
+// The row's "epoch" column as an epoch number: a whole number from 0 to 2^31 - 1 (UserError naming
+// the file, line and value otherwise: NaN, fractions and huge values mark a damaged file).
+int csv_epoch(const CsvFile& csv, std::size_t row);
 // The same, but an empty field is NaN: a figure the run did not compute (epochs.csv's node
 // accuracies with eval.per_node = false).
 double csv_number_or_nan(const CsvFile& csv, std::size_t row, const std::string& column);
