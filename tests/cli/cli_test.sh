@@ -148,6 +148,7 @@ expect 0 "int16 pair products for the same layers\|not run: this CPU's integer b
 expect 2 "\-\-channels" -- "$lpdt" bench --channels 0
 expect 2 "\-\-size" -- "$lpdt" bench --arch mlp --size 0
 expect 2 "\-\-threads" -- "$lpdt" bench --threads -2
+expect 2 "bench \-\-nodes: 8 is given twice" -- "$lpdt" bench --nodes 1,8,8
 expect 2 "\-\-nodes-per-pass" -- "$lpdt" bench --nodes-per-pass -1
 expect 2 "\-\-nodes" -- "$lpdt" bench --nodes 8,0
 expect 2 "\-\-warmup" -- "$lpdt" bench --precision --warmup -1

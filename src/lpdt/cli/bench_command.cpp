@@ -157,6 +157,15 @@ void add_bench_command(CLI::App& app) {
                         "--precision only)");
     }
     options->pass_workers = pass_workers->front();
+    // A count given twice (a typo in the list) would measure it twice and another one not.
+    for (std::size_t i = 0; i < options->nodes.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (options->nodes[i] == options->nodes[j]) {
+          throw ConfigError("bench --nodes: " + std::to_string(options->nodes[i]) +
+                            " is given twice; give each node count once");
+        }
+      }
+    }
     if (options->arch == "transformer" || options->arch == "distilbert") {
       throw ConfigError("bench --arch " + options->arch +
                         ": bench feeds images [nodes, batch, channels, size, size]; expected an "
