@@ -41,6 +41,7 @@
 #include "lpdt/exp/graphed_steps.h"
 #include "lpdt/exp/progress_meter.h"
 #include "lpdt/exp/run_folder.h"
+#include "lpdt/exp/settings_without_effect.h"
 #include "lpdt/exp/slow_setting_warnings.h"
 #include "lpdt/graph/export.h"
 #include "lpdt/graph/factory.h"
@@ -909,6 +910,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   say("run folder: " + run_dir.string() + "; " + runtime.description());
   std::vector<std::string> warnings =
       slow_setting_warnings(config, CpuCapabilities::of_this_machine());
+  for (std::string& line : settings_without_effect(config)) warnings.push_back(std::move(line));
   // A batch larger than every node's data repeats samples within the batch: legal (the loader
   // cycles), but almost always a typo, and a slow one.
   std::size_t largest_share = 0;

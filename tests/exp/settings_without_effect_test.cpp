@@ -1,0 +1,72 @@
+// Keys set to a value that the rest of the configuration ignores are named (exp/
+// settings_without_effect.h); keys that do act, and the shipped configurations, are not.
+#include "lpdt/exp/settings_without_effect.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace lpdt::exp {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::vector<std::string> warnings_of(const std::vector<std::string>& overrides) {
+  return settings_without_effect(load_experiment_config(std::nullopt, overrides));
+}
+
+TEST(SettingsWithoutEffect, QuantKeysOfAFloatModel) {
+  EXPECT_THAT(warnings_of({"model.precision=fp32", "quant.bits=4"}),
+              ElementsAre(HasSubstr("quant.bits = 4 has no effect: model.precision = \"fp32\"")));
+  EXPECT_THAT(warnings_of({"model.precision=bf16", "quant.backend=integer"}),
+              ElementsAre(HasSubstr("quant.backend = \"integer\" has no effect")));
+  // In an 8-bit model the same keys act.
+  EXPECT_THAT(warnings_of({"model.precision=int8", "quant.bits=6", "quant.grad_bits=6"}),
+              IsEmpty());
+}
+
+TEST(SettingsWithoutEffect, OptimizerKeysOfTheOtherOptimizer) {
+  EXPECT_THAT(warnings_of({"optim.optimizer=adam", "optim.momentum=0.5", "optim.nesterov=false"}),
+              ElementsAre(HasSubstr("optim.momentum = 0.5 has no effect: optim.optimizer = "
+                                    "\"adam\""),
+                          HasSubstr("optim.nesterov = false has no effect")));
+  EXPECT_THAT(warnings_of({"optim.optimizer=sgd", "optim.beta2=0.9"}),
+              ElementsAre(HasSubstr("optim.beta2 = 0.9 has no effect")));
+  EXPECT_THAT(warnings_of({"optim.optimizer=adam", "optim.beta2=0.9", "optim.eps=1e-6"}),
+              IsEmpty());
+}
+
+TEST(SettingsWithoutEffect, PartitionTopologyAndDatasetKeys) {
+  EXPECT_THAT(warnings_of({"data.partition=iid", "data.skew=0.3"}),
+              ElementsAre(HasSubstr("data.skew = 0.3 has no effect: data.partition = \"iid\"")));
+  EXPECT_THAT(warnings_of({"graph.topology=ring", "graph.torus_rows=2"}),
+              ElementsAre(HasSubstr("graph.torus_rows = 2 has no effect")));
+  EXPECT_THAT(warnings_of({"data.dataset=synthetic", "data.dir=/somewhere"}),
+              ElementsAre(HasSubstr("data.dir = \"/somewhere\" has no effect")));
+  EXPECT_THAT(warnings_of({"data.max_length=64"}),
+              ElementsAre(HasSubstr("data.max_length = 64 has no effect")));
+  // The keys of the partition, topology and dataset in use act.
+  EXPECT_THAT(warnings_of({"data.partition=dirichlet", "data.dirichlet_alpha=0.1",
+                           "graph.topology=torus", "graph.nodes=9", "graph.torus_rows=3",
+                           "data.dataset=synthetic", "data.synthetic_size=8"}),
+              IsEmpty());
+}
+
+// Every shipped configuration sets only keys that act.
+TEST(SettingsWithoutEffect, NoneInTheShippedConfigurations) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(LPDT_SOURCE_DIR) / "configs")) {
+    if (entry.path().extension() != ".toml") continue;
+    EXPECT_THAT(settings_without_effect(load_experiment_config(entry.path().string(), {})),
+                IsEmpty())
+        << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace lpdt::exp
