@@ -1,4 +1,5 @@
 // End to end: a small run on synthetic data writes a complete run folder and learns.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/types.h>
 #include <unistd.h>
@@ -529,6 +530,36 @@ TEST(Checkpoint, InconsistentCountersAreAnError) {
               std::string::npos)
         << message;
   }
+  fs::remove_all(out);
+}
+
+// A header edited with its checksum redone: impossible times and buffer counts, and records the
+// run reads later (the epochs, the byte ledger, the optimizer's state), are named as damage of
+// that file when the run is resumed, before anything is written.
+TEST(Checkpoint, DamagedHeaderPartsNameTheFile) {
+  using ::testing::HasSubstr;
+  const fs::path out = fresh_dir("header");
+  const TrainResult run = train(stateful_run(out, 1), [](const std::string&) {});
+  const fs::path file = run.run_dir / kCheckpointFile;
+  const TrainingState intact = read_checkpoint(file);
+  const auto resume_error = [&](const std::function<void(TrainingState&)>& damage) {
+    TrainingState state = intact;
+    damage(state);
+    write_checkpoint(file, state);
+    TrainOptions resume;
+    resume.resume_dir = run.run_dir;
+    return error_of([&] { train(stateful_run(out, 2), [](const std::string&) {}, resume); });
+  };
+  const std::string checkpoint = "checkpoint '" + file.string() + "' ";
+  EXPECT_THAT(resume_error([](TrainingState& s) { s.elapsed_s = -1e308; }),
+              HasSubstr(checkpoint + "is corrupt or truncated (a negative or non-finite time)"));
+  EXPECT_THAT(resume_error([](TrainingState& s) { s.epochs = 5; }),
+              HasSubstr(checkpoint + "is corrupt ("));
+  EXPECT_THAT(resume_error([](TrainingState& s) { s.ledger = nlohmann::json::object(); }),
+              HasSubstr(checkpoint + "is corrupt ("));
+  EXPECT_THAT(resume_error([](TrainingState& s) { s.optimizer.clear(); }),
+              HasSubstr(checkpoint + "does not hold this run's optimizer state"));
+  write_checkpoint(file, intact);
   fs::remove_all(out);
 }
 

@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -174,6 +175,17 @@ TrainingState read_checkpoint(const fs::path& file) {
     state.ledger = meta.at("ledger");
     state.epochs = meta.at("epochs");
     state.fault_counts = meta.value("fault_counts", nlohmann::json());
+    // Times a run wrote are finite and not negative; others mark a damaged header, as does a
+    // buffer count beyond any model's (it would be taken as an allocation request). (The
+    // counters are checked against each other where the run is resumed.)
+    constexpr std::size_t kMostBuffers = 1 << 20;
+    if (!std::isfinite(state.train_time_s) || state.train_time_s < 0 ||
+        !std::isfinite(state.elapsed_s) || state.elapsed_s < 0) {
+      throw UserError(corrupt(file, "a negative or non-finite time"));
+    }
+    if (meta.at("buffers").get<std::size_t>() > kMostBuffers) {
+      throw UserError(corrupt(file, meta.at("buffers").dump() + " buffers"));
+    }
     state.config = meta.at("config");
     state.data = meta.value("data", nlohmann::json());
     torch::serialize::InputArchive archive;

@@ -723,6 +723,16 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
     resumed = read_checkpoint(file);
     check_resumable(resumed->config, to_json(config), file);
+    // The parts of the header read later (the epochs' records, the byte ledger, the fault
+    // counts, the optimizer's state) are checked now, so that damage is named with the file.
+    try {
+      (void)epochs_from_json(resumed->epochs);
+      (void)metrics::ByteLedger::from_json(resumed->ledger);
+      if (!resumed->fault_counts.is_null()) (void)fault_counts_from_json(resumed->fault_counts);
+    } catch (const std::exception& e) {
+      throw UserError("checkpoint '" + file.string() + "' is corrupt (" + e.what() +
+                      "); resume from an intact copy or start the run again");
+    }
     // The same files, too: a run continued on other data would describe the first in its folder.
     if (!resumed->data.is_null()) {
       std::string differences;
@@ -802,7 +812,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       if (resumed->buffers[i].sizes().vec() != expected) throw UserError(shapes.str());
       buffers[i].copy_(own_rows(resumed->buffers[i]));
     }
-    optimizer.load_state(resumed->optimizer);
+    try {
+      optimizer.load_state(resumed->optimizer);
+    } catch (const std::exception& e) {
+      throw UserError("checkpoint '" + file.string() + "' does not hold this run's optimizer " +
+                      "state (" + e.what() + "); resume from an intact copy or start the run "
+                      "again");
+    }
     if (optimizer.faults() != nullptr && resumed->optimizer.count("fault_held_meta")) {
       const_cast<algo::LinkFaults*>(optimizer.faults())->restore_held(resumed->optimizer);
     }
