@@ -62,8 +62,9 @@ struct DirectConvRow {
   // Whether the fp32 layer takes the direct primitives for this shape (onednn_float_conv_applies:
   // not for one input channel); where not, the step's total counts LibTorch's time for it.
   bool layer_takes_direct = true;
-  double libtorch_ms = 0;  // at::convolution + at::convolution_backward (input and weight), median
-  double direct_ms = 0;    // the three direct primitives, median
+  // at::convolution + at::convolution_backward (input where input_gradient, and weight), median
+  double libtorch_ms = 0;
+  double direct_ms = 0;  // the same by the direct primitives, median
   double speedup = 0;      // libtorch_ms / direct_ms
   double max_relative_difference = 0;  // over the output and both gradients
 };
