@@ -146,6 +146,8 @@ expect 0 "int16 pair products for the same layers\|not run: this CPU's integer b
   --threads 1
 # Counts and sizes are checked before anything runs, naming the option.
 expect 2 "\-\-channels" -- "$lpdt" bench --channels 0
+expect 2 "\-\-channels: got 99999: expected an integer from 1 to 256" -- "$lpdt" bench \
+  --channels 99999
 expect 2 "\-\-size" -- "$lpdt" bench --arch mlp --size 0
 expect 2 "\-\-threads" -- "$lpdt" bench --threads -2
 expect 2 "bench \-\-nodes: 8 is given twice" -- "$lpdt" bench --nodes 1,8,8

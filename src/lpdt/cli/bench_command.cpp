@@ -42,8 +42,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", options->threads, "Intra-op threads (0 = all cores)")
       ->check(integer_in(0, kMaxThreads))
       ->capture_default_str();
-  cmd->add_option("--channels", options->channels, "Input channels")
-      ->check(at_least(1))
+  // Image channels: grayscale, colour, a multispectral stack; thousands would make the stem a
+  // silent multi-gigabyte allocation rather than a benchmark.
+  cmd->add_option("--channels", options->channels, "Input channels (1 to 256)")
+      ->check(integer_in(1, 256))
       ->capture_default_str();
   cmd->add_option("--size", options->size, "Input height and width")
       ->check(at_least(1))
