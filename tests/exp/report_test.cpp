@@ -503,6 +503,60 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
         "1,0,0.1,1.5,10,100\n1,1000000000,0.05,2.3,10,100\n");
   EXPECT_THAT(report_error(dir),
               HasSubstr("metrics.csv' line 3: node 1e+09 is not a node id (expected 0 to 4095)"));
+
+  // Figures outside the bounds a run writes them within are named, not drawn off the chart.
+  fs::remove(dir / "topology.json");  // damaged above
+  write_run(dir, SyntheticRun{});
+  write(dir / "metrics.csv",
+        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,nan,nan,100\n");
+  EXPECT_THAT(report_error(dir),
+              HasSubstr("metrics.csv' line 2, column test_accuracy: 'nan' is out of range "
+                        "(expected a percentage from 0 to 100)"));
+  write(dir / "metrics.csv",
+        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,nan,250,100\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("column test_accuracy: '250' is out of range"));
+  write(dir / "metrics.csv",
+        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,nan,50,-3\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("column bytes_sent: '-3' is out of range (expected a "
+                                           "whole number, at least 0)"));
+  // A diverged node's loss is NaN in a real run: drawn as a gap, not refused.
+  write(dir / "metrics.csv",
+        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,nan,50,3\n");
+  EXPECT_NO_THROW(write_report(dir, dir / "nan-loss.html"));
+
+  write_run(dir, SyntheticRun{});
+  write(dir / "class_histogram.csv", "node,class_0,class_1\n0,5,3\n1,-1,4\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("class_histogram.csv' line 3, column class_0: '-1' is "
+                                           "out of range"));
+  write(dir / "class_histogram.csv", "node,class_0,class_1\n0,5,3\n2,1,4\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("class_histogram.csv' line 3, column node: '2' where "
+                                           "node 1 was expected"));
+  write(dir / "class_histogram.csv", "node,class_0,class_1\n0,5,3.5\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("column class_1: '3.5' is out of range"));
+
+  write_run(dir, SyntheticRun{});
+  write(dir / "epochs.csv",
+        "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,average_model_accuracy,"
+        "consensus_distance,mean_gb_sent_per_node,elapsed_s\n1,0.1,2,,,,101,0.5,0.1,3\n");
+  EXPECT_THAT(report_error(dir),
+              HasSubstr("epochs.csv' line 2, column average_model_accuracy: '101' is out of range "
+                        "(expected a percentage from 0 to 100, or empty)"));
+  write(dir / "epochs.csv",
+        "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,average_model_accuracy,"
+        "consensus_distance,mean_gb_sent_per_node,elapsed_s\n1,0.1,2,,,,50,-0.5,0.1,3\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("column consensus_distance: '-0.5' is out of range"));
+  // Empty node accuracies (eval.per_node = false) and a diverged run's NaN distance are runs' own.
+  write(dir / "epochs.csv",
+        "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,average_model_accuracy,"
+        "consensus_distance,mean_gb_sent_per_node,elapsed_s\n1,0.1,nan,,,,50,nan,0.1,3\n");
+  EXPECT_NO_THROW(write_report(dir, dir / "nan-distance.html"));
+
+  write_run(dir, SyntheticRun{});
+  write(dir / "layers.csv",
+        "epoch,layer,numel,distance,relative_distance,mean_node_norm,average_norm\n"
+        "1,fc.weight,-50,0.5,0.1,1,1\n");
+  EXPECT_THAT(report_error(dir), HasSubstr("layers.csv' line 2, column numel: '-50' is out of "
+                                           "range"));
 }
 
 TEST(ReportRun, AFolderThatIsNeitherARunNorASweepIsAnError) {
@@ -613,6 +667,17 @@ TEST(ReportSweep, SkewPlotDrawsFp32SolidInt8DashedAtTheMeansOverSeeds) {
   EXPECT_THAT(runs, Not(HasSubstr("<th>graph.nodes</th>"))) << "the same in every run";
   EXPECT_THAT(section(html, "unfinished"), HasSubstr("choco_unfinished_seed-3"));
   EXPECT_THAT(runs, Not(HasSubstr("choco_unfinished_seed-3")));
+}
+
+// A run folder the sweep made but wrote nothing into yet (killed at once) is said to be so, not
+// counted as epochs "recorded" in an epochs.csv it does not have.
+TEST(ReportSweep, AnEmptyRunFolderIsNotStarted) {
+  const fs::path dir = write_sweep("sweep_empty_run", true);
+  fs::create_directories(dir / "runs" / "choco_empty_seed-4-20261123-101500");
+  const std::string unfinished = section(read(write_report(dir)), "unfinished");
+  EXPECT_THAT(unfinished, HasSubstr("choco_empty_seed-4"));
+  EXPECT_THAT(unfinished, HasSubstr("no epochs.csv: not started"));
+  EXPECT_THAT(unfinished, HasSubstr("epoch(s) recorded in epochs.csv")) << "the other unfinished run";
 }
 
 TEST(ReportSweep, WithoutVaryingSkewTheSkewPlotIsANote) {

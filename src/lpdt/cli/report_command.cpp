@@ -23,7 +23,7 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("dir", args->dir, "Run folder (runs/<run>) or sweep folder (its out_dir)")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--out", args->out, "HTML file to write (default: DIR/report.html)")
+  cmd->add_option("-o,--out", args->out, "HTML file to write (default: DIR/report.html)")
       ->check(non_empty_path());
   cmd->callback([args]() {
     exp::check_output_file(args->out, "report --out");

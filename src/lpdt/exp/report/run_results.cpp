@@ -105,6 +105,41 @@ void check_summary_types(const fs::path& file, const json& summary) {
   }
 }
 
+// The bounds within which a run writes a figure: one outside them (a negative count, an accuracy
+// of 250 %, "nan" where the trainer writes a number) is a damaged or hand-edited file, named here
+// rather than drawn off the chart or as a gap.
+struct Bounds {
+  double low, high;
+  bool whole;
+  bool nan_allowed;  // a figure that is NaN in a run that diverged (losses, distances)
+  const char* expected;
+};
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr Bounds kPercent{0, 100, false, false, "a percentage from 0 to 100"};
+constexpr Bounds kCount{0, kInf, true, false, "a whole number, at least 0"};
+constexpr Bounds kNonNegative{0, kInf, false, false, "a number, at least 0"};
+constexpr Bounds kDistance{0, kInf, false, true, "a number, at least 0 (or nan where the run diverged)"};
+
+// The row's column checked against `bounds`; an empty field is NaN (a figure the run did not
+// compute) where `empty_allowed`.
+double bounded_number(const CsvFile& csv, std::size_t row, const std::string& column,
+                      const Bounds& bounds, bool empty_allowed = false) {
+  const double value =
+      empty_allowed ? csv_number_or_nan(csv, row, column) : csv_number(csv, row, column);
+  const auto at = std::find(csv.header.begin(), csv.header.end(), column) - csv.header.begin();
+  const std::string& field = csv.rows[row][static_cast<std::size_t>(at)];
+  const bool empty = field.find_first_not_of(' ') == std::string::npos;
+  const bool fits = std::isnan(value) ? (bounds.nan_allowed || (empty_allowed && empty))
+                                      : value >= bounds.low && value <= bounds.high &&
+                                            (!bounds.whole || value == std::floor(value));
+  if (!fits) {
+    throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[row]) +
+                    ", column " + column + ": '" + field + "' is out of range (expected " +
+                    bounds.expected + (empty_allowed ? ", or empty" : "") + ")");
+  }
+  return value;
+}
+
 TopologyInfo parse_topology(const fs::path& file, const json& j) {
   TopologyInfo topo;
   topo.name = json_string(j, {"name"}).value_or(json_string(j, {"label"}).value_or("topology"));
@@ -247,7 +282,8 @@ RunResults read_run_files(const fs::path& dir) {
       run.node_epochs.push_back(
           {csv_epoch(csv, r), static_cast<int>(node),
            lr ? csv_number(csv, r, "lr") : kNaN, loss ? csv_number(csv, r, "train_loss") : kNaN,
-           csv_number(csv, r, "test_accuracy"), csv_number(csv, r, "bytes_sent")});
+           bounded_number(csv, r, "test_accuracy", kPercent),
+           bounded_number(csv, r, "bytes_sent", kCount)});
     }
   }
   if (present("epochs.csv")) {
@@ -257,12 +293,20 @@ RunResults read_run_files(const fs::path& dir) {
                  ? csv_number_or_nan(csv, r, name)
                  : kNaN;
     };
+    auto bounded = [&](std::size_t r, const std::string& name, const Bounds& bounds) {
+      return std::count(csv.header.begin(), csv.header.end(), name)
+                 ? bounded_number(csv, r, name, bounds, /*empty_allowed=*/true)
+                 : kNaN;
+    };
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
-      run.epochs.push_back({csv_epoch(csv, r), column(r, "lr"),
-                            column(r, "train_loss"), column(r, "mean_accuracy"),
-                            column(r, "min_accuracy"), column(r, "max_accuracy"),
-                            column(r, "average_model_accuracy"), column(r, "consensus_distance"),
-                            column(r, "mean_gb_sent_per_node"), column(r, "elapsed_s")});
+      run.epochs.push_back({csv_epoch(csv, r), column(r, "lr"), column(r, "train_loss"),
+                            bounded(r, "mean_accuracy", kPercent),
+                            bounded(r, "min_accuracy", kPercent),
+                            bounded(r, "max_accuracy", kPercent),
+                            bounded(r, "average_model_accuracy", kPercent),
+                            bounded(r, "consensus_distance", kDistance),
+                            bounded(r, "mean_gb_sent_per_node", kNonNegative),
+                            bounded(r, "elapsed_s", kNonNegative)});
     }
   }
   if (present("layers.csv")) {
@@ -273,18 +317,28 @@ RunResults read_run_files(const fs::path& dir) {
         std::find(csv.header.begin(), csv.header.end(), "layer") - csv.header.begin());
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
       run.layer_epochs.push_back(
-          {csv_epoch(csv, r), csv.rows[r][layer_column],
-           csv_number(csv, r, "numel"), csv_number(csv, r, "distance"),
-           csv_number(csv, r, "relative_distance"), csv_number(csv, r, "mean_node_norm"),
-           csv_number(csv, r, "average_norm")});
+          {csv_epoch(csv, r), csv.rows[r][layer_column], bounded_number(csv, r, "numel", kCount),
+           bounded_number(csv, r, "distance", kDistance),
+           bounded_number(csv, r, "relative_distance", kDistance),
+           bounded_number(csv, r, "mean_node_norm", kDistance),
+           bounded_number(csv, r, "average_norm", kDistance)});
     }
   }
   if (present("class_histogram.csv")) {
     const CsvFile csv = read_csv(dir / "class_histogram.csv", {"node"});
+    const auto node_column = static_cast<std::size_t>(
+        std::find(csv.header.begin(), csv.header.end(), "node") - csv.header.begin());
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+      // Row r is node r's bar: rows out of order or missing would draw one node's data as
+      // another's.
+      if (bounded_number(csv, r, "node", kCount) != static_cast<double>(r)) {
+        throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[r]) +
+                        ", column node: '" + csv.rows[r][node_column] + "' where node " + std::to_string(r) +
+                        " was expected (one row per node, in order from 0)");
+      }
       std::vector<double> counts;
       for (const auto& column : csv.header) {
-        if (column != "node") counts.push_back(csv_number(csv, r, column));
+        if (column != "node") counts.push_back(bounded_number(csv, r, column, kCount));
       }
       run.class_counts.push_back(std::move(counts));
     }

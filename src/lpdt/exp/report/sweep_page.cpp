@@ -226,7 +226,10 @@ std::string unfinished_section(const SweepResults& sweep) {
   std::vector<std::vector<std::string>> rows;
   for (const RunResults& run : sweep.runs) {
     if (run.finished()) continue;
-    std::string progress = std::to_string(run.epochs.size()) + " epoch(s) recorded in epochs.csv";
+    std::string progress =
+        run.has("epochs.csv")
+            ? std::to_string(run.epochs.size()) + " epoch(s) recorded in epochs.csv"
+            : "no epochs.csv: not started, or stopped before it wrote its files";
     if (run.diverged) {
       const auto epoch = json_number(*run.diverged, {"epoch"});
       progress = "diverged" + (epoch ? " in epoch " + format_number(*epoch) : std::string()) +
