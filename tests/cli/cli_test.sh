@@ -153,6 +153,11 @@ expect 2 "\-\-threads" -- "$lpdt" bench --threads -2
 expect 2 "bench \-\-nodes: 8 is given twice" -- "$lpdt" bench --nodes 1,8,8
 expect 2 "\-\-nodes-per-pass" -- "$lpdt" bench --nodes-per-pass -1
 expect 2 "\-\-nodes" -- "$lpdt" bench --nodes 8,0
+# An empty entry of a list is a typo, not a shorter list (CLI11 alone would drop it).
+expect 2 "\-\-nodes: '1,,8' has an empty entry" -- "$lpdt" bench --nodes 1,,8
+expect 2 "\-\-modes: 'fp32,' has an empty entry" -- "$lpdt" bench --precision --modes fp32,
+expect 2 "\-\-compressors: ',none' has an empty entry" -- "$lpdt" bench --wire --compressors ,none
+expect 2 "\-\-pass-workers: got 2000" -- "$lpdt" bench --pass-workers 1,2000
 expect 2 "\-\-warmup" -- "$lpdt" bench --precision --warmup -1
 # A size no machine has: a clear out-of-memory message, not LibTorch's trace.
 expect 1 "out of memory" -- "$lpdt" bench --arch mlp --size 100000 --channels 100 --batch 2 \

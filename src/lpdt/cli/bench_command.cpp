@@ -26,10 +26,8 @@ void add_bench_command(CLI::App& app) {
       ->check(at_least(1));
   // Counts and sizes are checked here, so that a bad one is named before anything runs (CLI11's
   // message names the option and the value; exit code 2 like every usage error).
-  CLI::Option* nodes_option = cmd->add_option("--nodes", options->nodes, "Node counts to measure")
-      ->delimiter(',')
-      ->check(at_least(1))
-      ->capture_default_str();
+  CLI::Option* nodes_option =
+      add_list_option(cmd, "--nodes", options->nodes, "Node counts to measure", at_least(1));
   cmd->add_option("--batch", options->batch_size, "Images per node per step")
       ->check(at_least(1))
       ->capture_default_str();
@@ -56,14 +54,12 @@ void add_bench_command(CLI::App& app) {
       ->check(at_least(0))
       ->capture_default_str();
   auto pass_workers = std::make_shared<std::vector<int>>(std::vector<int>{0});
-  cmd->add_option("--pass-workers", *pass_workers,
+  add_list_option(cmd, "--pass-workers", *pass_workers,
                   "CPU: the engine's passes side by side on this many worker threads of one "
                   "intra-op thread each (0 = automatic, 1 = in turn on --threads threads; as "
                   "run.pass_workers). With --precision a list, e.g. 1,2: a row each, their "
-                  "steps alternating in one process")
-      ->delimiter(',')
-      ->check(integer_in(0, kMaxThreads))
-      ->capture_default_str();
+                  "steps alternating in one process",
+                  integer_in(0, kMaxThreads));
   cmd->add_option("--device", options->device, "cpu | cuda")->capture_default_str();
   CLI::Option* model_precision_option =
       cmd->add_option("--model-precision", options->precision,
@@ -92,11 +88,9 @@ void add_bench_command(CLI::App& app) {
       "Compare precisions instead (fp32, bf16, int8 simulated, int8 integer): step time and "
       "the activation memory a pass holds for backward, in the same run");
   CLI::Option* modes_option =
-      cmd->add_option("--modes", *modes,
+      add_list_option(cmd, "--modes", *modes,
                       "Precisions compared by --precision (an int8 mode with -bf16wgrad: "
-                      "bfloat16 weight gradients, quant.weight_grad)")
-      ->delimiter(',')
-      ->capture_default_str();
+                      "bfloat16 weight gradients, quant.weight_grad)");
   auto profile_rows = std::make_shared<std::size_t>(0);
   cmd->add_option("--profile", *profile_rows,
                   "With --precision: after the timed steps, run as many again observing LibTorch's "
@@ -114,14 +108,12 @@ void add_bench_command(CLI::App& app) {
   CLI::Option* wire_flag = cmd->add_flag("--wire", *wire,
                 "Bytes of one gossip message per compressor and value format for the model's "
                 "layout, with encode / decode speed (docs/wire.md)");
-  CLI::Option* compressors_option = cmd->add_option("--compressors", wire_options->compressors,
-                  "Compressors compared by --wire: none, topk:<keep>, randomk:<keep>")
-      ->delimiter(',')
-      ->capture_default_str();
+  CLI::Option* compressors_option =
+      add_list_option(cmd, "--compressors", wire_options->compressors,
+                      "Compressors compared by --wire: none, topk:<keep>, randomk:<keep>");
   CLI::Option* values_option =
-      cmd->add_option("--values", wire_options->values, "Message value formats compared by --wire")
-      ->delimiter(',')
-      ->capture_default_str();
+      add_list_option(cmd, "--values", wire_options->values,
+                      "Message value formats compared by --wire");
   auto conv_forms = std::make_shared<bool>(false);
   CLI::Option* conv_forms_flag = cmd->add_flag("--conv-forms", *conv_forms,
                 "Time each stride-1 'same' convolution shape of the model in oneDNN's forward "

@@ -55,4 +55,28 @@ CLI::Validator non_empty_path() {
       /*validator_desc=*/"");
 }
 
+std::vector<std::string> list_entries(const std::string& option,
+                                      const std::vector<std::string>& values,
+                                      const CLI::Validator& element) {
+  std::vector<std::string> entries;
+  for (const std::string& value : values) {
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t comma = value.find(',', start);
+      std::string entry = value.substr(start, comma == std::string::npos ? comma : comma - start);
+      if (entry.empty()) {
+        throw CLI::ValidationError(option, "'" + value +
+                                               "' has an empty entry: expected entries "
+                                               "separated by single commas");
+      }
+      const std::string error = element(entry);
+      if (!error.empty()) throw CLI::ValidationError(option, error);
+      entries.push_back(std::move(entry));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return entries;
+}
+
 }  // namespace lpdt::cli
