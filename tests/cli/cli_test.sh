@@ -122,6 +122,7 @@ expect 0 "integer backend's float sums for the same layers" -- "$lpdt" bench --c
 out=$("$lpdt" bench --conv-forms --depth 8 --channels 1 --size 8 --batch 2 --steps 1 --warmup 0 \
   --threads 1 --json "$work/conv-forms.json" 2>&1)
 if grep -q "one training step's convolutions: LibTorch .* the layer's forms" <<<"$out" &&
+   grep -q "with Winograd where it was faster" <<<"$out" &&
    python3 - "$work/conv-forms.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["direct_primitives_rows"]
@@ -132,6 +133,13 @@ assert [r["input_gradient"] for r in rows if r["in_channels"] == 1] == [False], 
 assert all(r["input_gradient"] for r in rows if r["in_channels"] != 1), rows
 # ... and left to LibTorch by the layer; every other shape takes the direct primitives.
 assert all(r["layer_takes_direct"] == (r["in_channels"] != 1) for r in rows), rows
+# Winograd: timed for 3x3 stride-1 shapes of more than one input channel where oneDNN has it
+# (AVX-512), never for others; within its rounding of the direct results.
+for r in rows:
+    if r["kernel"] != 3 or r["stride"] != 1 or r["in_channels"] == 1:
+        assert r["winograd_ms"] is None, r
+    elif r["winograd_ms"] is not None:
+        assert r["winograd_ms"] > 0 and r["winograd_max_relative_difference"] < 2e-5, r
 PY
 then
   passed=$((passed + 1))

@@ -256,5 +256,73 @@ TEST(OnednnFloatConv, TakesDenseFloatChannelsLastCpuInputsOnly) {
                InternalError);
 }
 
+// Winograd (F(4x4, 3x3)) computes the same convolution as the plain loops, within its own
+// rounding: its transforms scale partial sums, so its error is larger than the direct kernels'
+// (1e-5 above) but still small against the result; and its outputs come back channels-last
+// from the blocked layouts its kernels use. Where oneDNN has no Winograd kernel (no AVX-512),
+// there is nothing to check but that it says so.
+TEST(OnednnFloatConv, WinogradEqualsPlainLoopsWithinItsRounding) {
+  const std::vector<Case> cases = {
+      {2, 32, 32, 8, 8, 3, 1, 1},   // ResNet-20's second stage, smaller image
+      {2, 64, 64, 8, 8, 3, 1, 1},   // its third stage
+      {3, 16, 48, 7, 9, 3, 1, 1},   // odd image sizes (partial 4x4 tiles), channels change
+  };
+  if (!onednn_winograd_available({2, 32, 8, 8}, {32, 32, 3, 3}, 1, 1)) {
+    GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU";
+  }
+  const int threads_before = at::get_num_threads();
+  torch::manual_seed(17);
+  double largest_error = 0;
+  for (const int threads : {1, 2}) {
+    at::set_num_threads(threads);
+    for (const Case& c : cases) {
+      const at::Tensor x = channels_last(torch::randn({c.batch, c.in, c.height, c.width}));
+      const at::Tensor w = torch::randn({c.out, c.in, c.kernel, c.kernel});
+      const at::Tensor gy =
+          torch::randn({c.batch, c.out, out_size(c.height, c), out_size(c.width, c)});
+      ASSERT_TRUE(onednn_winograd_available(x.sizes(), w.sizes(), 1, 1));
+      const Reference r = reference(x, w, gy, c);
+      constexpr auto kWinograd = OnednnConvAlgorithm::kWinograd;
+      const at::Tensor y = onednn_conv2d_forward(x, w, 1, 1, kWinograd);
+      const at::Tensor dx = onednn_conv2d_input_grad(gy, w, x.sizes(), 1, 1, kWinograd);
+      const at::Tensor dw = onednn_conv2d_weight_grad(gy, x, w.sizes(), 1, 1, kWinograd);
+      const std::string at = "threads " + std::to_string(threads) + ", " + std::to_string(c.in) +
+                             " -> " + std::to_string(c.out) + " channels, " +
+                             std::to_string(c.height) + "x" + std::to_string(c.width);
+      EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast)) << at;
+      EXPECT_TRUE(dx.is_contiguous(at::MemoryFormat::ChannelsLast)) << at;
+      for (const auto& [got, want] : {std::pair{y, r.y}, {dx, r.dx}, {dw, r.dw}}) {
+        const double error = relative_error(got, want);
+        EXPECT_LE(error, 2e-5) << at;  // measured: 2e-6 (the direct kernels: 1e-7)
+        largest_error = std::max(largest_error, error);
+      }
+    }
+  }
+  at::set_num_threads(threads_before);
+  RecordProperty("largest_relative_error", std::to_string(largest_error));
+}
+
+TEST(OnednnFloatConv, WinogradIsOfferedForThreeByThreeStrideOneOnly) {
+  if (!onednn_float_conv_built()) {
+    EXPECT_FALSE(onednn_winograd_available({2, 32, 8, 8}, {32, 32, 3, 3}, 1, 1));
+    return;
+  }
+  EXPECT_FALSE(onednn_winograd_available({2, 32, 8, 8}, {64, 32, 3, 3}, 2, 1));  // strided
+  EXPECT_FALSE(onednn_winograd_available({2, 32, 8, 8}, {64, 32, 1, 1}, 1, 0));  // 1x1
+  // Asked for where oneDNN has none: an error naming the function, not oneDNN's exception.
+  const at::Tensor x = channels_last(torch::randn({2, 32, 8, 8}));
+  try {
+    onednn_conv2d_forward(x, torch::randn({64, 32, 1, 1}), 1, 0, OnednnConvAlgorithm::kWinograd);
+    ADD_FAILURE() << "a 1x1 Winograd convolution was made";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("onednn_conv2d_forward: oneDNN has no Winograd"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(onednn_conv2d_forward(x.to(at::kBFloat16), torch::randn({32, 32, 3, 3}), 1, 1,
+                                     OnednnConvAlgorithm::kWinograd),
+               InternalError);
+}
+
 }  // namespace
 }  // namespace lpdt

@@ -120,7 +120,8 @@ void add_bench_command(CLI::App& app) {
                 "kernel against its backward-data form (what the fp32 layers run on AVX2 CPUs), "
                 "then every one-group convolution shape's training-step convolutions through "
                 "LibTorch against oneDNN's primitives called directly (what the fp32 layers "
-                "run), alternating, one node; --steps calls of each form");
+                "run), and those against oneDNN's Winograd primitives where it has them (3x3 "
+                "stride 1, AVX-512), alternating, one node; --steps calls of each form");
   // One benchmark per call: a second would be silently skipped.
   const std::vector<CLI::Option*> benchmarks = {precision_flag, scaling_flag, wire_flag,
                                                 conv_forms_flag};

@@ -37,25 +37,43 @@ bool onednn_bf16_conv_fast();
 // What the layers decide by; otherwise they call at::conv2d.
 bool onednn_float_conv_applies(const at::Tensor& x, std::int64_t groups, bool bias);
 
+// oneDNN's algorithm for the three primitives. Winograd (F(4x4, 3x3), oneDNN's
+// `jit_wino_4x3`) computes the same convolution with fewer multiplications, for float32 3x3
+// stride-1 kernels on AVX-512 CPUs only, and rounds differently (its transforms scale partial
+// sums: about 1e-6 of the result's largest magnitude, against 1e-7 for direct); it reads and
+// writes oneDNN's blocked layouts, so the calls below reorder the channels-last activations into
+// and out of them. `lpdt bench --conv-forms` times it against the direct algorithm per shape
+// (docs/benchmarks.md, "Training throughput", item 15); the layers take kDirect.
+enum class OnednnConvAlgorithm { kDirect, kWinograd };
+
+// Whether oneDNN has a Winograd implementation of this convolution here: float32, a build with
+// oneDNN, and a primitive oneDNN makes for it (3x3, stride 1, an AVX-512 CPU).
+bool onednn_winograd_available(at::IntArrayRef input_sizes, at::IntArrayRef weight_sizes,
+                               std::int64_t stride, std::int64_t padding);
+
 // In the three functions the operands' type T is float32 or bfloat16: the input's type (x; the
 // output gradient's for the input gradient). The other operands are converted to T, results are
 // T; bfloat16 products are summed in float32 and rounded to bfloat16 once, at the end.
 
+// Winograd (`algorithm`) needs float32 operands where onednn_winograd_available.
 // y = conv(x, w). x: [b, in, H, W] T channels-last; weight: [out, in, kh, kw] float32 or
 // bfloat16 (any layout) -> [b, out, Ho, Wo] T channels-last, Ho = (H + 2 padding - kh) / stride + 1.
 at::Tensor onednn_conv2d_forward(const at::Tensor& x, const at::Tensor& weight,
-                                 std::int64_t stride, std::int64_t padding);
+                                 std::int64_t stride, std::int64_t padding,
+                                 OnednnConvAlgorithm algorithm = OnednnConvAlgorithm::kDirect);
 
 // The input gradient: gy [b, out, Ho, Wo] T (any layout), weight [out, in, kh, kw],
 // input_sizes [b, in, H, W] -> [b, in, H, W] T channels-last.
 at::Tensor onednn_conv2d_input_grad(const at::Tensor& gy, const at::Tensor& weight,
                                     at::IntArrayRef input_sizes, std::int64_t stride,
-                                    std::int64_t padding);
+                                    std::int64_t padding,
+                                    OnednnConvAlgorithm algorithm = OnednnConvAlgorithm::kDirect);
 
 // The weight gradient: gy [b, out, Ho, Wo] float32 or bfloat16 (any layout), x [b, in, H, W] T
 // channels-last, weight_sizes [out, in, kh, kw] -> [out, in, kh, kw] T contiguous.
 at::Tensor onednn_conv2d_weight_grad(const at::Tensor& gy, const at::Tensor& x,
                                      at::IntArrayRef weight_sizes, std::int64_t stride,
-                                     std::int64_t padding);
+                                     std::int64_t padding,
+                                     OnednnConvAlgorithm algorithm = OnednnConvAlgorithm::kDirect);
 
 }  // namespace lpdt

@@ -81,8 +81,9 @@ std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& o
       "fp32 training-step convolutions (forward, input and weight gradients): LibTorch's calls "
       "against oneDNN's primitives called directly (core/onednn_float_conv.h)");
   progress("  in   out      HxW  k  s  layers  LibTorch ms  direct ms  speedup  max rel |diff|  "
-           "(*: no input gradient; L: the layer keeps LibTorch's)");
-  double libtorch_step = 0, direct_step = 0;
+           "Winograd ms (vs direct, rel |diff|)  "
+           "(*: no input gradient; L: the layer keeps LibTorch's; -: no Winograd kernel)");
+  double libtorch_step = 0, direct_step = 0, winograd_step = 0;
   char line[256];
   for (const auto& [shape, layers] : shapes) {
     DirectConvRow row;
@@ -108,26 +109,46 @@ std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& o
       return dx_wanted ? at::cat({y.reshape(-1), dx.reshape(-1), dw.reshape(-1)})
                        : at::cat({y.reshape(-1), dw.reshape(-1)});
     };
-    const auto direct = [&] {
-      const at::Tensor y = onednn_conv2d_forward(x, w, s, padding);
-      const at::Tensor dw = onednn_conv2d_weight_grad(gy, x, w.sizes(), s, padding);
+    const auto by_primitives = [&](OnednnConvAlgorithm algorithm) {
+      const at::Tensor y = onednn_conv2d_forward(x, w, s, padding, algorithm);
+      const at::Tensor dw = onednn_conv2d_weight_grad(gy, x, w.sizes(), s, padding, algorithm);
       if (!dx_wanted) return at::cat({y.reshape(-1), dw.reshape(-1)});
-      const at::Tensor dx = onednn_conv2d_input_grad(gy, w, x.sizes(), s, padding);
+      const at::Tensor dx = onednn_conv2d_input_grad(gy, w, x.sizes(), s, padding, algorithm);
       return at::cat({y.reshape(-1), dx.reshape(-1), dw.reshape(-1)});
     };
+    const auto direct = [&] { return by_primitives(OnednnConvAlgorithm::kDirect); };
+    const auto winograd = [&] { return by_primitives(OnednnConvAlgorithm::kWinograd); };
     row.max_relative_difference = max_relative_difference(direct(), libtorch());
     std::tie(row.libtorch_ms, row.direct_ms) =
         alternating_medians(libtorch, direct, options.warmup_rounds, options.rounds);
     row.speedup = row.libtorch_ms / row.direct_ms;
+    row.winograd_run = x.size(1) > 1 && onednn_winograd_available(x.sizes(), w.sizes(), s, padding);
+    if (row.winograd_run) {
+      row.winograd_max_relative_difference = max_relative_difference(winograd(), direct());
+      std::tie(row.winograd_direct_ms, row.winograd_ms) =
+          alternating_medians(direct, winograd, options.warmup_rounds, options.rounds);
+      row.winograd_speedup = row.winograd_direct_ms / row.winograd_ms;
+    }
+    const double layer_ms = row.layer_takes_direct ? row.direct_ms : row.libtorch_ms;
     libtorch_step += row.libtorch_ms * static_cast<double>(layers);
-    direct_step +=
-        (row.layer_takes_direct ? row.direct_ms : row.libtorch_ms) * static_cast<double>(layers);
-    std::snprintf(line, sizeof line, "%4lld  %4lld  %4lldx%-4lld %lld  %lld  %6lld  %11.3f  %9.3f  %6.2fx  %14.2e%s%s",
+    direct_step += layer_ms * static_cast<double>(layers);
+    // Winograd's time scaled to the first alternation's direct time: the shape's share if the
+    // layer took Winograd, on the same footing as the other rows.
+    winograd_step += (row.winograd_run && row.winograd_speedup > 1
+                          ? row.direct_ms / row.winograd_speedup
+                          : layer_ms) *
+                     static_cast<double>(layers);
+    char winograd_text[64] = "          -";
+    if (row.winograd_run) {
+      std::snprintf(winograd_text, sizeof winograd_text, "%11.3f (%5.2fx, %8.1e)", row.winograd_ms,
+                    row.winograd_speedup, row.winograd_max_relative_difference);
+    }
+    std::snprintf(line, sizeof line, "%4lld  %4lld  %4lldx%-4lld %lld  %lld  %6lld  %11.3f  %9.3f  %6.2fx  %14.2e  %s%s%s",
                   static_cast<long long>(row.in_channels), static_cast<long long>(row.out_channels),
                   static_cast<long long>(row.height), static_cast<long long>(row.width),
                   static_cast<long long>(row.kernel), static_cast<long long>(row.stride),
                   static_cast<long long>(row.layers), row.libtorch_ms, row.direct_ms, row.speedup,
-                  row.max_relative_difference, row.input_gradient ? "" : "  *",
+                  row.max_relative_difference, winograd_text, row.input_gradient ? "" : "  *",
                   row.layer_takes_direct ? "" : "  L");
     progress(line);
     rows.push_back(row);
@@ -136,6 +157,10 @@ std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& o
                 "one training step's convolutions: LibTorch %.2f ms, the layer's forms (direct "
                 "primitives but where marked L) %.2f ms (%.2fx)",
                 libtorch_step, direct_step, libtorch_step / direct_step);
+  progress(line);
+  std::snprintf(line, sizeof line,
+                "with Winograd where it was faster: %.2f ms (%.2fx the layer's forms)",
+                winograd_step, direct_step / winograd_step);
   progress(line);
   return rows;
 }
@@ -374,7 +399,20 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
                                              {"libtorch_ms", r.libtorch_ms},
                                              {"direct_ms", r.direct_ms},
                                              {"speedup", r.speedup},
-                                             {"max_relative_difference", r.max_relative_difference}});
+                                             {"max_relative_difference", r.max_relative_difference},
+                                             {"winograd_ms", r.winograd_run
+                                                                 ? nlohmann::json(r.winograd_ms)
+                                                                 : nlohmann::json()},
+                                             {"winograd_direct_ms",
+                                              r.winograd_run ? nlohmann::json(r.winograd_direct_ms)
+                                                             : nlohmann::json()},
+                                             {"winograd_speedup",
+                                              r.winograd_run ? nlohmann::json(r.winograd_speedup)
+                                                             : nlohmann::json()},
+                                             {"winograd_max_relative_difference",
+                                              r.winograd_run
+                                                  ? nlohmann::json(r.winograd_max_relative_difference)
+                                                  : nlohmann::json()}});
     }
     write_bench_json(options.json_path, std::move(j), runtime, "bench --conv-forms");
   }

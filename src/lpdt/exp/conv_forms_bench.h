@@ -67,6 +67,13 @@ struct DirectConvRow {
   double direct_ms = 0;  // the same by the direct primitives, median
   double speedup = 0;      // libtorch_ms / direct_ms
   double max_relative_difference = 0;  // over the output and both gradients
+  // The same three convolutions by oneDNN's Winograd primitives (activations reordered into and
+  // out of their blocked layouts), timed alternating with the direct ones, where oneDNN has
+  // them (3x3 stride 1 on AVX-512 CPUs): medians of that alternation, and the largest
+  // difference from the direct results relative to their largest magnitude.
+  bool winograd_run = false;
+  double winograd_direct_ms = 0, winograd_ms = 0, winograd_speedup = 0;
+  double winograd_max_relative_difference = 0;
 };
 
 // Rows for the shapes the backward-data form handles, then (in `progress`) a line with both
