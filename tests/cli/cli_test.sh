@@ -329,7 +329,8 @@ cp "$run_dir/epochs.csv" "$work/epochs.before"
 expect 2 "resuming would train epoch 3 again and replace the results" -- "$lpdt" train \
   --resume "$run_dir" --set run.epochs=4
 expect 0 "" -- cmp "$run_dir/epochs.csv" "$work/epochs.before"
-expect 2 "config.toml' cannot be read" -- "$lpdt" train --resume "$work"
+expect 1 "is not a run folder: expected the config.toml and checkpoint.lpdt" -- "$lpdt" train \
+  --resume "$work"
 mkdir -p "$work/no-checkpoint" && cp "$run_dir/config.toml" "$work/no-checkpoint/"
 expect 1 "no checkpoint" -- "$lpdt" train --resume "$work/no-checkpoint" --set run.epochs=2
 # Every benchmark builds the model with --norm (it changes the parameters) and records it; one
@@ -363,6 +364,9 @@ printf '[grid]\n"data.skew" = [0.0, 3]\n' >"$work/sweep.toml"
 expect 2 "data.skew-3_seed-1234 is not a valid experiment" -- "$lpdt" sweep "$work/sweep.toml"
 printf 'seeds = [1, 2]\n[grid]\n"algo.name" = ["choco", "dpsgd"]\n' >"$work/sweep.toml"
 expect 0 "4 to train, 0 to resume" -- "$lpdt" sweep "$work/sweep.toml" --dry-run
+# --tables-only writes tables, which --dry-run promises not to do: one would be ignored.
+expect 2 "\-\-dry-run excludes \-\-tables-only" -- "$lpdt" sweep "$work/sweep.toml" --dry-run \
+  --tables-only
 expect 0 "\[24/24\] data.skew-0.8_algo.name-choco_model.precision+algo.message+values-int8+int8_seed-1235" -- \
   "$lpdt" sweep "$(dirname "$0")/../../configs/sweeps/table3_fmnist.toml" --dry-run
 # Shards: two processes run one sweep side by side, each its own points; together, every cell.
@@ -406,8 +410,25 @@ done
 # The cost model: Table 10 recomputed; a bad energy table names the file and the key.
 expect 0 "ResNet-54  RBN" -- "$lpdt" cost --table10
 expect 0 "inference energy (mJ)" -- "$lpdt" cost --set model.arch=resnet --set model.depth=8
+# Settings the tables do not model are said, not ignored.
+expect 0 "note: quant.bits = 4 and quant.grad_bits = 8 are not modelled" -- "$lpdt" cost \
+  --set model.arch=resnet --set model.depth=8 --set quant.bits=4
 printf 'fp32_add_pj = 0.9\nfp32_mult_pj = 3.7\nint8_add_pj = 0.03\n' >"$work/energy.toml"
 expect 2 "energy.toml: key 'int8_mult_pj'" -- "$lpdt" cost --energy-table "$work/energy.toml"
+# A bad value is shown with its line; keys under a section header are named as that section.
+printf 'fp32_add_pj = -0.38
+fp32_mult_pj = 3.7
+int8_add_pj = 0.03
+int8_mult_pj = 0.2
+' \
+  >"$work/energy.toml"
+expect 2 "key 'fp32_add_pj' must be a positive number .* (line 1: got -0.38)" -- "$lpdt" cost \
+  --energy-table "$work/energy.toml"
+printf '[energy]
+fp32_add_pj = 0.9
+' >"$work/energy.toml"
+expect 2 "energy.toml:1: unknown section \[energy\]" -- "$lpdt" cost --energy-table \
+  "$work/energy.toml"
 # Reports: the run folder's page; a missing folder (usage error) and a folder that is neither a
 # run nor a sweep are errors naming it.
 expect 0 "report: $run_dir/report.html" -- "$lpdt" report "$run_dir"
@@ -428,6 +449,14 @@ expect 2 "summary.json: the file exists and is not an HTML page" -- "$lpdt" repo
 expect 0 "" -- cmp "$run_dir/summary.json" "$work/summary.before"
 expect 0 "report: $work/again.html" -- "$lpdt" report "$run_dir" --out "$work/again.html"
 expect 0 "report: $work/again.html" -- "$lpdt" report "$run_dir" --out "$work/again.html"
+# ... and so does the default, DIR/report.html: a file of that name that is not a page stays.
+cp -r "$run_dir" "$work/own-notes" && echo "my notes" >"$work/own-notes/report.html"
+expect 2 "report (its default DIR/report.html).*not an HTML page" -- "$lpdt" report \
+  "$work/own-notes"
+expect 0 "my notes" -- cat "$work/own-notes/report.html"
+# topo: an option of another topology is said to change nothing.
+expect 0 "note: \-\-rows shapes the torus topology only; ring ignores it" -- "$lpdt" topo \
+  --topology ring --nodes 4 --rows 2
 # topo: the DOT and JSON exports must be two files.
 expect 2 "topo \-\-dot and \-\-json both name" -- "$lpdt" topo --nodes 4 --dot "$work/same.out" \
   --json "$work/same.out"

@@ -486,6 +486,17 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
               HasSubstr("\"final\".average_model_accuracy must be a number, got \"abc\""));
   write(dir / "summary.json", "{\"config\": {\"data\": {\"skew\": \"abc\"}}, \"final\": {}}");
   EXPECT_THAT(report_error(dir), HasSubstr("\"config\".data.skew must be a number"));
+  // ... and final figures outside their bounds (tables and pages would show 1e308 %).
+  write(dir / "summary.json", "{\"config\": {}, \"final\": {\"average_model_accuracy\": 1e308}}");
+  EXPECT_THAT(report_error(dir), HasSubstr("\"final\".average_model_accuracy = 1e+308 is out of "
+                                           "range (expected a percentage from 0 to 100, or null)"));
+  write(dir / "summary.json", "{\"config\": {}, \"final\": {\"mean_gb_sent_per_node\": -1}}");
+  EXPECT_THAT(report_error(dir), HasSubstr("\"final\".mean_gb_sent_per_node = -1 is out of range"));
+  write(dir / "summary.json", "{\"config\": {}, \"final\": {\"steps\": 2.5}}");
+  EXPECT_THAT(report_error(dir), HasSubstr("\"final\".steps = 2.5 is out of range"));
+  write(dir / "summary.json", "{\"config\": {}, \"final\": {\"consensus_distance\": null}}");
+  fs::remove(dir / "topology.json");  // damaged above
+  EXPECT_NO_THROW(write_report(dir, dir / "null-distance.html"));
 
   // A file of another shape (hand-edited, another tool's) is named, not shown as empty fields.
   write(dir / "summary.json", "[1, 2]");

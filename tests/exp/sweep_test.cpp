@@ -178,6 +178,35 @@ TEST(Sweep, BadFilesNameTheProblem) {
   EXPECT_THAT(
       load_error(write(dir / "n.toml", "metrics = [\"bogus\"]\n" + grid)),
       AllOf(HasSubstr("n.toml:1: metrics names 'bogus'"), HasSubstr("average_model_accuracy")));
+  // The keys the sweep sets itself, in [set] as in [grid].
+  for (const std::string key : {"run.seed", "run.out_dir", "run.name"}) {
+    EXPECT_THAT(load_error(write(dir / "o.toml", "[set]\n\"" + key + "\" = " +
+                                                     (key == "run.seed" ? "5" : "\"x\"") + "\n" +
+                                                     grid)),
+                HasSubstr("[set] key '" + key + "' is set by the sweep for each run"))
+        << key;
+  }
+  // Keys spelled with spaces would be other entries setting the same key.
+  EXPECT_THAT(load_error(write(dir / "p.toml", grid + "\" data.skew\" = [0.2]\n")),
+              HasSubstr("p.toml:3: [grid] key ' data.skew' is empty or holds spaces"));
+  EXPECT_THAT(load_error(write(dir / "q.toml", "[set]\n\"optim.lr \" = 0.2\n" + grid)),
+              HasSubstr("[set] key 'optim.lr ' is empty or holds spaces"));
+  // An unquoted dotted key is a sub-table in TOML.
+  EXPECT_THAT(load_error(write(dir / "u.toml", "[grid]\noptim.lr = [0.1]\n")),
+              HasSubstr("[grid] takes quoted dotted keys"));
+  // Linked keys with an empty part.
+  for (const std::string key : {"+optim.lr", "optim.lr+", "optim.lr++data.skew"}) {
+    EXPECT_THAT(load_error(write(dir / "r.toml", "[grid]\n\"" + key + "\" = [[0.1, 0.2]]\n")),
+                HasSubstr("grid key '" + key + "' links an empty key"))
+        << key;
+  }
+  // A base file's seed, which the sweep's default seeds would replace without a word.
+  write(dir / "seeded_base.toml", "[run]\nseed = 7\n");
+  EXPECT_THAT(load_error(write(dir / "s.toml", "base = \"seeded_base.toml\"\n" + grid)),
+              AllOf(HasSubstr("sets run.seed = 7, which the sweep would replace"),
+                    HasSubstr("write seeds = [7] in the sweep file")));
+  EXPECT_NO_THROW(load_sweep(write(dir / "t.toml", "base = \"seeded_base.toml\"\nseeds = [7]\n" +
+                                                       grid)));
 }
 
 // Fake finished runs with known figures: the cells are their mean and sample standard
@@ -221,7 +250,9 @@ TEST(Sweep, TablesHoldTheMeanAndSpreadOverSeeds) {
     aggregate_sweep(changed);
     FAIL() << "a changed sweep was aggregated";
   } catch (const ConfigError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("optim.lr"));
+    // ... with the sweep file and what to do.
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("optim.lr"), HasSubstr(spec.file.string() + ": its finished run differs"),
+                                HasSubstr("give it another out_dir, or delete its runs")));
   }
 }
 
@@ -471,6 +502,15 @@ TEST(Sweep, PerEpochTablesHoldEveryEvaluatedEpoch) {
   EXPECT_TRUE(fs::exists(spec.out_dir / "epochs-mean_node_accuracy.md"));
   const std::string markdown = sweep_table_markdown(spec, epochs[0]);
   EXPECT_THAT(markdown, HasSubstr("| data.skew | epoch | deep-squeeze | choco |"));
+  // A finished run whose epochs.csv is gone is named, not left out of these tables only.
+  fs::remove(find_sweep_run(spec, point).dir / "epochs.csv");
+  try {
+    aggregate_sweep_by_epoch(spec);
+    ADD_FAILURE() << "a finished run without epochs.csv was left out silently";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("epochs.csv is missing from a finished run of"),
+                                HasSubstr("delete the run folder to train the run again")));
+  }
   fs::remove_all(dir);
 }
 

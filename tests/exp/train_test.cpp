@@ -516,7 +516,8 @@ TEST(Checkpoint, InconsistentCountersAreAnError) {
   const fs::path out = fresh_dir("counters");
   const TrainResult run = train(stateful_run(out, 1), [](const std::string&) {});
   const fs::path file = run.run_dir / kCheckpointFile;
-  for (const std::int64_t rounds : {std::int64_t{-5}, run.steps + 1, std::int64_t{1'000'000'000'000}}) {
+  // (A negative counter is damage read_checkpoint names itself: DamagedHeaderPartsNameTheFile.)
+  for (const std::int64_t rounds : {run.steps + 1, std::int64_t{1'000'000'000'000}}) {
     TrainingState state = read_checkpoint(file);
     state.rounds_done = rounds;
     write_checkpoint(file, state);
@@ -559,6 +560,20 @@ TEST(Checkpoint, DamagedHeaderPartsNameTheFile) {
               HasSubstr(checkpoint + "is corrupt ("));
   EXPECT_THAT(resume_error([](TrainingState& s) { s.optimizer.clear(); }),
               HasSubstr(checkpoint + "does not hold this run's optimizer state"));
+  // Counters and counts that no run writes.
+  EXPECT_THAT(resume_error([](TrainingState& s) { s.epochs_done = -1; }),
+              HasSubstr(checkpoint + "is corrupt or truncated (epochs_done = -1 (expected a "
+                                     "whole number from 0 to 2147483647))"));
+  EXPECT_THAT(resume_error([](TrainingState& s) { s.rounds_done = -3; }),
+              HasSubstr("rounds_done = -3"));
+  EXPECT_THAT(resume_error([](TrainingState& s) {
+                // at least two records for one epoch done
+                s.epochs.push_back(s.epochs.empty() ? nlohmann::json::object() : s.epochs[0]);
+                s.epochs.push_back(s.epochs[0]);
+              }),
+              HasSubstr("an \"epochs\" record of more epochs than epochs_done = 1"));
+  EXPECT_THAT(resume_error([](TrainingState& s) { s.ledger["bytes_sent_per_node"][0] = -5; }),
+              HasSubstr("a negative byte count"));
   write_checkpoint(file, intact);
   fs::remove_all(out);
 }

@@ -26,12 +26,15 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("-o,--out", args->out, "HTML file to write (default: DIR/report.html)")
       ->check(non_empty_path());
   cmd->callback([args]() {
-    exp::check_output_file(args->out, "report --out");
-    exp::check_replaces_only_own_output(args->out, "report --out", "<!DOCTYPE html",
-                                        "an HTML page");
-    const auto path = exp::report::write_report(
-        args->dir,
-        args->out.empty() ? std::nullopt : std::optional<std::filesystem::path>(args->out));
+    // The default, DIR/report.html, is checked as a given name is: a file of that name that is
+    // not an earlier report is left alone.
+    const std::string out =
+        args->out.empty() ? (std::filesystem::path(args->dir) / "report.html").string() : args->out;
+    const std::string option = args->out.empty() ? "report (its default DIR/report.html)"
+                                                 : "report --out";
+    exp::check_output_file(out, option);
+    exp::check_replaces_only_own_output(out, option, "<!DOCTYPE html", "an HTML page");
+    const auto path = exp::report::write_report(args->dir, std::filesystem::path(out));
     std::cout << "report: " << path.string() << std::endl;
   });
 }

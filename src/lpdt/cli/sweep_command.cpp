@@ -25,9 +25,12 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("sweep_file", args->sweep_file, "Sweep TOML file (see configs/sweeps/)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_flag("--dry-run", args->dry_run, "List what would run, run nothing");
+  CLI::Option* dry_run =
+      cmd->add_flag("--dry-run", args->dry_run, "List what would run, run nothing");
+  // --tables-only writes the tables: with --dry-run, which writes nothing, one would be ignored.
   cmd->add_flag("--tables-only", args->tables_only,
-                "Only (re)write the tables from the runs finished so far");
+                "Only (re)write the tables from the runs finished so far")
+      ->excludes(dry_run);
   cmd->add_option("--shard", args->shard,
                   "I/N: run only every N-th point, starting at the I-th, so that N processes "
                   "(e.g. one per core with run.threads = 1, or machines sharing out_dir) run the "

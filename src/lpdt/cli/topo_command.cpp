@@ -40,20 +40,30 @@ void add_topo_command(CLI::App& app) {
       ->capture_default_str()
       ->check(at_least(1));
   cmd->add_option("-m,--mixing", args->mixing, "uniform | metropolis")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "Seed of the random digraph")
-      ->capture_default_str()
-      ->check(seed_value());
-  cmd->add_option("--rows", args->rows, "Torus rows (0 = most square)")
-      ->capture_default_str()
-      ->check(at_least(0));
-  cmd->add_option("--out-degree", args->out_degree, "Random digraph out-degree")
-      ->capture_default_str()
-      ->check(at_least(1));
+  CLI::Option* seed_option = cmd->add_option("--seed", args->seed, "Seed of the random digraph")
+                                 ->capture_default_str()
+                                 ->check(seed_value());
+  CLI::Option* rows_option = cmd->add_option("--rows", args->rows, "Torus rows (0 = most square)")
+                                 ->capture_default_str()
+                                 ->check(at_least(0));
+  CLI::Option* out_degree_option =
+      cmd->add_option("--out-degree", args->out_degree, "Random digraph out-degree")
+          ->capture_default_str()
+          ->check(at_least(1));
   cmd->add_option("--dot", args->dot_path, "Write the graph as Graphviz DOT to this file")
       ->check(non_empty_path());
   cmd->add_option("--json", args->json_path, "Write the graph and its mixing matrix as JSON")
       ->check(non_empty_path());
-  cmd->callback([args]() {
+  cmd->callback([args, seed_option, rows_option, out_degree_option]() {
+    // An option given for another topology changes nothing: said, so that the graph printed is
+    // not taken for one it shaped.
+    for (const auto& [option, applies_to] :
+         {std::pair{seed_option, "random"}, {rows_option, "torus"}, {out_degree_option, "random"}}) {
+      if (option->count() > 0 && args->name != applies_to) {
+        std::cout << "note: " << option->get_name() << " shapes the " << applies_to
+                  << " topology only; " << args->name << " ignores it\n";
+      }
+    }
     exp::check_output_file(args->dot_path, "topo --dot");
     exp::check_output_file(args->json_path, "topo --json");
     // Replace only an earlier export of a graph, never another file given by mistake.

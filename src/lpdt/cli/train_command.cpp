@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include "lpdt/build_info.h"
 #include "lpdt/cli/commands.h"
 #include "lpdt/cli/option_checks.h"
+#include "lpdt/core/error.h"
 #include "lpdt/dist/cluster.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/trainer.h"
@@ -62,6 +64,12 @@ void add_train_command(CLI::App& app) {
         args->config_path.empty() ? std::nullopt : std::optional<std::string>(args->config_path);
     if (!args->resume_dir.empty()) {
       path = args->resume_dir + "/config.toml";
+      const std::filesystem::path dir(args->resume_dir);
+      if (!std::filesystem::exists(*path) && !std::filesystem::exists(dir / "checkpoint.lpdt")) {
+        throw UserError("train --resume: '" + args->resume_dir +
+                        "' is not a run folder: expected the config.toml and checkpoint.lpdt "
+                        "that lpdt train writes in runs/<run> (name the run's own folder)");
+      }
       // A resumed run stays in its folder under its name: its recorded configuration keeps
       // them, whatever placed a new run's folder.
       const auto places_folder = [](const std::string& o) {

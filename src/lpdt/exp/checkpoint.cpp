@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -168,12 +169,30 @@ TrainingState read_checkpoint(const fs::path& file) {
   TrainingState state;
   try {
     const nlohmann::json meta = nlohmann::json::parse(bytes.substr(kFixed, json_size));
-    state.epochs_done = meta.at("epochs_done").get<int>();
-    state.rounds_done = meta.at("rounds_done").get<std::int64_t>();
+    // Counters are whole numbers from 0: a fraction, a negative or an overflowing value would be
+    // read as another count.
+    const auto counter = [&](const char* key, std::int64_t most) {
+      const nlohmann::json& value = meta.at(key);
+      if (!value.is_number_integer() ||
+          (value.is_number_unsigned() ? value.get<std::uint64_t>() > static_cast<std::uint64_t>(most)
+                                      : value.get<std::int64_t>() < 0)) {
+        throw UserError(corrupt(file, std::string(key) + " = " + value.dump() +
+                                          " (expected a whole number from 0 to " +
+                                          std::to_string(most) + ")"));
+      }
+      return value.get<std::int64_t>();
+    };
+    state.epochs_done = static_cast<int>(counter("epochs_done", std::numeric_limits<int>::max()));
+    state.rounds_done = counter("rounds_done", std::numeric_limits<std::int64_t>::max());
     state.train_time_s = meta.at("train_time_s").get<double>();
     state.elapsed_s = meta.at("elapsed_s").get<double>();
     state.ledger = meta.at("ledger");
     state.epochs = meta.at("epochs");
+    if (state.epochs.is_array() &&
+        state.epochs.size() > static_cast<std::size_t>(state.epochs_done)) {
+      throw UserError(corrupt(file, "an \"epochs\" record of more epochs than epochs_done = " +
+                                        std::to_string(state.epochs_done)));
+    }
     state.fault_counts = meta.value("fault_counts", nlohmann::json());
     // Times a run wrote are finite and not negative; others mark a damaged header, as does a
     // buffer count beyond any model's (it would be taken as an allocation request). (The

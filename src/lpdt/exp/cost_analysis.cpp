@@ -1,5 +1,7 @@
 #include "lpdt/exp/cost_analysis.h"
 
+#include <sstream>
+
 #include <torch/types.h>
 #include <torch/utils.h>
 
@@ -201,6 +203,21 @@ CostReport analyse_cost(const CostOptions& options) {
   report.algorithm = std::string(to_string(options.config.algo.name));
   report.batch_size = options.config.data.batch_size;
   report.energy = options.energy;
+  // What the tables do not model, said rather than ignored.
+  const QuantConfig& quant = options.config.quant;
+  if (quant.bits != 8 || quant.grad_bits != 8) {
+    report.notes.push_back(
+        "quant.bits = " + std::to_string(quant.bits) + " and quant.grad_bits = " +
+        std::to_string(quant.grad_bits) +
+        " are not modelled: the int8 column counts 8-bit operations and bytes (the paper's "
+        "cost model, Tables 7 and 9, is for 8 bits)");
+  }
+  if (options.measure && options.config.run.device != RunConfig::Device::kCpu) {
+    report.notes.push_back(
+        "--measure ran its training steps on the CPU (the CPU engine's configuration, measured "
+        "from its allocator), not on run.device = " +
+        std::string(to_string(options.config.run.device)));
+  }
   for (const std::string& precision : options.precisions) {
     if (precision == "int8" && has_norm &&
         options.config.model.norm == ModelConfig::Norm::kGroupnorm) {
@@ -256,13 +273,38 @@ metrics::EnergyTable load_energy_table(const std::string& path) {
   // A microjoule per operation is far beyond any circuit (a DRAM access costs hundreds of pJ),
   // and larger values would overflow the totals to inf.
   constexpr double kMostPicojoules = 1e6;
+  // Unknown keys first: a section header ([energy]) above the keys would otherwise read as
+  // every key missing.
+  for (const auto& [key, value] : table) {
+    const std::string k(key.str());
+    if (k != "name" && k != "fp32_add_pj" && k != "fp32_mult_pj" && k != "int8_add_pj" &&
+        k != "int8_mult_pj") {
+      throw ConfigError("cost --energy-table " + path + ":" +
+                        std::to_string(value.source().begin.line) + ": unknown " +
+                        (value.is_table() ? "section [" + k + "]" : "key '" + k + "'") +
+                        " (expected the top-level keys name, fp32_add_pj, fp32_mult_pj, "
+                        "int8_add_pj, int8_mult_pj)");
+    }
+  }
   const auto read = [&](const char* key, double& value) {
     const auto node = table[key];
     const std::optional<double> v = node.value<double>();
     if (!v || !(*v > 0) || !(*v <= kMostPicojoules)) {
+      std::ostringstream given;
+      if (node) {
+        given << " (line " << node.node()->source().begin.line << ": got ";
+        if (const auto number = node.value<double>()) {
+          given << *number;
+        } else if (const auto text = node.value<std::string>()) {
+          given << "the string \"" << *text << "\"";
+        } else {
+          given << "a " << node.type();
+        }
+        given << ")";
+      }
       throw ConfigError("cost --energy-table " + path + ": key '" + key +
                         "' must be a positive number of picojoules per operation, at most 1e6" +
-                        (node ? "" : " (missing)"));
+                        (node ? given.str() : " (missing)"));
     }
     value = *v;
   };
@@ -270,14 +312,6 @@ metrics::EnergyTable load_energy_table(const std::string& path) {
   read("fp32_mult_pj", energy.fp32_mult_pj);
   read("int8_add_pj", energy.int8_add_pj);
   read("int8_mult_pj", energy.int8_mult_pj);
-  for (const auto& [key, value] : table) {
-    const std::string k(key.str());
-    if (k != "name" && k != "fp32_add_pj" && k != "fp32_mult_pj" && k != "int8_add_pj" &&
-        k != "int8_mult_pj") {
-      throw ConfigError("cost --energy-table " + path + ": unknown key '" + k +
-                        "' (expected name, fp32_add_pj, fp32_mult_pj, int8_add_pj, int8_mult_pj)");
-    }
-  }
   return energy;
 }
 

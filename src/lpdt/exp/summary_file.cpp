@@ -1,7 +1,9 @@
 #include "lpdt/exp/summary_file.h"
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "lpdt/core/error.h"
@@ -11,6 +13,33 @@ namespace lpdt::exp {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+namespace {
+
+// The final figures the trainer writes (exp/trainer.cpp) and the bounds they lie within: one
+// outside them (an accuracy of 1e308 %, negative gigabytes) is a damaged or hand-edited file,
+// named here rather than averaged into a sweep's tables or drawn on a report. null is a figure
+// the run did not compute (JSON writes NaN as null).
+struct FigureBounds {
+  const char* key;
+  double low, high;
+  bool whole;
+  const char* expected;
+};
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr FigureBounds kFinalFigures[] = {
+    {"average_model_accuracy", 0, 100, false, "a percentage from 0 to 100"},
+    {"mean_node_accuracy", 0, 100, false, "a percentage from 0 to 100"},
+    {"min_node_accuracy", 0, 100, false, "a percentage from 0 to 100"},
+    {"max_node_accuracy", 0, 100, false, "a percentage from 0 to 100"},
+    {"consensus_distance", 0, kInf, false, "a number, at least 0"},
+    {"mean_gb_sent_per_node", 0, kInf, false, "a number, at least 0"},
+    {"steps", 0, kInf, true, "a whole number, at least 0"},
+    {"wall_time_s", 0, kInf, false, "a number, at least 0"},
+    {"train_images_per_s", 0, kInf, false, "a number, at least 0"},
+};
+
+}  // namespace
 
 json read_run_summary(const fs::path& file) {
   std::ifstream in(file);
@@ -39,6 +68,19 @@ json read_run_summary(const fs::path& file) {
   const auto final = summary.find("final");
   if (final == summary.end() || !final->is_object()) {
     throw shape_error("no \"final\" object (the run's final figures)");
+  }
+  for (const FigureBounds& figure : kFinalFigures) {
+    const auto value = final->find(figure.key);
+    if (value == final->end() || value->is_null()) continue;
+    const std::string where = "'" + file.string() + "': \"final\"." + figure.key;
+    if (!value->is_number()) throw UserError(where + " must be a number, got " + value->dump());
+    const double number = value->get<double>();
+    if (!(number >= figure.low && number <= figure.high) ||
+        (figure.whole && number != std::floor(number))) {
+      throw UserError(where + " = " + value->dump() + " is out of range (expected " +
+                      figure.expected + ", or null): a damaged summary.json; restore it, or "
+                      "delete its run folder to train the run again");
+    }
   }
   return summary;
 }

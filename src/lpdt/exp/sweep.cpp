@@ -304,6 +304,13 @@ SweepSpec load_sweep(const fs::path& file) {
       const auto* section = node->as_table();
       if (section == nullptr) fail(file, node->source(), "[" + key + "] must be a table");
       for (const auto& [name, value] : in_file_order(*section)) {
+        // Keys are taken as written: " optim.lr" would be another grid entry than "optim.lr"
+        // but set the same key, so one value would silently replace the other.
+        if (name.empty() || name.find_first_of(" \t\r\n") != std::string::npos) {
+          fail(file, value->source(),
+               "[" + key + "] key '" + name +
+                   "' is empty or holds spaces: write the dotted key alone, e.g. \"optim.lr\"");
+        }
         if (key == "set") {
           if (value->is_table()) {
             fail(file, value->source(),
@@ -311,6 +318,10 @@ SweepSpec load_sweep(const fs::path& file) {
           }
           spec.set.push_back(name + "=" + toml_text(*value));
           continue;
+        }
+        if (value->is_table()) {
+          fail(file, value->source(),
+               "[grid] takes quoted dotted keys (\"optim.lr\" = [0.1, 0.05]), not sub-tables");
         }
         const auto* values = value->as_array();
         if (values == nullptr || values->empty()) {
@@ -324,6 +335,13 @@ SweepSpec load_sweep(const fs::path& file) {
           // Linked keys: each value is a list with one value per key.
           std::stringstream keys(name);
           for (std::string k; std::getline(keys, k, '+');) axis.linked_keys.push_back(k);
+          if (name.front() == '+' || name.back() == '+' ||
+              std::count(axis.linked_keys.begin(), axis.linked_keys.end(), "") > 0) {
+            fail(file, value->source(),
+                 "grid key '" + name +
+                     "' links an empty key: join two or more keys with single '+', e.g. "
+                     "\"model.precision+comm.message_values\"");
+          }
           for (const auto& v : *values) {
             const auto* tuple = v.as_array();
             if (tuple == nullptr || tuple->size() != axis.linked_keys.size()) {
@@ -369,7 +387,22 @@ SweepSpec load_sweep(const fs::path& file) {
   if (spec.grid.empty()) {
     throw ConfigError(file.string() + ": no [grid]: name at least one key and its values");
   }
-  if (spec.seeds.empty()) spec.seeds = {ExperimentConfig{}.run.seed};
+  if (spec.seeds.empty()) {
+    // Without seeds, each point runs once with run.seed's default; a base file's own seed would
+    // be replaced without a word.
+    const std::uint64_t default_seed = ExperimentConfig{}.run.seed;
+    if (spec.base) {
+      const std::uint64_t base_seed = load_experiment_config(spec.base, {}).run.seed;
+      if (base_seed != default_seed) {
+        throw ConfigError(file.string() + ": its base '" + *spec.base + "' sets run.seed = " +
+                          std::to_string(base_seed) +
+                          ", which the sweep would replace by its seeds (default [" +
+                          std::to_string(default_seed) + "]): write seeds = [" +
+                          std::to_string(base_seed) + "] in the sweep file");
+      }
+    }
+    spec.seeds = {default_seed};
+  }
   // Each key is varied by one axis, and fixed by [set] only when no axis varies it: otherwise one
   // value silently replaces the other and the run names and tables show the wrong one.
   std::set<std::string> varied;
@@ -388,6 +421,11 @@ SweepSpec load_sweep(const fs::path& file) {
     if (varied.count(key) != 0) {
       throw ConfigError(file.string() + ": [set] fixes '" + key +
                         "', which [grid] varies; remove it from one of them");
+    }
+    if (key == "run.seed" || key == "run.out_dir" || key == "run.name") {
+      throw ConfigError(file.string() + ": [set] key '" + key +
+                        "' is set by the sweep for each run (seeds = [...] for seeds, out_dir "
+                        "for the folder; run names come from the grid values)");
     }
   }
   for (const auto& axis : spec.grid) {
@@ -545,8 +583,15 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
                       "' has no whole number \"config\".run.epochs: a damaged summary.json; "
                       "restore it, or delete its run folder to train the run again");
     }
-    // A sweep file changed under its runs: name the keys (run.epochs may grow).
-    check_resumable(summary.at("config"), wanted, dir / "summary.json");
+    // A sweep file changed under its runs: name the keys (run.epochs may grow), the sweep file
+    // and what to do.
+    try {
+      check_resumable(summary.at("config"), wanted, dir / "summary.json");
+    } catch (const ConfigError& e) {
+      throw ConfigError(spec.file.string() + ": its finished run differs from the sweep file " +
+                        "now (" + e.what() + "). To run the changed sweep, give it another "
+                        "out_dir, or delete its runs; to add epochs, raise only run.epochs");
+    }
     const int trained = trained_epochs->get<int>();
     if (trained > epochs) {
       // Its final figures are those of the longer run: a table of them would be mislabelled.
@@ -757,7 +802,16 @@ std::vector<SweepTable> aggregate_sweep_by_epoch(const SweepSpec& spec) {
   std::set<int> epochs;
   for (const SweepPoint& point : expand_sweep(spec)) {
     const SweepRunState state = find_sweep_run(spec, point);
-    if (state.kind != SweepRunState::Kind::kDone || !fs::exists(state.dir / "epochs.csv")) continue;
+    if (state.kind != SweepRunState::Kind::kDone) continue;
+    // Every finished run wrote one: without it the run would silently drop out of these tables
+    // while the final tables count it.
+    if (!fs::is_regular_file(state.dir / "epochs.csv")) {
+      throw UserError(
+          (state.dir / "epochs.csv").string() + " is missing from a finished run of " +
+          spec.file.string() +
+          " (its per-epoch tables need it): restore it, or delete the run folder to train the "
+          "run again");
+    }
     report::CsvFile csv = report::read_csv(state.dir / "epochs.csv", {"epoch"});
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
       epochs.insert(report::csv_epoch(csv, r));

@@ -213,6 +213,14 @@ ByteLedger ByteLedger::from_json(const nlohmann::json& j) {
         ledger.pending_received_.size() != ledger.pending_sent_.size()) {
       throw UserError("byte ledger checkpoint: per-node vectors must have num_nodes entries");
     }
+    // Counts of bytes are never negative: one that is would make every total wrong.
+    const auto negative = [](const std::vector<std::int64_t>& counts) {
+      return std::any_of(counts.begin(), counts.end(), [](std::int64_t c) { return c < 0; });
+    };
+    bool any_negative = negative(ledger.sent_per_node_) || negative(ledger.received_per_node_) ||
+                        negative(ledger.pending_sent_) || negative(ledger.pending_received_);
+    for (const auto& [sent, received] : ledger.rounds_) any_negative |= sent < 0 || received < 0;
+    if (any_negative) throw UserError("byte ledger checkpoint: a negative byte count");
     return ledger;
   } catch (const nlohmann::json::exception& e) {
     throw UserError(std::string("byte ledger checkpoint is malformed: ") + json_error_text(e));

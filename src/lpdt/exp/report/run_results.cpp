@@ -10,7 +10,6 @@
 #include "lpdt/core/error.h"
 #include "lpdt/core/json_error_text.h"
 #include "lpdt/exp/summary_file.h"
-#include "lpdt/exp/sweep.h"
 #include "lpdt/graph/factory.h"
 
 namespace lpdt::exp::report {
@@ -76,31 +75,17 @@ int node_id(const fs::path& file, const json& value, const std::string& where) {
   return static_cast<int>(id);
 }
 
-// The figures the pages plot and tabulate from summary.json must be numbers (null where the run
-// had none, as JSON writes NaN): a value of another type is a damaged or hand-edited file, named
-// here rather than drawn as a gap.
+// The skew the sweep page plots against must be a number (read_run_summary checks the final
+// figures): a value of another type is a damaged or hand-edited file, named here rather than
+// drawn as a gap.
 void check_summary_types(const fs::path& file, const json& summary) {
-  const auto expect_number = [&](const json& value, const std::string& where) {
-    if (!value.is_number() && !value.is_null()) {
-      throw UserError("'" + file.string() + "': " + where + " must be a number, got " +
-                      value.dump());
-    }
-  };
-  if (summary.contains("final")) {
-    const json& final = summary.at("final");
-    if (!final.is_object()) {
-      throw UserError("'" + file.string() + "': \"final\" must be an object, got " +
-                      final.dump());
-    }
-    for (const std::string& key : sweep_metric_names()) {
-      if (final.contains(key)) expect_number(final.at(key), "\"final\"." + key);
-    }
-  }
-  if (summary.contains("config") && summary.at("config").is_object()) {
-    const json& config = summary.at("config");
-    if (config.contains("data") && config.at("data").is_object() &&
-        config.at("data").contains("skew")) {
-      expect_number(config.at("data").at("skew"), "\"config\".data.skew");
+  const json& config = summary.at("config");  // read_run_summary checked it is an object
+  if (config.contains("data") && config.at("data").is_object() &&
+      config.at("data").contains("skew")) {
+    const json& skew = config.at("data").at("skew");
+    if (!skew.is_number() && !skew.is_null()) {
+      throw UserError("'" + file.string() + "': \"config\".data.skew must be a number, got " +
+                      skew.dump());
     }
   }
 }
