@@ -3,7 +3,6 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
-#include "lpdt/core/onednn_float_conv.h"
 #include "lpdt/models/model.h"
 
 namespace lpdt::models {
@@ -44,14 +43,6 @@ class BatchedVsSeparate : public ::testing::TestWithParam<Case> {};
 // far more); NodeIndependence still checks bit for bit that no node sees another's data.
 constexpr double kOtherSummationOrderRelative = 0.1;
 bool same_summation_order_as_single_node(const Case& c) {
-  // The same where a single node's float32 3x3 convolutions of 64 channels or more take oneDNN's
-  // Winograd algorithm (nn/direct_conv2d.h) and the grouped pass its direct kernels: another
-  // summation order (about 1e-6 relative), which batch norm over 4 samples amplifies past
-  // kGradTolerance.
-  if (c.norm == "batchnorm" && c.conv == nn::ConvAlgorithm::kGrouped && c.precision == "fp32" &&
-      onednn_winograd_available({1, 64, 8, 8}, {64, 64, 3, 3}, 1, 1)) {
-    return false;
-  }
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f")) return true;
 #endif

@@ -53,52 +53,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DirectConv2d,
                                            DirectCase{16, 32, 3, 2, 1, 8},
                                            DirectCase{16, 32, 1, 2, 0, 8},
                                            DirectCase{1, 16, 3, 1, 1, 7},
-                                           DirectCase{3, 5, 5, 2, 2, 11},
-                                           // Winograd where oneDNN has it (onednn_winograd_pays)
-                                           DirectCase{64, 64, 3, 1, 1, 8},
-                                           DirectCase{64, 96, 3, 1, 1, 7}));
-
-// The layer's convolutions are exactly what oneDNN's Winograd primitives compute for 3x3
-// stride-1 kernels of 64 channels or more (where oneDNN has them), forward and backward, and
-// exactly the direct primitives' below 64 channels and for other kernels.
-TEST(DirectConv2dAlgorithm, WinogradFromSixtyFourChannelsDirectBelow) {
-  if (!onednn_float_conv_built()) GTEST_SKIP() << "built without oneDNN";
-  torch::manual_seed(19);
-  struct Shape {
-    std::int64_t in, out, kernel, stride;
-  };
-  for (const Shape s : {Shape{64, 64, 3, 1}, Shape{64, 128, 3, 1}, Shape{32, 32, 3, 1},
-                        Shape{64, 32, 3, 1}, Shape{64, 64, 3, 2}, Shape{64, 64, 1, 1}}) {
-    const std::int64_t padding = s.kernel / 2;
-    const at::Tensor x0 = torch::randn({2, s.in, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast);
-    const at::Tensor w0 = torch::randn({s.out, s.in, s.kernel, s.kernel});
-    const bool winograd = onednn_winograd_pays(x0.sizes(), w0.sizes(), s.stride, padding);
-    const std::string at = std::to_string(s.in) + " -> " + std::to_string(s.out) + ", kernel " +
-                           std::to_string(s.kernel) + ", stride " + std::to_string(s.stride);
-    EXPECT_EQ(winograd, s.in >= kWinogradMinChannels && s.out >= kWinogradMinChannels &&
-                            s.kernel == 3 && s.stride == 1 &&
-                            onednn_winograd_available(x0.sizes(), w0.sizes(), 1, 1))
-        << at;
-    const OnednnConvAlgorithm how =
-        winograd ? OnednnConvAlgorithm::kWinograd : OnednnConvAlgorithm::kDirect;
-    const at::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
-    const at::Tensor y = direct_conv2d(x, w, s.stride, padding);
-    const at::Tensor gy = torch::randn_like(y);
-    y.backward(gy);
-    EXPECT_TRUE(torch::equal(y, onednn_conv2d_forward(x0, w0, s.stride, padding, how))) << at;
-    EXPECT_TRUE(torch::equal(
-        x.grad(), onednn_conv2d_input_grad(gy, w0, x0.sizes(), s.stride, padding, how)))
-        << at;
-    EXPECT_TRUE(torch::equal(
-        w.grad(), onednn_conv2d_weight_grad(gy, x0, w0.sizes(), s.stride, padding, how)))
-        << at;
-    if (winograd) {  // the two algorithms round differently: the check above tells them apart
-      EXPECT_FALSE(torch::equal(y, onednn_conv2d_forward(x0, w0, s.stride, padding,
-                                                         OnednnConvAlgorithm::kDirect)))
-          << at;
-    }
-  }
-}
+                                           DirectCase{3, 5, 5, 2, 2, 11}));
 
 // Only the input is needed by a frozen layer, only the weights by the first layer: each gradient
 // alone is the same as both together.

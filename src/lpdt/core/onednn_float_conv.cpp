@@ -384,14 +384,6 @@ bool onednn_winograd_available(at::IntArrayRef input_sizes, at::IntArrayRef weig
 #endif
 }
 
-bool onednn_winograd_pays(at::IntArrayRef input_sizes, at::IntArrayRef weight_sizes,
-                          std::int64_t stride, std::int64_t padding) {
-  return input_sizes.size() == 4 && weight_sizes.size() == 4 && weight_sizes[2] == 3 &&
-         weight_sizes[3] == 3 && stride == 1 && weight_sizes[0] >= kWinogradMinChannels &&
-         weight_sizes[1] >= kWinogradMinChannels &&
-         onednn_winograd_available(input_sizes, weight_sizes, stride, padding);
-}
-
 at::Tensor onednn_conv2d_forward(const at::Tensor& x, const at::Tensor& weight_in,
                                  std::int64_t stride, std::int64_t padding,
                                  OnednnConvAlgorithm algorithm) {

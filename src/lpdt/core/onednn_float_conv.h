@@ -43,27 +43,15 @@ bool onednn_float_conv_applies(const at::Tensor& x, std::int64_t groups, bool bi
 // sums: about 1e-6 of the result's largest magnitude, against 1e-7 for direct); it reads and
 // writes oneDNN's blocked layouts, so the calls below reorder the channels-last activations into
 // and out of them. `lpdt bench --conv-forms` times it against the direct algorithm per shape
-// (docs/benchmarks.md, "Training throughput", item 15); the fp32 layers take it where
-// onednn_winograd_pays.
+// (docs/benchmarks.md, "Training throughput", item 15). The layers take kDirect: Winograd ran
+// ResNet-20's 64-channel layers 1.14-1.27x faster alone, but the fp32 step no faster (0.99-1.02x,
+// medians of alternating builds), and it would change the step's rounding for nothing.
 enum class OnednnConvAlgorithm { kDirect, kWinograd };
 
 // Whether oneDNN has a Winograd implementation of this convolution here: float32, a build with
 // oneDNN, and a primitive oneDNN makes for it (3x3, stride 1, an AVX-512 CPU).
 bool onednn_winograd_available(at::IntArrayRef input_sizes, at::IntArrayRef weight_sizes,
                                std::int64_t stride, std::int64_t padding);
-
-// The fewest input and output channels at which the layers take Winograd. Measured with the
-// activations' reorders (lpdt bench --conv-forms, ResNet-20's shapes, batch 32, a 2-core AVX-512
-// CPU): 64 channels at 8x8 1.25x (one thread) and 1.14x (two) the direct primitives; 32 at
-// 16x16 1.07x and 0.97x; 16 at 32x32 0.56-0.65x.
-inline constexpr std::int64_t kWinogradMinChannels = 64;
-
-// Whether the float32 layers take Winograd for this convolution: a 3x3 stride-1 kernel of at
-// least kWinogradMinChannels input and output channels, where onednn_winograd_available. A rule
-// of the shape only, never of a timing: the two algorithms round differently, and every run of
-// a configuration (every rank of a multi-process run, every resumed run) must compute the same.
-bool onednn_winograd_pays(at::IntArrayRef input_sizes, at::IntArrayRef weight_sizes,
-                          std::int64_t stride, std::int64_t padding);
 
 // In the three functions the operands' type T is float32 or bfloat16: the input's type (x; the
 // output gradient's for the input gradient). The other operands are converted to T, results are

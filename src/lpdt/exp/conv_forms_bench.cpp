@@ -82,9 +82,8 @@ std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& o
       "against oneDNN's primitives called directly (core/onednn_float_conv.h)");
   progress("  in   out      HxW  k  s  layers  LibTorch ms  direct ms  speedup  max rel |diff|  "
            "Winograd ms (vs direct, rel |diff|)  "
-           "(*: no input gradient; L: the layer keeps LibTorch's; -: no Winograd kernel; W: the "
-           "layer takes Winograd)");
-  double libtorch_step = 0, direct_step = 0, layer_step = 0;
+           "(*: no input gradient; L: the layer keeps LibTorch's; -: no Winograd kernel)");
+  double libtorch_step = 0, direct_step = 0, winograd_step = 0;
   char line[256];
   for (const auto& [shape, layers] : shapes) {
     DirectConvRow row;
@@ -130,21 +129,19 @@ std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& o
           alternating_medians(direct, winograd, options.warmup_rounds, options.rounds);
       row.winograd_speedup = row.winograd_direct_ms / row.winograd_ms;
     }
-    row.layer_takes_winograd = row.layer_takes_direct && row.winograd_run &&
-                               onednn_winograd_pays(x.sizes(), w.sizes(), s, padding);
-    const double without_winograd_ms = row.layer_takes_direct ? row.direct_ms : row.libtorch_ms;
+    const double layer_ms = row.layer_takes_direct ? row.direct_ms : row.libtorch_ms;
     libtorch_step += row.libtorch_ms * static_cast<double>(layers);
-    direct_step += without_winograd_ms * static_cast<double>(layers);
-    // Winograd's time scaled to the first alternation's direct time, on the same footing as the
-    // other rows.
-    layer_step += (row.layer_takes_winograd ? row.direct_ms / row.winograd_speedup
-                                            : without_winograd_ms) *
-                  static_cast<double>(layers);
+    direct_step += layer_ms * static_cast<double>(layers);
+    // Winograd's time scaled to the first alternation's direct time: the shape's share if the
+    // layer took Winograd, on the same footing as the other rows.
+    winograd_step += (row.winograd_run && row.winograd_speedup > 1
+                          ? row.direct_ms / row.winograd_speedup
+                          : layer_ms) *
+                     static_cast<double>(layers);
     char winograd_text[64] = "          -";
     if (row.winograd_run) {
-      std::snprintf(winograd_text, sizeof winograd_text, "%11.3f (%5.2fx, %8.1e)%s",
-                    row.winograd_ms, row.winograd_speedup, row.winograd_max_relative_difference,
-                    row.layer_takes_winograd ? " W" : "");
+      std::snprintf(winograd_text, sizeof winograd_text, "%11.3f (%5.2fx, %8.1e)", row.winograd_ms,
+                    row.winograd_speedup, row.winograd_max_relative_difference);
     }
     std::snprintf(line, sizeof line, "%4lld  %4lld  %4lldx%-4lld %lld  %lld  %6lld  %11.3f  %9.3f  %6.2fx  %14.2e  %s%s%s",
                   static_cast<long long>(row.in_channels), static_cast<long long>(row.out_channels),
@@ -157,11 +154,13 @@ std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& o
     rows.push_back(row);
   }
   std::snprintf(line, sizeof line,
-                "one training step's convolutions: LibTorch %.2f ms, the direct primitives (but "
-                "where marked L) %.2f ms (%.2fx), the layer's forms (Winograd where marked W) "
-                "%.2f ms (%.2fx LibTorch, %.2fx the direct primitives)",
-                libtorch_step, direct_step, libtorch_step / direct_step, layer_step,
-                libtorch_step / layer_step, direct_step / layer_step);
+                "one training step's convolutions: LibTorch %.2f ms, the layer's forms (direct "
+                "primitives but where marked L) %.2f ms (%.2fx)",
+                libtorch_step, direct_step, libtorch_step / direct_step);
+  progress(line);
+  std::snprintf(line, sizeof line,
+                "with Winograd where it was faster: %.2f ms (%.2fx the layer's forms)",
+                winograd_step, direct_step / winograd_step);
   progress(line);
   return rows;
 }
@@ -401,7 +400,6 @@ std::vector<ConvFormsRow> run_conv_forms_bench(
                                              {"direct_ms", r.direct_ms},
                                              {"speedup", r.speedup},
                                              {"max_relative_difference", r.max_relative_difference},
-                                             {"layer_takes_winograd", r.layer_takes_winograd},
                                              {"winograd_ms", r.winograd_run
                                                                  ? nlohmann::json(r.winograd_ms)
                                                                  : nlohmann::json()},

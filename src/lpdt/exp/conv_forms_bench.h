@@ -72,7 +72,6 @@ struct DirectConvRow {
   // them (3x3 stride 1 on AVX-512 CPUs): medians of that alternation, and the largest
   // difference from the direct results relative to their largest magnitude.
   bool winograd_run = false;
-  bool layer_takes_winograd = false;  // onednn_winograd_pays: what the fp32 layer runs
   double winograd_direct_ms = 0, winograd_ms = 0, winograd_speedup = 0;
   double winograd_max_relative_difference = 0;
 };

@@ -18,15 +18,7 @@ struct DirectConv2d : torch::autograd::Function<DirectConv2d> {
     ctx->save_for_backward({x, weight});
     ctx->saved_data["stride"] = stride;
     ctx->saved_data["padding"] = padding;
-    // Winograd where it pays (float32, 3x3 stride 1, 64 channels or more); the backward pass
-    // takes the same algorithm.
-    const bool winograd = x.scalar_type() == at::kFloat &&
-                          onednn_winograd_pays(x.sizes(), weight.sizes(), stride, padding);
-    ctx->saved_data["winograd"] = winograd;
-    return onednn_conv2d_forward(x, weight, stride, padding, algorithm(winograd));
-  }
-  static OnednnConvAlgorithm algorithm(bool winograd) {
-    return winograd ? OnednnConvAlgorithm::kWinograd : OnednnConvAlgorithm::kDirect;
+    return onednn_conv2d_forward(x, weight, stride, padding);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto saved = ctx->get_saved_variables();
@@ -34,13 +26,12 @@ struct DirectConv2d : torch::autograd::Function<DirectConv2d> {
     const at::Tensor& weight = saved[1];
     const std::int64_t stride = ctx->saved_data["stride"].toInt();
     const std::int64_t padding = ctx->saved_data["padding"].toInt();
-    const OnednnConvAlgorithm how = algorithm(ctx->saved_data["winograd"].toBool());
     at::Tensor grad_x, grad_w;
     if (ctx->needs_input_grad(0)) {
-      grad_x = onednn_conv2d_input_grad(grad[0], weight, x.sizes(), stride, padding, how);
+      grad_x = onednn_conv2d_input_grad(grad[0], weight, x.sizes(), stride, padding);
     }
     if (ctx->needs_input_grad(1)) {
-      grad_w = onednn_conv2d_weight_grad(grad[0], x, weight.sizes(), stride, padding, how);
+      grad_w = onednn_conv2d_weight_grad(grad[0], x, weight.sizes(), stride, padding);
     }
     return {grad_x, grad_w, at::Tensor(), at::Tensor()};
   }

@@ -11,9 +11,7 @@ namespace lpdt::nn {
 // x: [b, in, H, W] T channels-last; weight: [out, in, kh, kw] T -> [b, out, Ho, Wo] T
 // channels-last, as at::conv2d(x, weight, {}, stride, padding), differentiable in x and weight;
 // T is float32 or bfloat16 (gradients in T as well), as onednn_conv2d_forward takes them; the
-// layers call it where onednn_float_conv_applies. Float32 3x3 stride-1 convolutions of 64
-// channels or more take oneDNN's Winograd algorithm where it has one (onednn_winograd_pays:
-// about 1.15-1.25x faster at ResNet-20's 64-channel layers), the rest its direct algorithm.
+// layers call it where onednn_float_conv_applies.
 at::Tensor direct_conv2d(const at::Tensor& x, const at::Tensor& weight, std::int64_t stride,
                          std::int64_t padding);
 
