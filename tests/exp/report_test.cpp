@@ -518,21 +518,25 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
   // Figures outside the bounds a run writes them within are named, not drawn off the chart.
   fs::remove(dir / "topology.json");  // damaged above
   write_run(dir, SyntheticRun{});
-  write(dir / "metrics.csv",
-        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,nan,nan,100\n");
+  const auto metrics_row = [&](const std::string& row) {
+    write(dir / "metrics.csv", "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n" + row + "\n");
+  };
+  const auto epochs_row = [&](const std::string& row) {
+    write(dir / "epochs.csv",
+          "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,average_model_accuracy,"
+          "consensus_distance,mean_gb_sent_per_node,elapsed_s\n" + row + "\n");
+  };
+  metrics_row("1,0,0.1,nan,nan,100");
   EXPECT_THAT(report_error(dir),
               HasSubstr("metrics.csv' line 2, column test_accuracy: 'nan' is out of range "
                         "(expected a percentage from 0 to 100)"));
-  write(dir / "metrics.csv",
-        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,nan,250,100\n");
+  metrics_row("1,0,0.1,nan,250,100");
   EXPECT_THAT(report_error(dir), HasSubstr("column test_accuracy: '250' is out of range"));
-  write(dir / "metrics.csv",
-        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,nan,50,-3\n");
+  metrics_row("1,0,0.1,nan,50,-3");
   EXPECT_THAT(report_error(dir), HasSubstr("column bytes_sent: '-3' is out of range (expected a "
                                            "whole number, at least 0)"));
   // A diverged node's loss is NaN in a real run: drawn as a gap, not refused.
-  write(dir / "metrics.csv",
-        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,nan,50,3\n");
+  metrics_row("1,0,0.1,nan,50,3");
   EXPECT_NO_THROW(write_report(dir, dir / "nan-loss.html"));
 
   write_run(dir, SyntheticRun{});
@@ -546,20 +550,14 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
   EXPECT_THAT(report_error(dir), HasSubstr("column class_1: '3.5' is out of range"));
 
   write_run(dir, SyntheticRun{});
-  write(dir / "epochs.csv",
-        "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,average_model_accuracy,"
-        "consensus_distance,mean_gb_sent_per_node,elapsed_s\n1,0.1,2,,,,101,0.5,0.1,3\n");
+  epochs_row("1,0.1,2,,,,101,0.5,0.1,3");
   EXPECT_THAT(report_error(dir),
               HasSubstr("epochs.csv' line 2, column average_model_accuracy: '101' is out of range "
                         "(expected a percentage from 0 to 100, or empty)"));
-  write(dir / "epochs.csv",
-        "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,average_model_accuracy,"
-        "consensus_distance,mean_gb_sent_per_node,elapsed_s\n1,0.1,2,,,,50,-0.5,0.1,3\n");
+  epochs_row("1,0.1,2,,,,50,-0.5,0.1,3");
   EXPECT_THAT(report_error(dir), HasSubstr("column consensus_distance: '-0.5' is out of range"));
   // Empty node accuracies (eval.per_node = false) and a diverged run's NaN distance are runs' own.
-  write(dir / "epochs.csv",
-        "epoch,lr,train_loss,mean_accuracy,min_accuracy,max_accuracy,average_model_accuracy,"
-        "consensus_distance,mean_gb_sent_per_node,elapsed_s\n1,0.1,nan,,,,50,nan,0.1,3\n");
+  epochs_row("1,0.1,nan,,,,50,nan,0.1,3");
   EXPECT_NO_THROW(write_report(dir, dir / "nan-distance.html"));
 
   write_run(dir, SyntheticRun{});
