@@ -20,6 +20,7 @@ namespace lpdt {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -257,6 +258,28 @@ TEST(ExperimentConfigErrorTest, BadChoiceListsTheChoicesAndSuggestsOne) {
                                  "\"torus\"?"));
   EXPECT_THAT(load_error("[data]\ndataset = \"imagenet\"\n"),
               HasSubstr("expected one of fashion-mnist, mnist, cifar10, cifar100, synthetic"));
+}
+
+// toml++ garbles a quoted key it names as defined twice ('"epepochs" '); the message names the
+// key as the file writes it.
+TEST(ExperimentConfigErrorTest, KeyDefinedTwiceIsNamedAsWritten) {
+  const struct {
+    const char* text;
+    const char* named;
+  } cases[] = {
+      {"[run]\nepochs = 1\nepochs = 2\n", "'epochs'"},
+      {"[run]\n\"epochs\" = 1\n\"epochs\" = 2\n", "'\"epochs\"'"},
+      {"[run]\n'epochs' = 1\n  'epochs'   = 2 # again\n", "''epochs''"},
+      {"[optim]\n\"a=b\" = 1\n\"a=b\" = 2\n", "'\"a=b\"'"},
+      {"run.epochs = 1\n\"run\".\"epochs\" = 2\n", "'\"run\".\"epochs\"'"},
+      {"[\"run\"]\nepochs = 1\n[\"run\"]\n", "'\"run\"'"},
+  };
+  for (const auto& c : cases) {
+    const TempToml file(c.text);
+    const std::string message = config_error_of([&] { load_experiment_config(file.path(), {}); });
+    EXPECT_THAT(message, HasSubstr("cannot redefine existing")) << c.text;
+    EXPECT_THAT(message, EndsWith(c.named)) << c.text;
+  }
 }
 
 TEST(ExperimentConfigErrorTest, TomlSyntaxErrorGivesLineAndColumn) {

@@ -200,6 +200,11 @@ TEST(Sweep, BadFilesNameTheProblem) {
                 HasSubstr("grid key '" + key + "' links an empty key"))
         << key;
   }
+  // A grid key given twice is named as the file writes it (toml++ garbles quoted keys).
+  EXPECT_THAT(load_error(write(dir / "d.toml",
+                               "[grid]\n\"optim.lr\" = [0.1]\n\"optim.lr\" = [0.2]\n")),
+              HasSubstr("d.toml:3: not valid TOML: Error while parsing key-value pair: cannot "
+                        "redefine existing array '\"optim.lr\"'"));
   // A base file's seed, which the sweep's default seeds would replace without a word.
   write(dir / "seeded_base.toml", "[run]\nseed = 7\n");
   EXPECT_THAT(load_error(write(dir / "s.toml", "base = \"seeded_base.toml\"\n" + grid)),

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "lpdt/core/error.h"
+#include "lpdt/exp/toml_error_text.h"
 
 namespace lpdt {
 
@@ -719,17 +720,15 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
   // 1. The file.
   if (path) {
     toml::table table;
+    const std::string file_text =
+        text ? std::string(*text) : read_toml_file_text(*path, "config file");
     try {
-      if (text) {
-        table = toml::parse(*text, *path);
-      } else {
-        table = toml::parse(read_toml_file_text(*path, "config file"), *path);
-      }
+      table = toml::parse(file_text, *path);
     } catch (const toml::parse_error& error) {
       const auto& begin = error.source().begin;
       throw ConfigError(*path + ":" + std::to_string(begin.line) + ":" +
-                        std::to_string(begin.column) +
-                        ": TOML syntax error: " + std::string(error.description()));
+                        std::to_string(begin.column) + ": TOML syntax error: " +
+                        toml_error_text(error.description(), file_text, begin.line));
     }
 
     // toml++ iterates keys in sorted order: collect (line, message) and report in file order.

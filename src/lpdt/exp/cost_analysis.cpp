@@ -15,6 +15,7 @@
 #include "lpdt/compress/compressor.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/bench_stats.h"
+#include "lpdt/exp/toml_error_text.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
@@ -259,11 +260,13 @@ CostReport analyse_cost(const CostOptions& options) {
 
 metrics::EnergyTable load_energy_table(const std::string& path) {
   toml::table table;
+  const std::string file_text = read_toml_file_text(path, "cost --energy-table");
   try {
-    table = toml::parse(read_toml_file_text(path, "cost --energy-table"), path);
+    table = toml::parse(file_text, path);
   } catch (const toml::parse_error& e) {
     throw ConfigError("cost --energy-table " + path + ":" +
-                      std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
+                      std::to_string(e.source().begin.line) + ": " +
+                      toml_error_text(e.description(), file_text, e.source().begin.line));
   }
   metrics::EnergyTable energy;
   if (table.contains("name") && !table["name"].is_string()) {

@@ -20,6 +20,7 @@
 #include "lpdt/exp/report/run_results.h"
 #include "lpdt/exp/run_folder.h"
 #include "lpdt/exp/summary_file.h"
+#include "lpdt/exp/toml_error_text.h"
 
 namespace lpdt::exp {
 namespace {
@@ -241,11 +242,13 @@ const std::vector<std::string>& sweep_metric_names() {
 
 SweepSpec load_sweep(const fs::path& file) {
   toml::table root;
+  const std::string file_text = read_toml_file_text(file.string(), "sweep file");
   try {
-    root = toml::parse(read_toml_file_text(file.string(), "sweep file"), file.string());
+    root = toml::parse(file_text, file.string());
   } catch (const toml::parse_error& e) {
     throw ConfigError(file.string() + ":" + std::to_string(e.source().begin.line) +
-                      ": not valid TOML: " + std::string(e.description()));
+                      ": not valid TOML: " +
+                      toml_error_text(e.description(), file_text, e.source().begin.line));
   }
   SweepSpec spec;
   spec.file = file;
