@@ -65,9 +65,24 @@ TEST(PrecisionBench, RatiosToFp32WhereverItStandsInTheModes) {
   ASSERT_GT(int8.speedup_vs_fp32, 0.0);
   EXPECT_DOUBLE_EQ(int8.speedup_vs_fp32, fp32.step_ms / int8.step_ms);
   EXPECT_DOUBLE_EQ(int8.activation_ratio_vs_fp32, fp32.activation_mib / int8.activation_mib);
+  // Round by round: fp32's step over the mode's step of the same round.
+  ASSERT_EQ(int8.step_ms_samples.size(), 3u);
+  ASSERT_EQ(fp32.step_ms_samples.size(), 3u);
+  EXPECT_DOUBLE_EQ(median(fp32.step_ms_samples), fp32.step_ms);
+  std::vector<double> ratios;
+  for (std::size_t round = 0; round < 3; ++round) {
+    ratios.push_back(fp32.step_ms_samples[round] / int8.step_ms_samples[round]);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_DOUBLE_EQ(int8.round_speedup_vs_fp32.low, 0.5 * (ratios[0] + ratios[1]));
+  EXPECT_DOUBLE_EQ(int8.round_speedup_vs_fp32.median, ratios[1]);
+  EXPECT_DOUBLE_EQ(int8.round_speedup_vs_fp32.high, 0.5 * (ratios[1] + ratios[2]));
+  EXPECT_DOUBLE_EQ(fp32.round_speedup_vs_fp32.median, 1.0);
   // Without fp32 in --modes there is nothing to compare with: 0 (printed "-").
   o.modes = {"int8-simulated"};
-  EXPECT_EQ(run_precision_bench(o, [](const std::string&) {}).at(0).speedup_vs_fp32, 0.0);
+  const PrecisionResult alone = run_precision_bench(o, [](const std::string&) {}).at(0);
+  EXPECT_EQ(alone.speedup_vs_fp32, 0.0);
+  EXPECT_EQ(alone.round_speedup_vs_fp32.median, 0.0);
 }
 
 // The operator profile (operator_profile.h) of each mode, after its row.
@@ -107,6 +122,22 @@ TEST(PrecisionBench, ProfilesEachMode) {
     EXPECT_FALSE(row["profile"]["operators"].empty()) << row["mode"];
   }
   EXPECT_EQ(j["step_order"], "modes and worker counts alternating step by step");
+  // Every timed step, and the round-by-round ratios' quartiles.
+  for (std::size_t i = 0; i < 2; ++i) {
+    const nlohmann::json& row = j["rows"][i];
+    EXPECT_EQ(row["step_ms_samples"].get<std::vector<double>>(), rows[i].step_ms_samples);
+    EXPECT_DOUBLE_EQ(row["round_speedup_vs_fp32"]["median"].get<double>(),
+                     rows[i].round_speedup_vs_fp32.median);
+    EXPECT_DOUBLE_EQ(row["round_speedup_vs_fp32"]["q1"].get<double>(),
+                     rows[i].round_speedup_vs_fp32.low);
+    EXPECT_DOUBLE_EQ(row["round_speedup_vs_fp32"]["q3"].get<double>(),
+                     rows[i].round_speedup_vs_fp32.high);
+  }
+  // The table's last column: the int8 row's median and quartiles.
+  const Quartiles& q = rows[1].round_speedup_vs_fp32;
+  char expected[48];
+  std::snprintf(expected, sizeof expected, "%.2fx [%.2f-%.2f]", q.median, q.low, q.high);
+  EXPECT_NE(lines[2 + 1 + 11].find(expected), std::string::npos) << lines[2 + 1 + 11];
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ std::vector<PrecisionResult> run_precision_bench(
   }
   std::snprintf(line, sizeof line,
                 "nodes  pass  workers  %-*s  ms/step    img/s  vs fp32  activations MiB/node  "
-                "vs fp32",
+                "vs fp32  vs fp32 by round: median [quartiles]",
                 mode_width, "mode");
   progress(line);
 
@@ -183,9 +183,11 @@ std::vector<PrecisionResult> run_precision_bench(
     }
     // fp32's rows, per worker count, for the ratios (wherever fp32 stands in --modes).
     std::vector<double> fp32_ms(static_cast<std::size_t>(counts), 0.0);
+    const std::vector<std::vector<double>>* fp32_times = nullptr;
     double fp32_mib = 0;
     for (const auto& run : runs) {
       if (run->mode != "fp32") continue;
+      fp32_times = &run->times;
       for (std::size_t which = 0; which < fp32_ms.size(); ++which) {
         fp32_ms[which] = median(run->times[which]);
       }
@@ -199,6 +201,15 @@ std::vector<PrecisionResult> run_precision_bench(
         r.pass_workers = run->worker_counts[which];
         r.mode = run->mode;
         r.step_ms = median(run->times[which]);
+        r.step_ms_samples = run->times[which];
+        if (fp32_times != nullptr) {
+          const std::vector<double>& fp32_steps = (*fp32_times)[which];
+          std::vector<double> ratios;
+          for (std::size_t round = 0; round < fp32_steps.size(); ++round) {
+            ratios.push_back(fp32_steps[round] / r.step_ms_samples[round]);
+          }
+          r.round_speedup_vs_fp32 = quartiles(ratios);
+        }
         r.images_per_s = static_cast<double>(n * options.batch_size) / (r.step_ms / 1000.0);
         r.activation_mib = median(run->held) / (1024.0 * 1024.0);
         r.speedup_vs_fp32 = fp32_ms[which] > 0 ? fp32_ms[which] / r.step_ms : 0;
@@ -213,11 +224,18 @@ std::vector<PrecisionResult> run_precision_bench(
           }
           return std::string(text);
         };
-        std::snprintf(line, sizeof line, "%5lld  %4lld  %7d  %-*s  %7.1f  %7.0f  %s  %21.2f  %s",
+        const Quartiles& by_round = r.round_speedup_vs_fp32;
+        char round_text[48] = "      -";
+        if (by_round.median > 0) {
+          std::snprintf(round_text, sizeof round_text, "%6.2fx [%.2f-%.2f]", by_round.median,
+                        by_round.low, by_round.high);
+        }
+        std::snprintf(line, sizeof line,
+                      "%5lld  %4lld  %7d  %-*s  %7.1f  %7.0f  %s  %21.2f  %s  %s",
                       static_cast<long long>(n), static_cast<long long>(run->pass), r.pass_workers,
                       mode_width, run->mode.c_str(), r.step_ms, r.images_per_s,
                       ratio(r.speedup_vs_fp32).c_str(), r.activation_mib,
-                      ratio(r.activation_ratio_vs_fp32).c_str());
+                      ratio(r.activation_ratio_vs_fp32).c_str(), round_text);
         progress(line);
         results.push_back(r);
       }
@@ -268,6 +286,13 @@ std::vector<PrecisionResult> run_precision_bench(
            // null without an fp32 row to compare with (the table's "-")
            {"speedup_vs_fp32",
             r.speedup_vs_fp32 > 0 ? nlohmann::json(r.speedup_vs_fp32) : nlohmann::json()},
+           {"step_ms_samples", r.step_ms_samples},
+           {"round_speedup_vs_fp32",
+            r.round_speedup_vs_fp32.median > 0
+                ? nlohmann::json{{"q1", r.round_speedup_vs_fp32.low},
+                                 {"median", r.round_speedup_vs_fp32.median},
+                                 {"q3", r.round_speedup_vs_fp32.high}}
+                : nlohmann::json()},
            {"activation_mib", r.activation_mib},
            {"activation_ratio_vs_fp32", r.activation_ratio_vs_fp32 > 0
                                             ? nlohmann::json(r.activation_ratio_vs_fp32)

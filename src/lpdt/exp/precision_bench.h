@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lpdt/exp/bench_stats.h"
 #include "lpdt/exp/operator_profile.h"
 
 namespace lpdt::exp {
@@ -47,10 +48,16 @@ struct PrecisionResult {
   int pass_workers = 1;             // passes side by side (1: in turn)
   std::string mode;
   double step_ms = 0;  // median over timed steps
+  std::vector<double> step_ms_samples;  // every timed step, in the order they ran
   double images_per_s = 0;
   double speedup_vs_fp32 = 0;           // fp32 step time / this step time (0 without fp32)
   double activation_mib = 0;            // held between forward and backward, per node of a pass
   double activation_ratio_vs_fp32 = 0;  // fp32 activation memory / this one
+  // fp32's step / this mode's step in each timed round (the modes' steps of a round run one
+  // after the other), over the rounds. A load that moves between rounds slows both steps of a
+  // round and cancels in its ratio, where the ratio of the medians takes fp32's median from
+  // some rounds and this mode's from others. All 0 without fp32 in --modes.
+  Quartiles round_speedup_vs_fp32;
   OperatorProfile profile;              // empty unless profile_rows > 0
 };
 
