@@ -152,6 +152,19 @@ else
   echo "$out" | tail -10
 fi
 
+# A process of the job that never starts MPI (it exits first): the others stop after 3 deadlines
+# with a message, instead of waiting in MPI_Init forever (with or without --enable-recovery).
+out=$(timeout 120 "${mpirun[@]}" --enable-recovery -np 1 "$lpdt" train --out "$work/noinit" \
+  "${tiny[@]}" --set run.receive_timeout_s=1 : -np 1 true 2>&1)
+code=$?
+if [ "$code" != 124 ] && grep -q "rank 0: error: MPI_Init did not complete within 3 s" <<<"$out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: a process that never starts MPI -> exit $code:"
+  echo "$out" | tail -10
+fi
+
 # More ranks than nodes: a configuration error naming the key, exit code 2.
 out=$("${mpirun[@]}" -np 3 "$lpdt" train --out "$work/bad" "${tiny[@]}" --set graph.nodes=2 2>&1)
 code=$?

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <cstdlib>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <optional>
 #include <set>
@@ -32,11 +34,7 @@ class MpiCluster final : public Cluster {
   explicit MpiCluster(double timeout_s) {
     int initialized = 0;
     MPI_Initialized(&initialized);
-    if (!initialized) {
-      int provided = 0;
-      MpiComm::check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
-                     "MPI_Init_thread");
-    }
+    if (!initialized) init_with_deadline(kControlTimeoutFactor * timeout_s);
     MPI_Comm gossip, control;
     MpiComm::check(MPI_Comm_dup(MPI_COMM_WORLD, &gossip), "MPI_Comm_dup");
     MpiComm::check(MPI_Comm_dup(MPI_COMM_WORLD, &control), "MPI_Comm_dup");
@@ -73,6 +71,42 @@ class MpiCluster final : public Cluster {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Finalize();
+  }
+
+  // MPI_Init returns only once every process of the job has called it: a process that exits
+  // or crashes before (an error of its own, a program other than lpdt in an MPMD launch) would
+  // leave the others waiting forever, with or without mpirun --enable-recovery. A watchdog ends
+  // this process with a message once the deadline passes.
+  static void init_with_deadline(double deadline_s) {
+    struct Watch {
+      std::mutex mutex;
+      std::condition_variable done_signal;
+      bool done = false;
+    };
+    auto watch = std::make_shared<Watch>();
+    std::thread([watch, deadline_s] {
+      std::unique_lock<std::mutex> lock(watch->mutex);
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+      if (watch->done_signal.wait_until(lock, deadline, [&] { return watch->done; })) return;
+      const int rank = launcher_rank();
+      std::fprintf(stderr,
+                   "lpdt: %serror: MPI_Init did not complete within %g s (3 x "
+                   "run.receive_timeout_s): a process of this job never joined it (it exited "
+                   "or crashed before starting MPI, on an error of its own (see its output), or "
+                   "is not lpdt); stopping\n",
+                   rank >= 0 ? ("rank " + std::to_string(rank) + ": ").c_str() : "", deadline_s);
+      std::fflush(nullptr);
+      std::_Exit(1);
+    }).detach();
+    int provided = 0;
+    const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    {
+      std::lock_guard<std::mutex> lock(watch->mutex);
+      watch->done = true;
+    }
+    watch->done_signal.notify_all();
+    MpiComm::check(code, "MPI_Init_thread");
   }
 
   int rank() const override { return control_->rank(); }
