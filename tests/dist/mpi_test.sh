@@ -5,7 +5,7 @@
 # with 3 ranks of uneven blocks and with 1; a run resumed under mpirun continues exactly as an
 # uninterrupted one; injected faults (lost, delayed messages) are the simulator's too, and a
 # killed rank is survived; more ranks than nodes is a clear error; a diverged run stops on every
-# rank.
+# rank; a configuration error of one rank alone is reported by rank 0.
 # Usage: mpi_test.sh path/to/lpdt path/to/checkpoint_equal
 set -u
 lpdt="$1"
@@ -151,6 +151,23 @@ else
   echo "FAILED: ranks with different optim.lr -> exit $code:"
   echo "$out" | tail -10
 fi
+
+# A configuration that fails on rank 1 only (its own --set): rank 0 reports rank 1's error, exit
+# code 2, instead of nothing (rank 1 left silently) or a wait in MPI_Init (--enable-recovery).
+for recovery in "" --enable-recovery; do
+  out=$(timeout 120 "${mpirun[@]}" $recovery -np 1 "$lpdt" train --out "$work/badrank" \
+    "${tiny[@]}" --set graph.nodes=4 : -np 1 "$lpdt" train --out "$work/badrank" "${tiny[@]}" \
+    --set graph.nodes=4 --set optim.lr=-1 2>&1)
+  code=$?
+  if { [ -n "$recovery" ] || [ "$code" = 2 ]; } && [ "$code" != 124 ] &&
+    grep -q "rank 0: configuration error: rank 1: --set optim.lr=-1: key 'optim.lr'" <<<"$out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: a configuration error on rank 1 only ${recovery} -> exit $code:"
+    echo "$out" | tail -10
+  fi
+done
 
 # A process of the job that never starts MPI (it exits first): the others stop after 3 deadlines
 # with a message, instead of waiting in MPI_Init forever (with or without --enable-recovery).

@@ -90,8 +90,20 @@ void add_train_command(CLI::App& app) {
                         overrides.end());
       }
     }
-    const Config resolved = resolve_experiment_config(path, overrides);
-    const ExperimentConfig config = experiment_config_from(resolved);
+    // Under mpirun a rank whose configuration fails (one that differs between the ranks) still
+    // joins the job, so that rank 0 reports it and no rank waits for it to start.
+    const auto [resolved, config] = [&] {
+      try {
+        Config r = resolve_experiment_config(path, overrides);
+        ExperimentConfig c = experiment_config_from(r);
+        return std::pair{std::move(r), std::move(c)};
+      } catch (const ConfigError& e) {
+        if (dist::launched_by_mpirun() && !args->print_config) {
+          exp::share_config_error(e.what(), dist::mpi_cluster(RunConfig{}.receive_timeout_s));
+        }
+        throw;
+      }
+    }();
     if (args->print_config) {
       std::cout << resolved.to_toml();  // each value set by the file or --set names its origin
       return;

@@ -262,6 +262,9 @@ bool resolve_batches_on_device(const ExperimentConfig& config, at::Device device
 // with settings other than those the run records (rank 0's). Paths may differ between hosts
 // (the same data may lie elsewhere on each), and so may run.threads. Rank 0 compares every
 // rank's resolved configuration with its own; all ranks stop together with its verdict.
+// What share_config_error sends in place of a configuration (JSON never starts so).
+constexpr std::string_view kConfigErrorMark = "configuration error\n";
+
 void check_ranks_agree(const ExperimentConfig& config, dist::Cluster& cluster) {
   static const std::set<std::string> kPerHost = {"data.dir", "data.vocab", "model.pretrained",
                                                  "run.out_dir", "run.threads"};
@@ -270,6 +273,10 @@ void check_ranks_agree(const ExperimentConfig& config, dist::Cluster& cluster) {
   std::string verdict;
   for (std::size_t r = 1; cluster.leader() && r < texts.size() && verdict.empty(); ++r) {
     if (texts[r].empty()) continue;  // a rank that died: the deadlines report it
+    if (texts[r].starts_with(kConfigErrorMark)) {
+      verdict = "rank " + std::to_string(r) + ": " + texts[r].substr(kConfigErrorMark.size());
+      break;
+    }
     const nlohmann::json theirs = nlohmann::json::parse(texts[r]);
     std::ostringstream differences;
     int count = 0;
@@ -552,6 +559,13 @@ std::string resumable_table_text(const std::filesystem::path& csv, const std::st
 }
 
 }  // namespace
+
+void share_config_error(const std::string& message, dist::Cluster& cluster) {
+  cluster.gather_text(std::string(kConfigErrorMark) + message);
+  // Rank 0's own error comes first; otherwise rank 0 names the first rank that had one.
+  const std::string verdict = cluster.broadcast_text(cluster.leader() ? message : "");
+  throw ConfigError(verdict.empty() ? message : verdict);
+}
 
 TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_out,
                   const TrainOptions& options) {
