@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/types.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include "jpeg_test_util.h"
@@ -175,6 +177,20 @@ TEST(ImageFolder, Errors) {
                           {"imagenette", root + "/train/n02/c.JPEG", "not a valid JPEG"});
   fs::remove(root + "/train/n02/c.JPEG");
   EXPECT_EQ(load_imagenette(root, Split::kTrain, 8).size(), 3);
+  // An image's name with no image behind it is named, not skipped: a dangling link, a FIFO.
+  fs::create_symlink(root + "/moved/e.jpg", root + "/train/n02/e.jpg");
+  expect_error<UserError>([&] { load_imagenette(root, Split::kTrain, 8); },
+                          {root + "/train/n02/e.jpg", "dangling symbolic link",
+                           root + "/moved/e.jpg"});
+  fs::remove(root + "/train/n02/e.jpg");
+  ASSERT_EQ(mkfifo((root + "/train/n02/f.jpg").c_str(), 0600), 0);
+  expect_error<UserError>([&] { load_imagenette(root, Split::kTrain, 8); },
+                          {root + "/train/n02/f.jpg", "not a regular file"});
+  fs::remove(root + "/train/n02/f.jpg");
+  // A folder with an image's name is not an image: ignored like other non-image entries.
+  make_dir(root + "/train/n02/g.jpg");
+  EXPECT_EQ(load_imagenette(root, Split::kTrain, 8).size(), 3);
+  fs::remove(root + "/train/n02/g.jpg");
   // val/ must have train/'s classes.
   make_dir(root + "/val/n01");
   write_jpeg(root + "/val/n01/a.jpg", flat_rgb(8, 8, 1, 2, 3));

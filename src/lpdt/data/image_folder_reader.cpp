@@ -96,8 +96,23 @@ ImageFolderListing list_folders(const std::string& dir, Split split, const std::
     const fs::path class_dir = root / listing.classes[c];
     std::vector<std::string> files;
     for (const auto& entry : fs::directory_iterator(class_dir)) {
-      if (entry.is_regular_file() && is_image_file(entry.path())) {
+      if (!is_image_file(entry.path())) continue;
+      if (entry.is_regular_file()) {
         files.push_back(entry.path().string());
+        continue;
+      }
+      // An image's name on something with no image to read: dropping it would change the
+      // dataset silently (a link whose target moved, a FIFO that would block the read).
+      if (entry.is_symlink() && !entry.exists()) {
+        throw UserError(what + ": " + entry.path().string() +
+                        ": a dangling symbolic link (its target " +
+                        fs::read_symlink(entry.path()).string() +
+                        " does not exist), expected a JPEG file");
+      }
+      if (!entry.is_directory()) {
+        throw UserError(what + ": " + entry.path().string() +
+                        ": is not a regular file (a FIFO, a socket or a device?), expected a "
+                        "JPEG file");
       }
     }
     if (files.empty()) {
