@@ -193,6 +193,24 @@ TEST(IdxReader, TruncatedGzipStream) {
   expect_error<UserError>([&] { read_idx_images(path, "fashion-mnist"); }, {"fashion-mnist", path});
 }
 
+TEST(IdxReader, CorruptGzipStreamNamesTheFileOnce) {
+  TempDir dir;
+  const auto path = dir.file("train-images-idx3-ubyte");
+  // The gzip magic and method, then bytes that are no deflate stream.
+  std::vector<std::uint8_t> bytes = {0x1f, 0x8b, 0x08, 0x00};
+  for (int i = 0; i < 40; ++i) bytes.push_back(static_cast<std::uint8_t>("garbage"[i % 7]));
+  testing::write_bytes(path, bytes);
+  try {
+    read_idx_images(path, "mnist");
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("mnist: " + path + ": corrupt gzip stream: ", 0), 0u) << message;
+    // zlib's own text repeats the path; the message names it once.
+    EXPECT_EQ(message.find(path, message.find(path) + 1), std::string::npos) << message;
+  }
+}
+
 TEST(IdxReader, ImplausibleHeader) {
   TempDir dir;
   const auto path = dir.file("i");

@@ -33,6 +33,13 @@ void check_regular_file(const std::string& path, const std::string& what) {
   }
 }
 
+// zlib's gzerror text is "<path>: <reason>"; the caller's message names the path already.
+std::string gzip_reason(gzFile file, const std::string& path, int* code) {
+  std::string message = gzerror(file, code);
+  if (message.starts_with(path + ": ")) message.erase(0, path.size() + 2);
+  return message;
+}
+
 std::vector<std::uint8_t> read_gzip(const std::string& path, const std::string& what) {
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) fail(what, path, std::string("cannot open: ") + std::strerror(errno));
@@ -43,7 +50,7 @@ std::vector<std::uint8_t> read_gzip(const std::string& path, const std::string& 
     const int got = gzread(file, bytes.data() + old_size, static_cast<unsigned>(kChunkBytes));
     if (got < 0) {
       int code = 0;
-      const std::string message = gzerror(file, &code);
+      const std::string message = gzip_reason(file, path, &code);
       gzclose(file);
       fail(what, path, "corrupt gzip stream: " + message);
     }
@@ -52,7 +59,7 @@ std::vector<std::uint8_t> read_gzip(const std::string& path, const std::string& 
   }
   // zlib reports a stream cut short only through gzerror (Z_BUF_ERROR) once reading stops.
   int code = Z_OK;
-  const std::string message = gzerror(file, &code);
+  const std::string message = gzip_reason(file, path, &code);
   gzclose(file);
   if (code != Z_OK && code != Z_STREAM_END) fail(what, path, "corrupt gzip stream: " + message);
   bytes.shrink_to_fit();
