@@ -169,6 +169,36 @@ for recovery in "" --enable-recovery; do
   fi
 done
 
+# Ranks whose data.dir (which may differ between hosts) hold other files: a configuration error
+# naming both ranks' folders, instead of nodes trained on data the run folder does not describe.
+be32() { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
+idx_dir() {  # idx_dir DIR LABEL: 8 training and 4 test images of 28x28 zeros, all labelled LABEL
+  mkdir -p "$1"
+  local split n
+  for split in train:8 t10k:4; do
+    n=${split#*:}
+    { printf '\x00\x00\x08\x03'; be32 "$n"; be32 28; be32 28; head -c $((n * 784)) /dev/zero; } \
+      >"$1/${split%:*}-images-idx3-ubyte"
+    { printf '\x00\x00\x08\x01'; be32 "$n"; head -c "$n" /dev/zero | tr '\0' "\\$2"; } \
+      >"$1/${split%:*}-labels-idx1-ubyte"
+  done
+}
+idx_dir "$work/idx_a" 1
+idx_dir "$work/idx_b" 2
+idx=(--set data.dataset=mnist --set data.partition=iid --set data.augment=false)
+out=$(timeout 120 "${mpirun[@]}" -np 1 "$lpdt" train --out "$work/otherdata" "${tiny[@]}" \
+  "${idx[@]}" --set graph.nodes=2 --set data.dir="$work/idx_a" : -np 1 "$lpdt" train \
+  --out "$work/otherdata" "${tiny[@]}" "${idx[@]}" --set graph.nodes=2 --set data.dir="$work/idx_b" 2>&1)
+code=$?
+if [ "$code" = 2 ] && grep -q "must train on the same data, but their training sets differ: rank 0 (data.dir = '$work/idx_a')" <<<"$out" &&
+  grep -q "rank 1 (data.dir = '$work/idx_b')" <<<"$out" && [ ! -e "$work/otherdata" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: ranks with different data -> exit $code:"
+  echo "$out" | tail -10
+fi
+
 # A process of the job that never starts MPI (it exits first): the others stop after 3 deadlines
 # with a message, instead of waiting in MPI_Init forever (with or without --enable-recovery).
 out=$(timeout 120 "${mpirun[@]}" --enable-recovery -np 1 "$lpdt" train --out "$work/noinit" \

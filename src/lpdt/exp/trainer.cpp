@@ -294,6 +294,46 @@ void check_ranks_agree(const ExperimentConfig& config, dist::Cluster& cluster) {
   if (!verdict.empty()) throw ConfigError(verdict);
 }
 
+// data.dir and data.vocab may differ between hosts, but every rank must have loaded the same
+// data: nodes trained on other files would make a run that its folder (rank 0's) misdescribes.
+// Rank 0 compares every rank's data fingerprint with its own; all ranks stop with its verdict.
+void check_ranks_same_data(const ExperimentConfig& config, const nlohmann::json& fingerprint,
+                           dist::Cluster& cluster) {
+  const nlohmann::json mine = {{"data", fingerprint},
+                               {"dir", config.data.dir},
+                               {"vocab", config.data.vocab}};
+  const std::vector<std::string> texts = cluster.gather_text(mine.dump());
+  std::string verdict;
+  for (std::size_t r = 1; cluster.leader() && r < texts.size() && verdict.empty(); ++r) {
+    if (texts[r].empty()) continue;  // a rank that died: the deadlines report it
+    const nlohmann::json theirs = nlohmann::json::parse(texts[r]);
+    for (const char* split : {"train", "test"}) {
+      const nlohmann::json& a = mine.at("data").at(split);
+      const nlohmann::json& b = theirs.at("data").at(split);
+      if (a == b) continue;
+      const auto where = [&](const nlohmann::json& side, std::size_t rank) {
+        std::string text = "rank " + std::to_string(rank) + " (data.dir = '" +
+                           side.at("dir").get<std::string>() + "'";
+        if (!side.at("vocab").get<std::string>().empty()) {
+          text += ", data.vocab = '" + side.at("vocab").get<std::string>() + "'";
+        }
+        const nlohmann::json& d = side.at("data").at(split);
+        return text + "): " + std::to_string(d.at("samples").get<std::int64_t>()) +
+               " samples, inputs CRC-32 " + d.at("inputs_crc32").get<std::string>() +
+               ", labels CRC-32 " + d.at("labels_crc32").get<std::string>();
+      };
+      verdict = "the ranks of one job must train on the same data, but their " +
+                std::string(split == std::string("train") ? "training" : "test") +
+                " sets differ: " + where(mine, 0) + "; " + where(theirs, r) +
+                ". data.dir (and data.vocab) may differ between hosts, but must hold the same "
+                "files";
+      break;
+    }
+  }
+  verdict = cluster.broadcast_text(verdict);
+  if (!verdict.empty()) throw ConfigError(verdict);
+}
+
 void check_multi_process(const ExperimentConfig& config, const dist::Cluster& cluster,
                          bool static_topology) {
   if (!cluster.distributed()) return;
@@ -629,6 +669,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     test_set = data::first_samples(test_set, config.data.test_subset);
   }
   const nlohmann::json data_now = data_fingerprint(train_set, test_set);
+  if (cluster.distributed()) check_ranks_same_data(config, data_now, cluster);
   const std::int64_t n = config.graph.nodes;
   const data::Partition partition =
       data::make_partition(train_set.labels, n, config.run.seed, partition_options(config));
