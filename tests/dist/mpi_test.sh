@@ -5,7 +5,8 @@
 # with 3 ranks of uneven blocks and with 1; a run resumed under mpirun continues exactly as an
 # uninterrupted one; injected faults (lost, delayed messages) are the simulator's too, and a
 # killed rank is survived; more ranks than nodes is a clear error; a diverged run stops on every
-# rank; a configuration error of one rank alone is reported by rank 0.
+# rank; a configuration error of one rank alone is reported by rank 0; a rank killed while its
+# message to rank 0 is on the way is survived.
 # Usage: mpi_test.sh path/to/lpdt path/to/checkpoint_equal
 set -u
 lpdt="$1"
@@ -137,6 +138,35 @@ check "kill: resumed dead nodes' bytes as last reported" cmp \
 check "kill: resumed under mpirun = resumed in-process" cmp \
   <(cut -d, -f1,2,5 "$work"/kill_part/*/metrics.csv) \
   <(cut -d, -f1,2,5 "$work"/kill_part_copy/*/metrics.csv)
+
+# A rank killed (from outside) while rank 0 evaluates: its message to rank 0 is then already on
+# the way, and rank 0, reading it from a dead process, waits out the deadline instead of forever;
+# it finishes the run without that rank.
+"${mpirun[@]}" --enable-recovery -np 2 "$lpdt" train --out "$work/killed" "${tiny[@]}" \
+  --set run.epochs=6 --set run.max_steps_per_epoch=1 --set data.test_subset=0 \
+  --set data.synthetic_samples_per_class=1000 --set run.receive_timeout_s=3 \
+  --set graph.topology=exponential >"$work/killed.log" 2>&1 &
+job=$!
+for _ in $(seq 600); do grep -q "^epoch 1/6" "$work/killed.log" && break; sleep 0.1; done
+sleep 1
+for pid in $(pgrep -P "$job"); do
+  if tr '\0' '\n' <"/proc/$pid/environ" | grep -qx OMPI_COMM_WORLD_RANK=1; then kill -9 "$pid"; fi
+done
+for _ in $(seq 1200); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$job" 2>/dev/null; then
+  failed=$((failed + 1))
+  echo "FAILED: rank 1 killed during an evaluation: rank 0 still waits after 120 s"
+  pkill -9 -P "$job"
+  kill "$job"
+elif grep -q '"dead_nodes"' "$work"/killed/*/summary.json 2>/dev/null &&
+  grep -q "treating rank 1 as dead\|rank 1 (nodes 4 .. 7) did not answer" "$work/killed.log"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: rank 1 killed during an evaluation:"
+  tail -10 "$work/killed.log"
+fi
+wait "$job" 2>/dev/null
 
 # Ranks started with different settings (an MPMD launch): a configuration error naming the key
 # and both values, exit code 2, before any training.

@@ -114,7 +114,9 @@ void MpiComm::send(std::span<const std::uint8_t> bytes, int dest, int tag,
   wait_all(requests, deadline(), what + " to be taken by rank " + std::to_string(dest));
 }
 
-std::optional<std::vector<std::uint8_t>> MpiComm::try_receive(int source, int tag) {
+std::optional<std::vector<std::uint8_t>> MpiComm::try_receive(int source, int tag,
+                                                              Clock::time_point until,
+                                                              const std::string& what) {
   int found = 0;
   MPI_Message message;
   MPI_Status status;
@@ -122,15 +124,28 @@ std::optional<std::vector<std::uint8_t>> MpiComm::try_receive(int source, int ta
   if (!found) return std::nullopt;
   int count = 0;
   check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count));
-  check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
-  return bytes;
+  auto bytes = std::make_unique<std::vector<std::uint8_t>>(static_cast<std::size_t>(count));
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Imrecv(bytes->data(), count, MPI_BYTE, &message, &request), "MPI_Imrecv");
+  for (;;) {
+    int done = 0;
+    const int code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (code == MPI_SUCCESS && done) return std::move(*bytes);
+    if (code != MPI_SUCCESS || Clock::now() > until) {
+      abandoned_.emplace_back(request, std::move(bytes));
+      std::ostringstream msg;
+      msg << "rank " << rank_ << " waited " << timeout_s_ << " s for " << what << " from rank "
+          << source << " (run.receive_timeout_s): the peer died or stalled while sending it";
+      throw PeerTimeout(msg.str());
+    }
+    poll_pause();
+  }
 }
 
 std::vector<std::uint8_t> MpiComm::receive(int source, int tag, const std::string& what) {
   const auto until = deadline();
   for (;;) {
-    if (auto bytes = try_receive(source, tag)) return std::move(*bytes);
+    if (auto bytes = try_receive(source, tag, until, what)) return std::move(*bytes);
     if (Clock::now() > until) {
       std::ostringstream msg;
       msg << "rank " << rank_ << " waited " << timeout_s_ << " s for " << what << " from rank "
@@ -147,7 +162,7 @@ std::optional<std::vector<std::uint8_t>> MpiComm::receive_unless_dead(int source
   auto until = deadline();
   bool extended = false;
   for (;;) {
-    if (auto bytes = try_receive(source, tag)) return std::move(*bytes);
+    if (auto bytes = try_receive(source, tag, until, what)) return std::move(*bytes);
     notices.absorb();
     if (notices.dead(source)) return std::nullopt;
     if (Clock::now() > until) {

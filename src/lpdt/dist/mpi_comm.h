@@ -63,10 +63,16 @@ class MpiComm {
   static void check(int code, const char* call);
 
  private:
-  // The next message from `source` with `tag`, if one has arrived.
-  std::optional<std::vector<std::uint8_t>> try_receive(int source, int tag);
+  // The next message from `source` with `tag`, if one has arrived. Its transfer is waited for
+  // until `until` too: a peer that dies while its message is on the way (a large one is read
+  // from the sender's memory) would leave a blocking receive waiting forever; PeerTimeout then,
+  // naming `what`.
+  std::optional<std::vector<std::uint8_t>> try_receive(int source, int tag, Clock::time_point until,
+                                                       const std::string& what);
 
   MPI_Comm comm_;
+  // Receives given up on mid-transfer, with their buffers: MPI may still write into them.
+  std::vector<std::pair<MPI_Request, std::unique_ptr<std::vector<std::uint8_t>>>> abandoned_;
   double timeout_s_;
   int rank_ = 0, size_ = 1;
 };
