@@ -242,6 +242,21 @@ else
   echo "$out" | tail -10
 fi
 
+# Commands other than train under mpirun with several processes: refused (a sweep would train
+# its runs once per process), with exit code 2 and nothing written.
+printf 'out_dir = "%s"\n[set]\n"data.dataset" = "synthetic"\n"run.epochs" = 1\n[grid]\n"optim.lr" = [0.1, 0.05]\n' \
+  "$work/sweep_out" >"$work/sweep.toml"
+out=$(timeout 120 "${mpirun[@]}" -np 2 "$lpdt" sweep "$work/sweep.toml" 2>&1)
+code=$?
+if [ "$code" = 2 ] && [ ! -e "$work/sweep_out" ] &&
+  grep -q "lpdt sweep was started by mpirun as one of 2 processes" <<<"$out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: lpdt sweep under mpirun -np 2 -> exit $code:"
+  echo "$out" | tail -10
+fi
+
 # More ranks than nodes: a configuration error naming the key, exit code 2.
 out=$("${mpirun[@]}" -np 3 "$lpdt" train --out "$work/bad" "${tiny[@]}" --set graph.nodes=2 2>&1)
 code=$?

@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <new>
 #include <string>
@@ -69,6 +70,29 @@ int main(int argc, char** argv) {
     if (!known) {
       std::cerr << "lpdt: unknown subcommand '" << argv[1] << "' (expected one of " << names
                 << "; lpdt --help lists them)" << std::endl;
+      return 2;
+    }
+  }
+  // Only train is a multi-process job: under mpirun every other command would run once per
+  // process, side by side (a sweep's runs twice, benchmarks timing each other's load).
+  if (argc > 1 && std::string(argv[1]) != "train" && lpdt::dist::launched_by_mpirun()) {
+    int processes = 1;
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+      if (const char* value = std::getenv(name)) processes = std::atoi(value);
+    }
+    bool sharded = false;
+    for (int i = 2; i < argc; ++i) sharded = sharded || std::string(argv[i]).starts_with("--shard");
+    if (processes > 1 && !(sharded && std::string(argv[1]) == "sweep")) {
+      if (lpdt::dist::launcher_rank() <= 0) {
+        std::cerr << "lpdt: lpdt " << argv[1] << " was started by mpirun as one of " << processes
+                  << " processes, which would each do all of its work side by side: only lpdt "
+                     "train runs as a multi-process job. Run it without mpirun"
+                  << (std::string(argv[1]) == "sweep"
+                          ? " (to share a sweep's runs out, give each process its own --shard "
+                            "I/N)"
+                          : "")
+                  << std::endl;
+      }
       return 2;
     }
   }
