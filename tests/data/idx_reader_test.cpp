@@ -98,6 +98,11 @@ TEST(IdxReader, MissingFilesNameTheFolder) {
   expect_error<UserError>([&] { read_idx_labels(dir.file("nope"), "mnist"); },
                           {"mnist", dir.file("nope"), "no such file"});
   expect_error<UserError>([&] { read_idx_labels(dir.path(), "mnist"); }, {"is a directory"});
+  // The folder given as one of its files.
+  write_split(dir, "train", false);
+  const std::string file = dir.file("train-images-idx3-ubyte");
+  expect_error<UserError>([&] { load_mnist(file, Split::kTrain); },
+                          {"mnist", file, "is a file, expected the folder that holds"});
 }
 
 // A folder that cannot be searched is not "not found": the system's reason is given. (A link loop

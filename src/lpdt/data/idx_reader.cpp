@@ -3,6 +3,7 @@
 #include <torch/types.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "lpdt/core/error.h"
 #include "lpdt/data/file_bytes.h"
@@ -83,6 +84,12 @@ std::string join_path(const std::string& dir, const std::string& name) {
 }
 
 std::string locate(const std::string& dir, const std::string& name, const std::string& what) {
+  // data.dir naming a file (one of the IDX files, say) rather than their folder.
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir, ec)) {
+    throw UserError(what + ": " + dir + ": is a file, expected the folder that holds " + name +
+                    " (data.dir)");
+  }
   const std::string found = find_plain_or_gz(join_path(dir, name));
   if (found.empty()) {
     std::string hint;
