@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -26,6 +27,9 @@ constexpr int kTagGather = 1;
 constexpr int kTagBroadcast = 2;
 // The deadline of the gathers and the broadcast, in gossip deadlines (run.receive_timeout_s).
 constexpr double kControlTimeoutFactor = 3;
+// The least time MPI_Init is given: a healthy job's start can take seconds on a loaded host, and
+// run.receive_timeout_s, meant for messages, may be as short as 0.01 s.
+constexpr double kLeastInitSeconds = 10;
 // How long a finished rank gives MPI_Finalize before it leaves without it.
 constexpr int kFinalizeGraceSeconds = 60;
 
@@ -34,7 +38,9 @@ class MpiCluster final : public Cluster {
   explicit MpiCluster(double timeout_s) {
     int initialized = 0;
     MPI_Initialized(&initialized);
-    if (!initialized) init_with_deadline(kControlTimeoutFactor * timeout_s);
+    if (!initialized) {
+      init_with_deadline(std::max(kControlTimeoutFactor * timeout_s, kLeastInitSeconds));
+    }
     MPI_Comm gossip, control;
     MpiComm::check(MPI_Comm_dup(MPI_COMM_WORLD, &gossip), "MPI_Comm_dup");
     MpiComm::check(MPI_Comm_dup(MPI_COMM_WORLD, &control), "MPI_Comm_dup");
@@ -92,7 +98,7 @@ class MpiCluster final : public Cluster {
       const int rank = launcher_rank();
       std::fprintf(stderr,
                    "lpdt: %serror: MPI_Init did not complete within %g s (3 x "
-                   "run.receive_timeout_s): a process of this job never joined it (it exited "
+                   "run.receive_timeout_s, at least 10 s): a process of this job never joined it (it exited "
                    "or crashed before starting MPI, on an error of its own (see its output), or "
                    "is not lpdt); stopping\n",
                    rank >= 0 ? ("rank " + std::to_string(rank) + ": ").c_str() : "", deadline_s);
