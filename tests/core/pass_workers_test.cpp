@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -87,6 +88,49 @@ TEST(PassWorkers, TheLowestFailingTasksExceptionReachesTheCaller) {
 }
 
 TEST(PassWorkers, RejectsNoWorkers) { EXPECT_ANY_THROW(PassWorkers(0)); }
+
+// The threads a pool's tasks ran on.
+std::set<std::thread::id> threads_of(PassWorkers& pool) {
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  pool.run(16, [&](std::int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::lock_guard<std::mutex> lock(mutex);
+    threads.insert(std::this_thread::get_id());
+  });
+  return threads;
+}
+
+// The process's pools: one per count and per family of PassWorkerPoolScope, each kept; a scope
+// selects its family on its own thread only, until it ends.
+TEST(PassWorkers, ScopesSelectPoolsOfTheirOwn) {
+  PassWorkers& plain = pass_workers(2);
+  EXPECT_EQ(&pass_workers(2), &plain);
+  PassWorkers* family_one = nullptr;
+  {
+    const PassWorkerPoolScope scope(1);
+    family_one = &pass_workers(2);
+    EXPECT_NE(family_one, &plain);
+    EXPECT_EQ(&pass_workers(2), family_one);
+    {
+      const PassWorkerPoolScope inner(0);
+      EXPECT_EQ(&pass_workers(2), &plain);
+    }
+    EXPECT_EQ(&pass_workers(2), family_one);
+    // Another thread is outside the scope.
+    PassWorkers* seen_elsewhere = nullptr;
+    std::thread([&] { seen_elsewhere = &pass_workers(2); }).join();
+    EXPECT_EQ(seen_elsewhere, &plain);
+  }
+  EXPECT_EQ(&pass_workers(2), &plain);
+  {
+    const PassWorkerPoolScope again(1);
+    EXPECT_EQ(&pass_workers(2), family_one);
+  }
+  // No thread is shared between the two pools.
+  const std::set<std::thread::id> a = threads_of(plain), b = threads_of(*family_one);
+  for (const std::thread::id& id : a) EXPECT_EQ(b.count(id), 0u);
+}
 
 }  // namespace
 }  // namespace lpdt

@@ -7,10 +7,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include "lpdt/core/pass_workers.h"
 
 namespace lpdt::exp {
 namespace {
@@ -33,8 +37,10 @@ TEST(PrecisionBench, ModesAndWorkerCountsAlternateStepByStep) {
   o.pass_workers = {1, 2};
   o.nodes_per_pass = 1;  // two passes, so that 2 workers stay 2
   std::vector<std::tuple<std::string, std::int64_t, int>> order;
+  std::map<std::string, std::set<const PassWorkers*>> pools;  // the pool each mode's steps get
   o.before_step = [&](const std::string& mode, std::int64_t step, int workers) {
     order.emplace_back(mode, step, workers);
+    pools[mode].insert(&pass_workers(2));
   };
   const auto rows = run_precision_bench(o, [](const std::string&) {});
   // warm-up 1 + 3 timed steps per worker count (2) = 7 rounds, each mode once a round
@@ -45,6 +51,10 @@ TEST(PrecisionBench, ModesAndWorkerCountsAlternateStepByStep) {
     EXPECT_EQ(step, static_cast<std::int64_t>(i / 2)) << i;
     EXPECT_EQ(workers, step % 2 == 0 ? 1 : 2) << i;
   }
+  // Each mode's passes run on workers of its own (shared workers slowed fp32 between int8 steps).
+  ASSERT_EQ(pools["fp32"].size(), 1u);
+  ASSERT_EQ(pools["int8-simulated"].size(), 1u);
+  EXPECT_NE(*pools["fp32"].begin(), *pools["int8-simulated"].begin());
   // A row per (mode, worker count), in --modes order.
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0].mode, "int8-simulated");

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <map>
+#include <utility>
 
 #include "lpdt/core/error.h"
 
@@ -77,15 +78,25 @@ void PassWorkers::work() {
   }
 }
 
+namespace {
+thread_local int current_pool_family = 0;
+}  // namespace
+
+PassWorkerPoolScope::PassWorkerPoolScope(int family) : previous_(current_pool_family) {
+  current_pool_family = family;
+}
+
+PassWorkerPoolScope::~PassWorkerPoolScope() { current_pool_family = previous_; }
+
 PassWorkers& pass_workers(int count) {
   static std::mutex mutex;
-  // A pool per count, made once and kept: a worker's thread-local state (the integer backend's
-  // oneDNN primitives, timed when made) would be made again by a new pool's threads. Never
-  // destroyed: joining the workers at exit would run their thread-local destructors after
+  // A pool per count and family, made once and kept: a worker's thread-local state (the integer
+  // backend's oneDNN primitives, timed when made) would be made again by a new pool's threads.
+  // Never destroyed: joining the workers at exit would run their thread-local destructors after
   // oneDNN's own statics are gone. Blocked in their wait, they end with the process.
-  static std::map<int, PassWorkers*> pools;
+  static std::map<std::pair<int, int>, PassWorkers*> pools;
   const std::lock_guard<std::mutex> lock(mutex);
-  PassWorkers*& pool = pools[count];
+  PassWorkers*& pool = pools[{count, current_pool_family}];
   if (pool == nullptr) pool = new PassWorkers(count);
   return *pool;
 }

@@ -48,7 +48,24 @@ class PassWorkers {
   std::vector<std::exception_ptr> errors_;
 };
 
-// The process's pool of `count` workers, made on first use and kept for the process's life.
+// The process's pool of `count` workers, made on first use and kept for the process's life; a
+// pool per (count, the calling thread's current PassWorkerPoolScope).
 PassWorkers& pass_workers(int count);
+
+// While one lives, `pass_workers` called on this thread returns the pools of `family` (0 outside
+// any scope). For work in one process that must not share workers: a worker's thread-local state
+// (its malloc arena, the oneDNN primitives it made) then holds one kind of work, as in a training
+// run. `lpdt bench --precision` gives each mode its own family: fp32 steps alternating with
+// int8-integer steps on shared workers ran 1.3-2.1x slower than alone (docs/benchmarks.md).
+class PassWorkerPoolScope {
+ public:
+  explicit PassWorkerPoolScope(int family);
+  ~PassWorkerPoolScope();
+  PassWorkerPoolScope(const PassWorkerPoolScope&) = delete;
+  PassWorkerPoolScope& operator=(const PassWorkerPoolScope&) = delete;
+
+ private:
+  int previous_;
+};
 
 }  // namespace lpdt

@@ -12,6 +12,7 @@
 #include "lpdt/algo/decentralized_optimizer.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/fma_peak.h"
+#include "lpdt/core/pass_workers.h"
 #include "lpdt/core/runtime.h"
 #include "lpdt/exp/bench_record.h"
 #include "lpdt/exp/bench_stats.h"
@@ -173,7 +174,10 @@ std::vector<PrecisionResult> run_precision_bench(
     const std::int64_t timed_end = options.warmup_steps + options.steps * counts;
     for (std::int64_t step = 0; step < timed_end; ++step) {
       const std::size_t which = static_cast<std::size_t>(step % counts);
-      for (auto& run : runs) {
+      for (std::size_t mode = 0; mode < runs.size(); ++mode) {
+        ModeRun* run = runs[mode].get();
+        // Each mode on workers of its own, as in a run of that mode alone.
+        const PassWorkerPoolScope own_workers(static_cast<int>(mode));
         if (options.before_step) options.before_step(run->mode, step, run->worker_counts[which]);
         const auto start = Clock::now();
         run_step(*run, step, run->worker_counts[which]);
@@ -249,6 +253,7 @@ std::vector<PrecisionResult> run_precision_bench(
                  (workers > 1 ? "their passes on " + std::to_string(workers) +
                                     " workers: rows are the threads' time, shares of their sum)"
                               : std::string("their passes in turn on this thread)")));
+        const PassWorkerPoolScope own_workers(static_cast<int>(&run - runs.data()));
         r.profile = profile_operators(
             [&] {
               for (std::int64_t step = timed_end; step < timed_end + options.steps; ++step) {
