@@ -244,6 +244,10 @@ expect 0 "done: average-model accuracy" -- "$lpdt" train --out "$work/dirichlet"
 expect 2 "crop padding 9 exceeds the images' side 8" -- "$lpdt" train --out "$work/dirichlet" \
   "${dirichlet_small[@]}" --set data.dirichlet_min_samples=1 --set data.augment=true \
   --set data.crop_padding=9
+# A test subset larger than the test set is an error, not silently the whole test set.
+expect 2 "data.test_subset = 100000 is more than the [0-9]* samples of the test set of dataset 'synthetic'" -- \
+  "$lpdt" train --out "$work/dirichlet" "${dirichlet_small[@]}" \
+  --set data.dirichlet_min_samples=1 --set data.test_subset=100000
 # So is a node kill planned after the run's last step, and a delay no message outlives.
 expect 0 "faults.kill_step = 99 is not a step of this run" -- \
   cat "$work"/big_batch/quickstart-*/summary.json

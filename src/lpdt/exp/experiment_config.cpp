@@ -283,7 +283,8 @@ void add_keys(ConfigSchema& s) {
   s.add_int("data.eval_batch_size", d.data.eval_batch_size, "Batch size of evaluation.")
       .at_least(1);
   s.add_int("data.test_subset", d.data.test_subset,
-            "Evaluate on the first N test images only; 0 = the full test set.")
+            "Evaluate on the first N test images only (at most the test set's size); 0 = the full "
+            "test set.")
       .at_least(0);
   s.add_int("data.synthetic_samples_per_class", d.data.synthetic_samples_per_class,
             "Training samples per class of the synthetic dataset.")

@@ -665,6 +665,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   const data::Dataset train_set = load(data::Split::kTrain);
   data::Dataset test_set = load(data::Split::kTest);
   check_test_set_fits(train_set, test_set, dataset_name, config.data.dir, config.data.crop_size);
+  if (config.data.test_subset > test_set.size()) {
+    // Not silently the whole set: the accuracies would be of another test set than asked for.
+    throw ConfigError("data.test_subset = " + std::to_string(config.data.test_subset) +
+                      " is more than the " + std::to_string(test_set.size()) +
+                      " samples of the test set of dataset '" + dataset_name + "'" +
+                      (config.data.dir.empty() ? "" : " in '" + config.data.dir + "'") +
+                      "; set it to at most " + std::to_string(test_set.size()) +
+                      ", or to 0 for the whole test set");
+  }
   if (config.data.test_subset > 0 && config.data.test_subset < test_set.size()) {
     test_set = data::first_samples(test_set, config.data.test_subset);
   }
