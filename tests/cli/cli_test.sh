@@ -332,6 +332,10 @@ expect 2 "resuming would train epoch 3 again and replace the results" -- "$lpdt"
 expect 0 "" -- cmp "$run_dir/epochs.csv" "$work/epochs.before"
 expect 1 "is not a run folder: expected the config.toml and checkpoint.lpdt" -- "$lpdt" train \
   --resume "$work"
+expect 2 "train --resume: '$work/no_such_run' does not exist" -- "$lpdt" train \
+  --resume "$work/no_such_run"
+expect 2 "config file '$work/no_such.toml' cannot be read: no such file" -- "$lpdt" train \
+  -c "$work/no_such.toml"
 mkdir -p "$work/no-checkpoint" && cp "$run_dir/config.toml" "$work/no-checkpoint/"
 expect 1 "no checkpoint" -- "$lpdt" train --resume "$work/no-checkpoint" --set run.epochs=2
 # Every benchmark builds the model with --norm (it changes the parameters) and records it; one

@@ -5,7 +5,8 @@
 # with 3 ranks of uneven blocks and with 1; a run resumed under mpirun continues exactly as an
 # uninterrupted one; injected faults (lost, delayed messages) are the simulator's too, and a
 # killed rank is survived; more ranks than nodes is a clear error; a diverged run stops on every
-# rank; a configuration error of one rank alone is reported by rank 0; a rank killed while its
+# rank; a configuration error of one rank alone, and a rank that cannot start for want of its
+# --resume folder or its data, are reported by rank 0; a rank killed while its
 # message to rank 0 is on the way is survived.
 # Usage: mpi_test.sh path/to/lpdt path/to/checkpoint_equal
 set -u
@@ -215,7 +216,7 @@ idx_dir() {  # idx_dir DIR LABEL: 8 training and 4 test images of 28x28 zeros, a
 }
 idx_dir "$work/idx_a" 1
 idx_dir "$work/idx_b" 2
-idx=(--set data.dataset=mnist --set data.partition=iid --set data.augment=false)
+idx=(--set data.dataset=mnist --set data.partition=iid --set data.augment=false --set data.test_subset=0)
 out=$(timeout 120 "${mpirun[@]}" -np 1 "$lpdt" train --out "$work/otherdata" "${tiny[@]}" \
   "${idx[@]}" --set graph.nodes=2 --set data.dir="$work/idx_a" : -np 1 "$lpdt" train \
   --out "$work/otherdata" "${tiny[@]}" "${idx[@]}" --set graph.nodes=2 --set data.dir="$work/idx_b" 2>&1)
@@ -228,6 +229,31 @@ else
   echo "FAILED: ranks with different data -> exit $code:"
   echo "$out" | tail -10
 fi
+
+# A rank that cannot start for a reason of its own host (a --resume folder missing there, a
+# data.dir without the dataset's files): rank 0 reports that rank's error, naming it, with its
+# exit code, and no rank waits for it until a deadline.
+mkdir -p "$work/idx_empty"
+startfail() {  # startfail NAME CODE PATTERN -- RANK1_ARGS...: rank 0 fine, rank 1 with RANK1_ARGS
+  local name="$1" want="$2" pattern="$3"
+  shift 4
+  local started=$SECONDS
+  out=$(timeout 120 "${mpirun[@]}" -np 1 "$lpdt" train --out "$work/$name" "${tiny[@]}" \
+    "${idx[@]}" --set graph.nodes=2 --set data.dir="$work/idx_a" : -np 1 "$lpdt" train "$@" 2>&1)
+  code=$?
+  if [ "$code" = "$want" ] && grep -q -- "$pattern" <<<"$out" &&
+    [ $((SECONDS - started)) -lt 60 ] && [ ! -e "$work/$name" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: rank 1 cannot start ($name) -> exit $code after $((SECONDS - started)) s:"
+    echo "$out" | tail -10
+  fi
+}
+startfail noresume 2 "rank 0: configuration error: rank 1: train --resume: '$work/no_such_run' does not exist" \
+  -- --resume "$work/no_such_run"
+startfail nodata 1 "rank 0: error: rank 1: .*$work/idx_empty" \
+  -- --out "$work/nodata" "${tiny[@]}" "${idx[@]}" --set graph.nodes=2 --set data.dir="$work/idx_empty"
 
 # A process of the job that never starts MPI (it exits first): the others stop after 3 deadlines,
 # at least 10 s, with a message, instead of waiting in MPI_Init forever (with or without

@@ -14,14 +14,16 @@
 
 namespace {
 
-// Under mpirun: a configuration error is the same on every rank, so rank 0 alone reports it and
-// every rank exits normally; any other error stops the whole job (no peer waits for this rank).
-int fail(const char* kind, const std::exception& e, int code) {
+// Under mpirun: a configuration error, or an error the ranks agreed on (JobWideError), is the
+// same on every rank, so rank 0 alone reports it and every rank exits normally; any other error
+// stops the whole job (no peer waits for this rank).
+int fail(const char* kind, const std::exception& e, int code, bool every_rank_alike = false) {
   const int rank = lpdt::dist::job_rank();
-  if (rank > 0 && code == 2) return code;
+  const bool alike = every_rank_alike || code == 2;
+  if (rank > 0 && alike) return code;
   std::cerr << "lpdt: " << (rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string())
             << kind << e.what() << "\n";
-  if (code != 2) lpdt::dist::abort_job(code);
+  if (!alike) lpdt::dist::abort_job(code);
   return code;
 }
 
@@ -103,6 +105,8 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   } catch (const lpdt::ConfigError& e) {
     return fail("configuration error: ", e, 2);
+  } catch (const lpdt::JobWideError& e) {
+    return fail("error: ", e, 1, /*every_rank_alike=*/true);
   } catch (const lpdt::UserError& e) {
     return fail("error: ", e, 1);
   } catch (const c10::Error& e) {

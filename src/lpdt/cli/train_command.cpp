@@ -16,7 +16,50 @@
 namespace lpdt::cli {
 namespace {
 int g_exit_code = 0;
+
+// The run's configuration, resolved and checked: from its config file and --set options, or
+// for --resume from the run folder's config.toml (whose folder and name it keeps).
+std::pair<Config, ExperimentConfig> resolve_run(const std::string& config_path,
+                                                     const std::string& resume_dir,
+                                                     std::vector<std::string> overrides,
+                                                     const std::string& out_dir) {
+  if (!out_dir.empty()) overrides.push_back("run.out_dir=\"" + out_dir + "\"");
+  std::optional<std::string> path =
+      config_path.empty() ? std::nullopt : std::optional<std::string>(config_path);
+  if (!resume_dir.empty()) {
+    path = resume_dir + "/config.toml";
+    const std::filesystem::path dir(resume_dir);
+    std::error_code ec;
+    if (!std::filesystem::exists(dir, ec)) {
+      throw ConfigError("train --resume: '" + resume_dir +
+                        "' does not exist: name a run folder that lpdt train wrote (runs/<run>)");
+    }
+    if (!std::filesystem::exists(*path) && !std::filesystem::exists(dir / "checkpoint.lpdt")) {
+      throw UserError("train --resume: '" + resume_dir +
+                      "' is not a run folder: expected the config.toml and checkpoint.lpdt "
+                      "that lpdt train writes in runs/<run> (name the run's own folder)");
+    }
+    // A resumed run stays in its folder under its name: its recorded configuration keeps
+    // them, whatever placed a new run's folder.
+    const auto places_folder = [](const std::string& o) {
+      std::string key = o.substr(0, o.find('='));
+      key.erase(0, key.find_first_not_of(" \t"));
+      key.erase(key.find_last_not_of(" \t") + 1);
+      return key == "run.name" || key == "run.out_dir";
+    };
+    if (std::any_of(overrides.begin(), overrides.end(), places_folder)) {
+      std::cout << "note: run.out_dir and run.name place a new run's folder; a resumed run "
+                   "continues in its own, "
+                << resume_dir << ", under its name (those settings are ignored)" << std::endl;
+      overrides.erase(std::remove_if(overrides.begin(), overrides.end(), places_folder),
+                      overrides.end());
+    }
+  }
+  Config resolved = resolve_experiment_config(path, overrides);
+  ExperimentConfig config = experiment_config_from(resolved);
+  return {std::move(resolved), std::move(config)};
 }
+}  // namespace
 
 std::string version_string() {
   return std::string("lpdt ") + build_info::kVersion + " (" + build_info::kGitRevision + ", " +
@@ -39,13 +82,13 @@ void add_train_command(CLI::App& app) {
       "train",
       "Train on n simulated nodes. With no arguments: the quickstart (Fashion-MNIST, 8 nodes on a "
       "directed ring, skewed non-IID data, Choco-SGD).");
+  // The config file and the run folder are checked once the command runs, not as it is parsed:
+  // under mpirun a rank whose host lacks them still joins the job and rank 0 reports it.
   auto* config_option =
-      cmd->add_option("-c,--config", args->config_path, "Experiment TOML file (see configs/)")
-          ->check(CLI::ExistingFile);
+      cmd->add_option("-c,--config", args->config_path, "Experiment TOML file (see configs/)");
   cmd->add_option("--resume", args->resume_dir,
                   "Continue the run in this run folder from its checkpoint (its config.toml; "
                   "--set run.epochs=N to train longer)")
-      ->check(CLI::ExistingDirectory)
       ->excludes(config_option);
   cmd->add_option("-s,--set", args->overrides,
                   "Override a key: --set section.key=value (repeatable), e.g. --set optim.lr=0.05");
@@ -58,48 +101,15 @@ void add_train_command(CLI::App& app) {
       std::cout << experiment_schema().help_text();
       return;
     }
-    std::vector<std::string> overrides = args->overrides;
-    if (!args->out_dir.empty()) overrides.push_back("run.out_dir=\"" + args->out_dir + "\"");
-    std::optional<std::string> path =
-        args->config_path.empty() ? std::nullopt : std::optional<std::string>(args->config_path);
-    if (!args->resume_dir.empty()) {
-      path = args->resume_dir + "/config.toml";
-      const std::filesystem::path dir(args->resume_dir);
-      if (!std::filesystem::exists(*path) && !std::filesystem::exists(dir / "checkpoint.lpdt")) {
-        throw UserError("train --resume: '" + args->resume_dir +
-                        "' is not a run folder: expected the config.toml and checkpoint.lpdt "
-                        "that lpdt train writes in runs/<run> (name the run's own folder)");
-      }
-      // A resumed run stays in its folder under its name: its recorded configuration keeps
-      // them, whatever placed a new run's folder.
-      const auto places_folder = [](const std::string& o) {
-        const std::string key = o.substr(0, o.find('='));
-        const auto trimmed = [](std::string k) {
-          k.erase(0, k.find_first_not_of(" \t"));
-          k.erase(k.find_last_not_of(" \t") + 1);
-          return k;
-        }(key);
-        return trimmed == "run.name" || trimmed == "run.out_dir";
-      };
-      if (std::any_of(overrides.begin(), overrides.end(), places_folder)) {
-        std::cout << "note: run.out_dir and run.name place a new run's folder; a resumed run "
-                     "continues in its own, "
-                  << args->resume_dir << ", under its name (those settings are ignored)"
-                  << std::endl;
-        overrides.erase(std::remove_if(overrides.begin(), overrides.end(), places_folder),
-                        overrides.end());
-      }
-    }
-    // Under mpirun a rank whose configuration fails (one that differs between the ranks) still
-    // joins the job, so that rank 0 reports it and no rank waits for it to start.
+    // Under mpirun a rank that cannot start (its configuration fails, its --resume folder is
+    // missing on its host) still joins the job, so that rank 0 reports it and no rank waits for
+    // it to start.
     const auto [resolved, config] = [&] {
       try {
-        Config r = resolve_experiment_config(path, overrides);
-        ExperimentConfig c = experiment_config_from(r);
-        return std::pair{std::move(r), std::move(c)};
-      } catch (const ConfigError& e) {
+        return resolve_run(args->config_path, args->resume_dir, args->overrides, args->out_dir);
+      } catch (const UserError& e) {
         if (dist::launched_by_mpirun() && !args->print_config) {
-          exp::share_config_error(e.what(), dist::mpi_cluster(RunConfig{}.receive_timeout_s));
+          exp::share_start_error(e, dist::mpi_cluster(RunConfig{}.receive_timeout_s));
         }
         throw;
       }

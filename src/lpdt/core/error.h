@@ -22,6 +22,13 @@ class ConfigError : public UserError {
   using UserError::UserError;
 };
 
+// A problem every process of a multi-process job stops with alike (a verdict agreed over MPI,
+// exit code 1): rank 0 alone reports it, and no process needs to stop the others.
+class JobWideError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 // A broken internal invariant: a bug in lpdt, never the user's fault.
 class InternalError : public std::logic_error {
  public:

@@ -262,8 +262,33 @@ bool resolve_batches_on_device(const ExperimentConfig& config, at::Device device
 // with settings other than those the run records (rank 0's). Paths may differ between hosts
 // (the same data may lie elsewhere on each), and so may run.threads. Rank 0 compares every
 // rank's resolved configuration with its own; all ranks stop together with its verdict.
-// What share_config_error sends in place of a configuration (JSON never starts so).
+// What share_start_error sends in place of a configuration or a data fingerprint (JSON never
+// starts so): the mark says the error's kind, so that every rank stops as the failing rank would
+// have (exit code 2 for a configuration error, 1 for any other).
 constexpr std::string_view kConfigErrorMark = "configuration error\n";
+constexpr std::string_view kOtherErrorMark = "error\n";
+
+bool is_error_mark(const std::string& text) {
+  return text.starts_with(kConfigErrorMark) || text.starts_with(kOtherErrorMark);
+}
+
+// A rank's error as rank 0 passes it on: its mark, then "rank R: " before its message.
+std::string verdict_naming_rank(const std::string& text, std::size_t rank) {
+  const std::string_view mark =
+      text.starts_with(kConfigErrorMark) ? kConfigErrorMark : kOtherErrorMark;
+  return std::string(mark) + "rank " + std::to_string(rank) + ": " + text.substr(mark.size());
+}
+
+// Throws a verdict that every rank received: a marked error as its kind, anything else (the
+// ranks' configurations or data differ) as a ConfigError.
+[[noreturn]] void throw_verdict(const std::string& verdict) {
+  if (verdict.starts_with(kOtherErrorMark)) {
+    throw JobWideError(verdict.substr(kOtherErrorMark.size()));
+  }
+  throw ConfigError(verdict.starts_with(kConfigErrorMark)
+                        ? verdict.substr(kConfigErrorMark.size())
+                        : verdict);
+}
 
 void check_ranks_agree(const ExperimentConfig& config, dist::Cluster& cluster) {
   static const std::set<std::string> kPerHost = {"data.dir", "data.vocab", "model.pretrained",
@@ -273,8 +298,8 @@ void check_ranks_agree(const ExperimentConfig& config, dist::Cluster& cluster) {
   std::string verdict;
   for (std::size_t r = 1; cluster.leader() && r < texts.size() && verdict.empty(); ++r) {
     if (texts[r].empty()) continue;  // a rank that died: the deadlines report it
-    if (texts[r].starts_with(kConfigErrorMark)) {
-      verdict = "rank " + std::to_string(r) + ": " + texts[r].substr(kConfigErrorMark.size());
+    if (is_error_mark(texts[r])) {
+      verdict = verdict_naming_rank(texts[r], r);
       break;
     }
     const nlohmann::json theirs = nlohmann::json::parse(texts[r]);
@@ -291,7 +316,7 @@ void check_ranks_agree(const ExperimentConfig& config, dist::Cluster& cluster) {
     }
   }
   verdict = cluster.broadcast_text(verdict);
-  if (!verdict.empty()) throw ConfigError(verdict);
+  if (!verdict.empty()) throw_verdict(verdict);
 }
 
 // data.dir and data.vocab may differ between hosts, but every rank must have loaded the same
@@ -306,6 +331,10 @@ void check_ranks_same_data(const ExperimentConfig& config, const nlohmann::json&
   std::string verdict;
   for (std::size_t r = 1; cluster.leader() && r < texts.size() && verdict.empty(); ++r) {
     if (texts[r].empty()) continue;  // a rank that died: the deadlines report it
+    if (is_error_mark(texts[r])) {  // a rank whose data did not load
+      verdict = verdict_naming_rank(texts[r], r);
+      break;
+    }
     const nlohmann::json theirs = nlohmann::json::parse(texts[r]);
     for (const char* split : {"train", "test"}) {
       const nlohmann::json& a = mine.at("data").at(split);
@@ -331,7 +360,7 @@ void check_ranks_same_data(const ExperimentConfig& config, const nlohmann::json&
     }
   }
   verdict = cluster.broadcast_text(verdict);
-  if (!verdict.empty()) throw ConfigError(verdict);
+  if (!verdict.empty()) throw_verdict(verdict);
 }
 
 void check_multi_process(const ExperimentConfig& config, const dist::Cluster& cluster,
@@ -600,11 +629,14 @@ std::string resumable_table_text(const std::filesystem::path& csv, const std::st
 
 }  // namespace
 
-void share_config_error(const std::string& message, dist::Cluster& cluster) {
-  cluster.gather_text(std::string(kConfigErrorMark) + message);
+void share_start_error(const UserError& error, dist::Cluster& cluster) {
+  const std::string marked =
+      std::string(dynamic_cast<const ConfigError*>(&error) ? kConfigErrorMark : kOtherErrorMark) +
+      error.what();
+  cluster.gather_text(marked);
   // Rank 0's own error comes first; otherwise rank 0 names the first rank that had one.
-  const std::string verdict = cluster.broadcast_text(cluster.leader() ? message : "");
-  throw ConfigError(verdict.empty() ? message : verdict);
+  const std::string verdict = cluster.broadcast_text(cluster.leader() ? marked : "");
+  throw_verdict(verdict.empty() ? marked : verdict);
 }
 
 TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_out,
@@ -662,21 +694,38 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
     return data::to_dataset(tokenized);
   };
-  const data::Dataset train_set = load(data::Split::kTrain);
-  data::Dataset test_set = load(data::Split::kTest);
-  check_test_set_fits(train_set, test_set, dataset_name, config.data.dir, config.data.crop_size);
-  if (config.data.test_subset > test_set.size()) {
-    // Not silently the whole set: the accuracies would be of another test set than asked for.
-    throw ConfigError("data.test_subset = " + std::to_string(config.data.test_subset) +
-                      " is more than the " + std::to_string(test_set.size()) +
-                      " samples of the test set of dataset '" + dataset_name + "'" +
-                      (config.data.dir.empty() ? "" : " in '" + config.data.dir + "'") +
-                      "; set it to at most " + std::to_string(test_set.size()) +
-                      ", or to 0 for the whole test set");
-  }
-  if (config.data.test_subset > 0 && config.data.test_subset < test_set.size()) {
-    test_set = data::first_samples(test_set, config.data.test_subset);
-  }
+  // The two splits, checked against each other and cut to data.test_subset.
+  const auto load_checked = [&] {
+    data::Dataset train = load(data::Split::kTrain);
+    data::Dataset test = load(data::Split::kTest);
+    check_test_set_fits(train, test, dataset_name, config.data.dir, config.data.crop_size);
+    if (config.data.test_subset > test.size()) {
+      // Not silently the whole set: the accuracies would be of another test set than asked for.
+      throw ConfigError("data.test_subset = " + std::to_string(config.data.test_subset) +
+                        " is more than the " + std::to_string(test.size()) +
+                        " samples of the test set of dataset '" + dataset_name + "'" +
+                        (config.data.dir.empty() ? "" : " in '" + config.data.dir + "'") +
+                        "; set it to at most " + std::to_string(test.size()) +
+                        ", or to 0 for the whole test set");
+    }
+    if (config.data.test_subset > 0 && config.data.test_subset < test.size()) {
+      test = data::first_samples(test, config.data.test_subset);
+    }
+    return std::pair{std::move(train), std::move(test)};
+  };
+  // Under mpirun a rank whose data does not load (files missing on its host) still joins the
+  // ranks' comparison of their data with its error, so that rank 0 reports it and no rank waits
+  // for it until the comparison's deadline.
+  const std::pair<data::Dataset, data::Dataset> loaded = [&] {
+    try {
+      return load_checked();
+    } catch (const UserError& e) {
+      if (!cluster.distributed()) throw;
+      share_start_error(e, cluster);
+    }
+  }();
+  const data::Dataset& train_set = loaded.first;
+  const data::Dataset& test_set = loaded.second;
   const nlohmann::json data_now = data_fingerprint(train_set, test_set);
   if (cluster.distributed()) check_ranks_same_data(config, data_now, cluster);
   const std::int64_t n = config.graph.nodes;

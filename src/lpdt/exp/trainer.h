@@ -73,10 +73,12 @@ struct TrainOptions {
 TrainResult train(const ExperimentConfig& config, const ProgressSink& progress,
                   const TrainOptions& options = {});
 
-// Under mpirun, for a rank whose configuration did not resolve (a config file or --set option
-// that differs between the ranks): it takes part in train()'s comparison of the ranks'
-// configurations with its error instead, so that rank 0 reports it (naming the rank) and no rank
-// waits for another that left. Throws the ConfigError that every rank of the job throws.
-[[noreturn]] void share_config_error(const std::string& message, dist::Cluster& cluster);
+// Under mpirun, for a rank that cannot start training (a config file or --set option that
+// differs between the ranks, a --resume folder missing on its host): it takes part in train()'s
+// comparison of the ranks' configurations with its error instead, so that rank 0 reports it
+// (naming the rank) and no rank waits for another that left. Throws the error that every rank
+// of the job throws: a ConfigError where the first failing rank's error was one, else a
+// JobWideError.
+[[noreturn]] void share_start_error(const UserError& error, dist::Cluster& cluster);
 
 }  // namespace lpdt::exp

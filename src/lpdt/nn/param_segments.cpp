@@ -42,7 +42,7 @@ at::Tensor segment_tensor(const LayerSegment& segment, std::int64_t k,
 }
 
 // Whether t ([k, shape...]) is laid out as segment_tensor lays the segment out.
-bool in_segment_layout(const at::Tensor& t, const LayerSegment& segment) {
+[[maybe_unused]] bool in_segment_layout(const at::Tensor& t, const LayerSegment& segment) {
   if (t.scalar_type() != at::kFloat) return false;
   if (!segment_channels_last(segment)) return t.is_contiguous();
   const std::int64_t in = segment.shape[1], kh = segment.shape[2], kw = segment.shape[3];
