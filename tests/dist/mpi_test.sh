@@ -284,6 +284,17 @@ else
   echo "$out" | tail -10
 fi
 
+# Their --help is not refused: it only prints.
+out=$(timeout 120 "${mpirun[@]}" -np 2 "$lpdt" topo --help 2>&1)
+code=$?
+if [ "$code" = 0 ] && [ "$(grep -c "Print a topology" <<<"$out")" = 2 ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: lpdt topo --help under mpirun -np 2 -> exit $code:"
+  echo "$out" | tail -10
+fi
+
 # More ranks than nodes: a configuration error naming the key, exit code 2.
 out=$("${mpirun[@]}" -np 3 "$lpdt" train --out "$work/bad" "${tiny[@]}" --set graph.nodes=2 2>&1)
 code=$?

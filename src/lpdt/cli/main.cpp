@@ -83,8 +83,13 @@ int main(int argc, char** argv) {
       if (const char* value = std::getenv(name)) processes = std::atoi(value);
     }
     bool sharded = false;
-    for (int i = 2; i < argc; ++i) sharded = sharded || std::string(argv[i]).starts_with("--shard");
-    if (processes > 1 && !(sharded && std::string(argv[1]) == "sweep")) {
+    bool help = false;  // help only prints, once per process: nothing to refuse
+    for (int i = 2; i < argc; ++i) {
+      const std::string arg = argv[i];
+      sharded = sharded || arg.starts_with("--shard");
+      help = help || arg == "--help" || arg == "-h";
+    }
+    if (processes > 1 && !help && !(sharded && std::string(argv[1]) == "sweep")) {
       if (lpdt::dist::launcher_rank() <= 0) {
         std::cerr << "lpdt: lpdt " << argv[1] << " was started by mpirun as one of " << processes
                   << " processes, which would each do all of its work side by side: only lpdt "
