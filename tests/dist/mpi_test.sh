@@ -255,6 +255,33 @@ startfail noresume 2 "rank 0: configuration error: rank 1: train --resume: '$wor
 startfail nodata 1 "rank 0: error: rank 1: .*$work/idx_empty" \
   -- --out "$work/nodata" "${tiny[@]}" "${idx[@]}" --set graph.nodes=2 --set data.dir="$work/idx_empty"
 
+# A rank whose own copy of the run folder disagrees (a copy on its host already finished, or
+# truncated): rank 0 reports that rank's error naming it, every rank stops at once with its exit
+# code, and the run folder is left as it was. (A finished copy, a configuration error, made the
+# other ranks wait out their receive deadline, 600 s by default.)
+train damaged -- --set graph.nodes=2 --set run.epochs=1
+damaged_run=$(dirname "$(ckpt damaged)")
+cp -r "$damaged_run" "$work/finished_copy"
+"$lpdt" train --resume "$work/finished_copy" --set run.epochs=2 >/dev/null
+cp -r "$damaged_run" "$work/truncated_copy"
+head -c 200 "$damaged_run/checkpoint.lpdt" >"$work/truncated_copy/checkpoint.lpdt"
+cp "$damaged_run/metrics.csv" "$work/damaged_metrics.before"
+for copy in finished_copy:2 truncated_copy:1; do
+  started=$SECONDS
+  out=$(timeout 120 "${mpirun[@]}" -np 1 "$lpdt" train --resume "$damaged_run" \
+    --set run.epochs=2 : -np 1 "$lpdt" train --resume "$work/${copy%:*}" --set run.epochs=2 2>&1)
+  code=$?
+  if [ "$code" = "${copy#*:}" ] && grep -q "rank 0: .*error: rank 1: .*$work/${copy%:*}" <<<"$out" &&
+    [ $((SECONDS - started)) -lt 60 ] &&
+    cmp -s "$damaged_run/metrics.csv" "$work/damaged_metrics.before"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: rank 1 resumes its own ${copy%:*} -> exit $code after $((SECONDS - started)) s:"
+    echo "$out" | tail -10
+  fi
+done
+
 # A process of the job that never starts MPI (it exits first): the others stop after 3 deadlines,
 # at least 10 s, with a message, instead of waiting in MPI_Init forever (with or without
 # --enable-recovery).

@@ -363,6 +363,22 @@ void check_ranks_same_data(const ExperimentConfig& config, const nlohmann::json&
   if (!verdict.empty()) throw_verdict(verdict);
 }
 
+// The ranks that started a step every rank takes (reading its own copy of a checkpoint) meet
+// here; a rank that failed it calls share_start_error instead, and rank 0 passes its error on
+// (naming the rank) to every rank, so that none waits for another that left.
+void agree_no_rank_failed(dist::Cluster& cluster) {
+  const std::vector<std::string> texts = cluster.gather_text("");
+  std::string verdict;
+  for (std::size_t r = 1; cluster.leader() && r < texts.size(); ++r) {
+    if (is_error_mark(texts[r])) {
+      verdict = verdict_naming_rank(texts[r], r);
+      break;
+    }
+  }
+  verdict = cluster.broadcast_text(verdict);
+  if (!verdict.empty()) throw_verdict(verdict);
+}
+
 void check_multi_process(const ExperimentConfig& config, const dist::Cluster& cluster,
                          bool static_topology) {
   if (!cluster.distributed()) return;
@@ -825,132 +841,140 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // Resuming: the checkpoint's state replaces the fresh one (exp/checkpoint.h).
   std::optional<TrainingState> resumed;
   if (!options.resume_dir.empty()) {
-    const auto file = options.resume_dir / kCheckpointFile;
-    // Resuming replays the same steps (only run.epochs and the like may change), so a run that
-    // diverged would diverge again.
-    if (std::filesystem::exists(options.resume_dir / kDivergedFile)) {
-      throw UserError("cannot resume '" + options.resume_dir.string() + "': the run diverged (" +
-                      (options.resume_dir / kDivergedFile).string() +
-                      "), and resuming would repeat the same steps: start a new run with a lower "
-                      "optim.lr or a warm-up (optim.warmup = \"official\")");
-    }
-    resumed = read_checkpoint(file);
-    check_resumable(resumed->config, to_json(config), file);
-    // The parts of the header read later (the epochs' records, the byte ledger, the fault
-    // counts, the optimizer's state) are checked now, so that damage is named with the file.
+    // Under mpirun every rank reads its own copy of the checkpoint: an error on one rank alone
+    // (a damaged copy on its host) is reported by rank 0 and stops every rank alike.
     try {
-      (void)epochs_from_json(resumed->epochs);
-      (void)metrics::ByteLedger::from_json(resumed->ledger);
-      if (!resumed->fault_counts.is_null()) (void)fault_counts_from_json(resumed->fault_counts);
-    } catch (const std::exception& e) {
-      throw UserError("checkpoint '" + file.string() + "' is corrupt (" + e.what() +
-                      "); resume from an intact copy or start the run again");
-    }
-    // The same files, too: a run continued on other data would describe the first in its folder.
-    if (!resumed->data.is_null()) {
-      std::string differences;
-      for (const ConfigDifference& d : config_differences(data_now, resumed->data, {})) {
-        differences += (differences.empty() ? "" : "; ") + d.key + " " + d.theirs + " in " +
-                       file.filename().string() + ", " + d.ours + " now";
+      const auto file = options.resume_dir / kCheckpointFile;
+      // Resuming replays the same steps (only run.epochs and the like may change), so a run that
+      // diverged would diverge again.
+      if (std::filesystem::exists(options.resume_dir / kDivergedFile)) {
+        throw UserError("cannot resume '" + options.resume_dir.string() + "': the run diverged (" +
+                        (options.resume_dir / kDivergedFile).string() +
+                        "), and resuming would repeat the same steps: start a new run with a lower "
+                        "optim.lr or a warm-up (optim.warmup = \"official\")");
       }
-      if (!differences.empty()) {
-        throw UserError(
-            "cannot resume '" + options.resume_dir.string() + "': the data read now is not the "
-            "data the run trained on (" + differences + "); the files under data.dir = \"" +
-            (config.data.dir.empty() ? std::string("(the default folder)") : config.data.dir) +
-            "\"" +
-            (config.data.vocab.empty() ? std::string()
-                                       : " or data.vocab = \"" + config.data.vocab + "\"") +
-            " changed since: restore them, or start a new run");
+      resumed = read_checkpoint(file);
+      check_resumable(resumed->config, to_json(config), file);
+      // The parts of the header read later (the epochs' records, the byte ledger, the fault
+      // counts, the optimizer's state) are checked now, so that damage is named with the file.
+      try {
+        (void)epochs_from_json(resumed->epochs);
+        (void)metrics::ByteLedger::from_json(resumed->ledger);
+        if (!resumed->fault_counts.is_null()) (void)fault_counts_from_json(resumed->fault_counts);
+      } catch (const std::exception& e) {
+        throw UserError("checkpoint '" + file.string() + "' is corrupt (" + e.what() +
+                        "); resume from an intact copy or start the run again");
       }
+      // The same files, too: a run continued on other data would describe the first in its folder.
+      if (!resumed->data.is_null()) {
+        std::string differences;
+        for (const ConfigDifference& d : config_differences(data_now, resumed->data, {})) {
+          differences += (differences.empty() ? "" : "; ") + d.key + " " + d.theirs + " in " +
+                         file.filename().string() + ", " + d.ours + " now";
+        }
+        if (!differences.empty()) {
+          throw UserError(
+              "cannot resume '" + options.resume_dir.string() + "': the data read now is not the "
+              "data the run trained on (" + differences + "); the files under data.dir = \"" +
+              (config.data.dir.empty() ? std::string("(the default folder)") : config.data.dir) +
+              "\"" +
+              (config.data.vocab.empty() ? std::string()
+                                         : " or data.vocab = \"" + config.data.vocab + "\"") +
+              " changed since: restore them, or start a new run");
+        }
+      }
+      // A run stopped after its last epoch's checkpoint but before summary.json (in the reference
+      // protocol's gossip-only rounds, or while writing) resumes to finish: no epochs, then the
+      // final evaluation and summary, as the uninterrupted run had them.
+      // (A summary of fewer epochs is one a killed extension left behind: not this run's end.)
+      const std::optional<int> summary_done = summary_epochs(options.resume_dir / "summary.json");
+      const bool summary_covers_checkpoint = summary_done && *summary_done >= resumed->epochs_done;
+      const bool unfinished_after_last_epoch =
+          resumed->epochs_done == config.run.epochs && !summary_covers_checkpoint;
+      if (resumed->epochs_done >= config.run.epochs && !unfinished_after_last_epoch) {
+        throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its checkpoint has " +
+                          std::to_string(resumed->epochs_done) +
+                          " of run.epochs = " + std::to_string(config.run.epochs) +
+                          " epochs done and the run is finished; set run.epochs higher to "
+                          "continue it");
+      }
+      // A run extended with run.checkpoint_every = 0 (or past its last checkpoint) finished with a
+      // checkpoint older than its summary: it is finished all the same.
+      if (summary_done && *summary_done >= config.run.epochs) {
+        throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its summary.json " +
+                          "shows " + std::to_string(*summary_done) +
+                          " epochs finished (run.epochs = " + std::to_string(config.run.epochs) +
+                          "; its last checkpoint is of epoch " +
+                          std::to_string(resumed->epochs_done) +
+                          "); set run.epochs higher to continue it from that checkpoint");
+      }
+      // An extension run with run.checkpoint_every = 0 finished past its folder's last checkpoint:
+      // resuming from that checkpoint would train the finished epochs again and replace their
+      // recorded results (with a schedule of the new run.epochs, not necessarily the same values).
+      if (summary_done && *summary_done > resumed->epochs_done) {
+        const std::string dir = options.resume_dir.string();
+        const int first = resumed->epochs_done + 1;
+        const std::string again =
+            first == *summary_done
+                ? "epoch " + std::to_string(first)
+                : "epochs " + std::to_string(first) + "-" + std::to_string(*summary_done);
+        throw ConfigError(
+            "cannot resume '" + dir + "': its summary.json shows " + std::to_string(*summary_done) +
+            " epochs finished, but its last checkpoint is of epoch " +
+            std::to_string(resumed->epochs_done) + " (those epochs ran with run.checkpoint_every "
+            "= 0), so resuming would train " + again + " again and replace the results. To train "
+            "them again and keep these, copy the folder, delete the copy's summary.json and "
+            "resume the copy");
+      }
+      std::ostringstream shapes;
+      shapes << "checkpoint '" << file.string() << "' holds parameters " << resumed->params.sizes()
+             << " and " << resumed->buffers.size() << " buffers; the model has [" << n << ", "
+             << model->num_params() << "] and " << buffers.size();
+      // The checkpoint holds every node; this process takes its rows.
+      const auto own_rows = [&](const at::Tensor& all) { return all.narrow(0, hosted.first, k); };
+      if (resumed->params.dim() != 2 || resumed->params.size(0) != n ||
+          resumed->params.size(1) != x.size(1) || resumed->buffers.size() != buffers.size()) {
+        throw UserError(shapes.str());
+      }
+      torch::NoGradGuard no_grad;
+      x.copy_(own_rows(resumed->params));
+      for (std::size_t i = 0; i < buffers.size(); ++i) {
+        auto expected = buffers[i].sizes().vec();
+        expected[0] = n;
+        if (resumed->buffers[i].sizes().vec() != expected) throw UserError(shapes.str());
+        buffers[i].copy_(own_rows(resumed->buffers[i]));
+      }
+      try {
+        optimizer.load_state(resumed->optimizer);
+      } catch (const std::exception& e) {
+        throw UserError("checkpoint '" + file.string() + "' does not hold this run's optimizer " +
+                        "state (" + e.what() + "); resume from an intact copy or start the run "
+                        "again");
+      }
+      if (optimizer.faults() != nullptr && resumed->optimizer.count("fault_held_meta")) {
+        const_cast<algo::LinkFaults*>(optimizer.faults())->restore_held(resumed->optimizer);
+      }
+      // The counts of all nodes so far: rank 0 carries them on (the ranks' counts are summed).
+      if (optimizer.faults() != nullptr && !resumed->fault_counts.is_null()) {
+        auto* faults = const_cast<algo::LinkFaults*>(optimizer.faults());
+        const algo::FaultCounts counts = fault_counts_from_json(resumed->fault_counts);
+        if (leader) faults->restore_counts(counts);
+        // Nodes dead at the checkpoint are dead from the first round on, on every rank, as in the
+        // uninterrupted run (a rank does not wait a deadline to find them dead again).
+        faults->restore_dead(counts);
+      }
+      ledger = metrics::ByteLedger::from_json(resumed->ledger);
+      if (!hosted.is_all()) ledger.keep_only_nodes(hosted.first, k, /*keep_round_totals=*/leader);
+      {
+        auto generator = at::detail::getDefaultCPUGenerator();
+        std::lock_guard<std::mutex> lock(generator.mutex());
+        generator.set_state(resumed->torch_rng_state);
+      }
+    } catch (const UserError& e) {
+      if (!cluster.distributed()) throw;
+      share_start_error(e, cluster);
     }
-    // A run stopped after its last epoch's checkpoint but before summary.json (in the reference
-    // protocol's gossip-only rounds, or while writing) resumes to finish: no epochs, then the
-    // final evaluation and summary, as the uninterrupted run had them.
-    // (A summary of fewer epochs is one a killed extension left behind: not this run's end.)
-    const std::optional<int> summary_done = summary_epochs(options.resume_dir / "summary.json");
-    const bool summary_covers_checkpoint = summary_done && *summary_done >= resumed->epochs_done;
-    const bool unfinished_after_last_epoch =
-        resumed->epochs_done == config.run.epochs && !summary_covers_checkpoint;
-    if (resumed->epochs_done >= config.run.epochs && !unfinished_after_last_epoch) {
-      throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its checkpoint has " +
-                        std::to_string(resumed->epochs_done) +
-                        " of run.epochs = " + std::to_string(config.run.epochs) +
-                        " epochs done and the run is finished; set run.epochs higher to "
-                        "continue it");
-    }
-    // A run extended with run.checkpoint_every = 0 (or past its last checkpoint) finished with a
-    // checkpoint older than its summary: it is finished all the same.
-    if (summary_done && *summary_done >= config.run.epochs) {
-      throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its summary.json " +
-                        "shows " + std::to_string(*summary_done) +
-                        " epochs finished (run.epochs = " + std::to_string(config.run.epochs) +
-                        "; its last checkpoint is of epoch " +
-                        std::to_string(resumed->epochs_done) +
-                        "); set run.epochs higher to continue it from that checkpoint");
-    }
-    // An extension run with run.checkpoint_every = 0 finished past its folder's last checkpoint:
-    // resuming from that checkpoint would train the finished epochs again and replace their
-    // recorded results (with a schedule of the new run.epochs, not necessarily the same values).
-    if (summary_done && *summary_done > resumed->epochs_done) {
-      const std::string dir = options.resume_dir.string();
-      const int first = resumed->epochs_done + 1;
-      const std::string again =
-          first == *summary_done
-              ? "epoch " + std::to_string(first)
-              : "epochs " + std::to_string(first) + "-" + std::to_string(*summary_done);
-      throw ConfigError(
-          "cannot resume '" + dir + "': its summary.json shows " + std::to_string(*summary_done) +
-          " epochs finished, but its last checkpoint is of epoch " +
-          std::to_string(resumed->epochs_done) + " (those epochs ran with run.checkpoint_every "
-          "= 0), so resuming would train " + again + " again and replace the results. To train "
-          "them again and keep these, copy the folder, delete the copy's summary.json and "
-          "resume the copy");
-    }
-    std::ostringstream shapes;
-    shapes << "checkpoint '" << file.string() << "' holds parameters " << resumed->params.sizes()
-           << " and " << resumed->buffers.size() << " buffers; the model has [" << n << ", "
-           << model->num_params() << "] and " << buffers.size();
-    // The checkpoint holds every node; this process takes its rows.
-    const auto own_rows = [&](const at::Tensor& all) { return all.narrow(0, hosted.first, k); };
-    if (resumed->params.dim() != 2 || resumed->params.size(0) != n ||
-        resumed->params.size(1) != x.size(1) || resumed->buffers.size() != buffers.size()) {
-      throw UserError(shapes.str());
-    }
-    torch::NoGradGuard no_grad;
-    x.copy_(own_rows(resumed->params));
-    for (std::size_t i = 0; i < buffers.size(); ++i) {
-      auto expected = buffers[i].sizes().vec();
-      expected[0] = n;
-      if (resumed->buffers[i].sizes().vec() != expected) throw UserError(shapes.str());
-      buffers[i].copy_(own_rows(resumed->buffers[i]));
-    }
-    try {
-      optimizer.load_state(resumed->optimizer);
-    } catch (const std::exception& e) {
-      throw UserError("checkpoint '" + file.string() + "' does not hold this run's optimizer " +
-                      "state (" + e.what() + "); resume from an intact copy or start the run "
-                      "again");
-    }
-    if (optimizer.faults() != nullptr && resumed->optimizer.count("fault_held_meta")) {
-      const_cast<algo::LinkFaults*>(optimizer.faults())->restore_held(resumed->optimizer);
-    }
-    // The counts of all nodes so far: rank 0 carries them on (the ranks' counts are summed).
-    if (optimizer.faults() != nullptr && !resumed->fault_counts.is_null()) {
-      auto* faults = const_cast<algo::LinkFaults*>(optimizer.faults());
-      const algo::FaultCounts counts = fault_counts_from_json(resumed->fault_counts);
-      if (leader) faults->restore_counts(counts);
-      // Nodes dead at the checkpoint are dead from the first round on, on every rank, as in the
-      // uninterrupted run (a rank does not wait a deadline to find them dead again).
-      faults->restore_dead(counts);
-    }
-    ledger = metrics::ByteLedger::from_json(resumed->ledger);
-    if (!hosted.is_all()) ledger.keep_only_nodes(hosted.first, k, /*keep_round_totals=*/leader);
-    {
-      auto generator = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(resumed->torch_rng_state);
-    }
+    if (cluster.distributed()) agree_no_rank_failed(cluster);
   }
 
   // The run folder (rank 0 writes it): config first, so even a run that fails later says what
