@@ -60,6 +60,7 @@ if [ "${LPDT_GPU_BENCH:-1}" != 0 ]; then
   bench fp32_evonorm --nodes 8,16 --steps 30 --warmup 5
   bench fp32_batchnorm --norm batchnorm --nodes 16 --steps 30 --warmup 5
   bench int8_simulated --model-precision int8 --nodes 8,16 --steps 20 --warmup 5
+  bench bf16_evonorm --model-precision bf16 --nodes 16 --steps 30 --warmup 5
 fi
 if [ "${LPDT_GPU_PROFILE:-0}" != 0 ]; then
   if ! command -v ncu >/dev/null; then

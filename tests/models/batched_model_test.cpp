@@ -4,6 +4,7 @@
 #include <torch/utils.h>
 
 #include "lpdt/models/model.h"
+#include "lpdt/quant/int8_gemm.h"
 
 namespace lpdt::models {
 namespace {
@@ -219,6 +220,7 @@ struct BackendCase {
 class IntegerVsSimulated : public ::testing::TestWithParam<BackendCase> {};
 
 TEST_P(IntegerVsSimulated, LogitsAndGradientsAgree) {
+  if (!quant::have_int8_gemm()) GTEST_SKIP() << "built without oneDNN: no integer backend";
   ModelOptions options;
   options.arch = GetParam().arch;
   options.depth = 8;

@@ -11,6 +11,7 @@
 #include "../nn/finite_difference.h"
 #include "lpdt/core/error.h"
 #include "lpdt/models/model.h"
+#include "lpdt/quant/int8_gemm.h"
 
 namespace lpdt::models {
 namespace {
@@ -191,6 +192,7 @@ TEST(Transformer, GradientsMatchFiniteDifferences) {
 }
 
 TEST(Transformer, IntegerBackendAgreesWithSimulated) {
+  if (!quant::have_int8_gemm()) GTEST_SKIP() << "built without oneDNN: no integer backend";
   ModelOptions options = tiny_options("int8");
   options.transformer.hidden = 16;
   options.transformer.ffn_hidden = 32;

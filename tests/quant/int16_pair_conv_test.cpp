@@ -100,6 +100,7 @@ TEST(Int16PairConvBound, TheLargestAcceptedSumIsExact) {
 // strided geometry included.
 TEST(Int16PairConvLayers, Int8ConvAndItsInputGradientEqualTheFloat32Form) {
   if (!cpu_runs_avx2()) GTEST_SKIP() << "needs a CPU with AVX2";
+  if (!have_int8_gemm()) GTEST_SKIP() << "built without oneDNN: no integer backend";
   torch::manual_seed(5);
   const std::int64_t k = 3;
   for (const std::int64_t stride : {1, 2}) {

@@ -52,6 +52,24 @@ quant::QuantOptions options_for(const std::string& mode) {
                     "int8 modes optionally with -bf16wgrad (bfloat16 weight gradients)");
 }
 
+// The model one mode measures.
+models::ModelOptions model_options_for(const PrecisionBenchOptions& options,
+                                       const std::string& mode) {
+  models::ModelOptions model_options;
+  model_options.arch = options.arch;
+  model_options.depth = options.depth;
+  model_options.norm = options.norm;
+  model_options.in_channels = options.channels;
+  model_options.height = model_options.width = options.size;
+  model_options.quant = options_for(mode);
+  return model_options;
+}
+
+// "resnet depth 20"; the other architectures have no depth setting.
+std::string model_description(const PrecisionBenchOptions& options) {
+  return options.arch == "resnet" ? "resnet depth " + std::to_string(options.depth) : options.arch;
+}
+
 }  // namespace
 
 std::vector<PrecisionResult> run_precision_bench(
@@ -60,14 +78,17 @@ std::vector<PrecisionResult> run_precision_bench(
       options.modes.empty()) {
     throw ConfigError("bench: --steps, --batch, --nodes and --modes must be non-empty/positive");
   }
-  for (const std::string& mode : options.modes) options_for(mode);  // every mode, before timing
+  // Every mode, and the model's fit to the inputs (a ConfigError naming the input size), before
+  // anything is printed or timed.
+  for (const std::string& mode : options.modes) options_for(mode);
+  models::make_model(model_options_for(options, options.modes.front()));
   const RuntimeInfo runtime = configure_runtime(options.threads);
   char line[384];
   std::snprintf(
       line, sizeof line,
-      "lpdt bench --precision: %s depth %lld, norm %s, %lldx%lldx%lld inputs, batch %lld/node, "
+      "lpdt bench --precision: %s, norm %s, %lldx%lldx%lld inputs, batch %lld/node, "
       "%s, median of %lld steps after %lld warm-up, the modes' steps alternating",
-      options.arch.c_str(), static_cast<long long>(options.depth), options.norm.c_str(),
+      model_description(options).c_str(), options.norm.c_str(),
       static_cast<long long>(options.channels), static_cast<long long>(options.size),
       static_cast<long long>(options.size), static_cast<long long>(options.batch_size),
       runtime.description().c_str(), static_cast<long long>(options.steps),
@@ -120,14 +141,7 @@ std::vector<PrecisionResult> run_precision_bench(
     for (const std::string& mode : options.modes) {
       auto run = std::make_unique<ModeRun>();
       run->mode = mode;
-      models::ModelOptions model_options;
-      model_options.arch = options.arch;
-      model_options.depth = options.depth;
-      model_options.norm = options.norm;
-      model_options.in_channels = options.channels;
-      model_options.height = model_options.width = options.size;
-      model_options.quant = options_for(mode);
-      run->model = models::make_model(model_options);
+      run->model = models::make_model(model_options_for(options, mode));
       const models::Model& model = *run->model;
       run->pass = options.nodes_per_pass > 0
                       ? std::min(options.nodes_per_pass, n)
