@@ -16,6 +16,7 @@
 #include "lpdt/core/runtime.h"
 #include "lpdt/exp/bench_record.h"
 #include "lpdt/exp/bench_stats.h"
+#include "lpdt/exp/image_bench_model.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
@@ -55,19 +56,9 @@ quant::QuantOptions options_for(const std::string& mode) {
 // The model one mode measures.
 models::ModelOptions model_options_for(const PrecisionBenchOptions& options,
                                        const std::string& mode) {
-  models::ModelOptions model_options;
-  model_options.arch = options.arch;
-  model_options.depth = options.depth;
-  model_options.norm = options.norm;
-  model_options.in_channels = options.channels;
-  model_options.height = model_options.width = options.size;
+  models::ModelOptions model_options = image_bench_model(options);
   model_options.quant = options_for(mode);
   return model_options;
-}
-
-// "resnet depth 20"; the other architectures have no depth setting.
-std::string model_description(const PrecisionBenchOptions& options) {
-  return options.arch == "resnet" ? "resnet depth " + std::to_string(options.depth) : options.arch;
 }
 
 }  // namespace
@@ -81,14 +72,14 @@ std::vector<PrecisionResult> run_precision_bench(
   // Every mode, and the model's fit to the inputs (a ConfigError naming the input size), before
   // anything is printed or timed.
   for (const std::string& mode : options.modes) options_for(mode);
-  models::make_model(model_options_for(options, options.modes.front()));
+  const std::string model_name = models::make_model(image_bench_model(options))->name();
   const RuntimeInfo runtime = configure_runtime(options.threads);
   char line[384];
   std::snprintf(
       line, sizeof line,
       "lpdt bench --precision: %s, norm %s, %lldx%lldx%lld inputs, batch %lld/node, "
       "%s, median of %lld steps after %lld warm-up, the modes' steps alternating",
-      model_description(options).c_str(), options.norm.c_str(),
+      model_name.c_str(), options.norm.c_str(),
       static_cast<long long>(options.channels), static_cast<long long>(options.size),
       static_cast<long long>(options.size), static_cast<long long>(options.batch_size),
       runtime.description().c_str(), static_cast<long long>(options.steps),

@@ -12,6 +12,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/core/runtime.h"
 #include "lpdt/exp/bench_stats.h"
+#include "lpdt/exp/image_bench_model.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
@@ -36,13 +37,7 @@ std::vector<ScalingResult> run_scaling_bench(
       throw ConfigError("bench --scaling: --nodes must be positive, got " + std::to_string(n));
   }
   const RuntimeInfo runtime = configure_runtime(options.threads);
-  models::ModelOptions model_options;
-  model_options.arch = options.arch;
-  model_options.depth = options.depth;
-  model_options.norm = options.norm;
-  model_options.in_channels = options.channels;
-  model_options.height = model_options.width = options.size;
-  const auto model = models::make_model(model_options);
+  const auto model = models::make_model(image_bench_model(options));
   char line[256];
   std::snprintf(line, sizeof line,
                 "lpdt bench --scaling: %s, norm %s (%lld params/node), batch %lld/node, %s, median "

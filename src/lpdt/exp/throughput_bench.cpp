@@ -16,6 +16,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/core/runtime.h"
 #include "lpdt/exp/bench_stats.h"
+#include "lpdt/exp/image_bench_model.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/topology.h"
 #include "lpdt/metrics/byte_ledger.h"
@@ -63,12 +64,7 @@ std::vector<ThroughputResult> run_throughput_bench(
   const at::Device device = on_gpu ? at::Device(at::kCUDA) : at::Device(at::kCPU);
   if (on_gpu) at::globalContext().setBenchmarkCuDNN(true);  // static shapes: autotune once
   const RuntimeInfo runtime = configure_runtime(options.threads);
-  models::ModelOptions model_options;
-  model_options.arch = options.arch;
-  model_options.depth = options.depth;
-  model_options.in_channels = options.channels;
-  model_options.height = model_options.width = options.size;
-  model_options.norm = options.norm;
+  models::ModelOptions model_options = image_bench_model(options);
   model_options.quant.precision = precision;
   const auto model = models::make_model(model_options);
   char line[256];

@@ -12,6 +12,7 @@
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/bench_record.h"
+#include "lpdt/exp/image_bench_model.h"
 #include "lpdt/metrics/byte_ledger.h"
 #include "lpdt/models/model.h"
 
@@ -73,13 +74,7 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
   std::vector<CompressorSpec> specs;
   for (const std::string& spec : options.compressors) specs.push_back(parse_compressor(spec));
   for (const std::string& values_name : options.values) compress::parse_message_values(values_name);
-  models::ModelOptions model_options;
-  model_options.arch = options.arch;
-  model_options.depth = options.depth;
-  model_options.norm = options.norm;
-  model_options.in_channels = options.channels;
-  model_options.height = model_options.width = options.size;
-  const auto model = models::make_model(model_options);
+  const auto model = models::make_model(image_bench_model(options));
   const LayerLayout& layout = model->layout();
   std::vector<at::Tensor> rows;
   for (std::int64_t i = 0; i < options.nodes; ++i) {
