@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The CLI end to end: exit codes (0 ok, 2 usage/config error, 1 runtime error), messages that
-# name the problem, topo exports, and a tiny training run. Usage: cli_test.sh path/to/lpdt
+# name the problem, topo exports, and a tiny training run.
+# Usage: cli_test.sh path/to/lpdt [1|0: whether CMake found oneDNN for it; default 1]
 set -u
 lpdt="$1"
+onednn_built="${2:-1}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0
@@ -127,7 +129,17 @@ expect 0 "integer backend's float sums for the same layers" -- "$lpdt" bench --c
 # too), and the step's total; none of the results differ by more than float rounding.
 out=$("$lpdt" bench --conv-forms --depth 8 --channels 1 --size 8 --batch 2 --steps 1 --warmup 0 \
   --threads 1 --json "$work/conv-forms.json" 2>&1)
-if grep -q "one training step's convolutions: LibTorch .* the layer's forms" <<<"$out" &&
+if [ "$onednn_built" = 0 ]; then
+  # A build without oneDNN (the CUDA build's configuration) says so and times none.
+  if grep -q "primitives called directly: not timed, this build has no oneDNN" <<<"$out" &&
+    python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["direct_primitives_rows"] == []' \
+      "$work/conv-forms.json"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: bench --conv-forms without oneDNN: $out"
+  fi
+elif grep -q "one training step's convolutions: LibTorch .* the layer's forms" <<<"$out" &&
    grep -q "with Winograd where it was faster" <<<"$out" &&
    python3 - "$work/conv-forms.json" <<'PY'
 import json, sys

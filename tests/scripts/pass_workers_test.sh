@@ -4,10 +4,13 @@
 # as the run with one thread and its passes in turn, for float32 and for the 8-bit integer backend
 # (stochastic rounding included); the resolved count is recorded; a count the run cannot honour is
 # refused with the key's name.
-# Usage: pass_workers_test.sh path/to/lpdt path/to/checkpoint_equal
+# Usage: pass_workers_test.sh path/to/lpdt path/to/checkpoint_equal [1|0: whether CMake found
+# oneDNN, i.e. whether the integer backend is built; default 1]
 set -u
 lpdt="$1"
 equal="$2"
+precisions=(fp32 int8)
+[ "${3:-1}" = 0 ] && precisions=(fp32)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0
@@ -24,7 +27,7 @@ train() {  # train NAME ARGS...
   shift
   check "$name" "$lpdt" train --out "$work/$name" --set run.name="$name" "${tiny[@]}" "$@"
 }
-for precision in fp32 int8; do
+for precision in "${precisions[@]}"; do
   extra=()
   [ "$precision" = int8 ] && extra=(--set model.precision=int8 --set quant.backend=integer)
   train "${precision}_workers" --set run.threads=2 "${extra[@]}"

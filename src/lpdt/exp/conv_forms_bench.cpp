@@ -76,7 +76,13 @@ std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& o
               layer.stride, layer.padding, input_gradient}];
   }
   std::vector<DirectConvRow> rows;
-  if (shapes.empty() || !onednn_float_conv_built()) return rows;
+  if (shapes.empty()) return rows;
+  if (!onednn_float_conv_built()) {
+    progress(
+        "fp32 training-step convolutions through oneDNN's primitives called directly: not timed, "
+        "this build has no oneDNN (libdnnl-dev; README, 'CUDA build')");
+    return rows;
+  }
   progress(
       "fp32 training-step convolutions (forward, input and weight gradients): LibTorch's calls "
       "against oneDNN's primitives called directly (core/onednn_float_conv.h)");
