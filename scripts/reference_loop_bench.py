@@ -4,8 +4,9 @@
 The issues' speed targets are stated against the paper's official code ("3x its CPU throughput",
 "its 8-bit mode is 2.2x slower than its fp32 mode"). That code cannot run here as it is (CUDA,
 NCCL, torchvision downloads), so this script re-creates, from the reference spec
-(docs/reference-loop-bench.md lists the sections), what one of its training iterations computes
-and how it is laid out, and times it next to `lpdt bench` in the same run:
+(docs/benchmarks.md, "The official code's shape of work, re-created", lists the sections), what
+one of its training iterations computes and how it is laid out, and times it next to
+`lpdt bench` in the same run:
 
 - ResNet-20 for CIFAR-shaped inputs with EvoNorm-S0 (fp32) or the 8-bit model (QuantMeasure on
   every layer input, gradient bifurcation with two convolutions per layer, Range EvoNorm with
@@ -24,7 +25,11 @@ Two layouts:
   groups and a gossip thread; the same bytes move here).
 
 The data are one synthetic batch per node, reused every step: data loading is not timed, as in
-`lpdt bench`. Needs Debian's python3-torch (apt-get install python3-torch), the same LibTorch
+`lpdt bench`. By default the reference loop's processes get lpdt's allocator setting (glibc's
+mmap threshold and trim threshold at 1 GiB, core/runtime.h), so that the two programs differ in
+their work, not in page faults: on a machine where page faults are expensive, glibc's default
+slowed this loop 2.2-3.4x (docs/benchmarks.md, "The official code's shape of work",
+2026-11-28, later). `--reference-malloc glibc` keeps glibc's default, as the official code runs. Needs Debian's python3-torch (apt-get install python3-torch), the same LibTorch
 1.13 and oneDNN lpdt builds against.
 
     python3 scripts/reference_loop_bench.py --nodes 4 --precision fp32 --layout processes
@@ -328,9 +333,22 @@ def time_in_turn(args):
     return times
 
 
+def set_allocator(setting):
+    """lpdt's allocator setting (core/runtime.cpp) for this process, or glibc's default."""
+    if setting == "glibc":
+        return
+    import ctypes
+
+    m_trim_threshold, m_mmap_threshold, one_gib = -1, -3, 1 << 30
+    libc = ctypes.CDLL("libc.so.6")
+    if libc.mallopt(m_mmap_threshold, one_gib) != 1 or libc.mallopt(m_trim_threshold, one_gib) != 1:
+        fail("--reference-malloc lpdt: glibc's mallopt refused the 1 GiB thresholds")
+
+
 def process_main(rank, args, port, queue):
     import torch.distributed as dist
 
+    set_allocator(args.reference_malloc)
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=args.nodes)
@@ -446,6 +464,9 @@ def main():
                              "convolutions in bfloat16 (model.precision = bf16)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="alternating rounds of the reference loop and lpdt")
+    parser.add_argument("--reference-malloc", choices=["lpdt", "glibc"], default="lpdt",
+                        help="the reference loop's allocator: lpdt's setting (glibc's mmap and "
+                             "trim thresholds at 1 GiB, as lpdt sets them) or glibc's default")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.size != 32:
@@ -464,6 +485,7 @@ def main():
     if args.lpdt and not os.access(args.lpdt, os.X_OK):
         fail(f"--lpdt {args.lpdt}: not an executable file")
 
+    set_allocator(args.reference_malloc)
     rows = []
     for r in range(args.rounds):
         times = time_in_turn(args) if args.layout == "in-turn" else time_processes(args)
@@ -475,7 +497,8 @@ def main():
             row["lpdt_images_per_s"], row["lpdt_revision"] = lpdt_images_per_s(args, lpdt_precision)
             row["ratio"] = row["lpdt_images_per_s"] / row["reference_images_per_s"]
         rows.append(row)
-        line = (f"round {r + 1}: reference loop {args.precision} {args.layout}, {args.nodes} nodes: "
+        line = (f"round {r + 1}: reference loop {args.precision} {args.layout}, {args.nodes} nodes, "
+                f"{args.reference_malloc} malloc: "
                 f"{ms:.1f} ms/step, {row['reference_images_per_s']:.0f} img/s")
         if args.lpdt:
             mode = f"engine {args.lpdt_precision}" if args.precision == "fp32" else "int8-integer"

@@ -29,11 +29,16 @@ fail() { echo "FAIL: $*"; exit 1; }
   --lpdt "$lpdt" --lpdt-nodes 1 --json "$work/int8.json" > "$work/int8.txt"
 "$py" "$script" --nodes 2 --steps 1 --warmup 0 --precision fp32 --layout processes \
   --json "$work/processes.json" > "$work/processes.txt"
+"$py" "$script" --nodes 2 --steps 1 --warmup 0 --precision fp32 --layout processes \
+  --reference-malloc glibc --json "$work/glibc.json" > "$work/glibc.txt"
 "$py" - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
-for name, lpdt in (("fp32", True), ("bf16", True), ("int8", True), ("processes", False)):
+for name, lpdt in (("fp32", True), ("bf16", True), ("int8", True), ("processes", False),
+                   ("glibc", False)):
     result = json.load(open(f"{work}/{name}.json"))
+    # The reference loop's allocator: lpdt's setting unless glibc's default is asked for.
+    assert result["config"]["reference_malloc"] == ("glibc" if name == "glibc" else "lpdt"), name
     for key in ("date", "revision", "machine", "torch", "threads", "config"):
         assert key in result, f"{name}.json lacks {key}"
     (row,) = result["rounds"]
@@ -48,6 +53,8 @@ print("json ok")
 PY
 grep -q "reference loop int8 in-turn, 2 nodes" "$work/int8.txt" || fail "int8 line: $(cat "$work/int8.txt")"
 grep -q "lpdt engine bf16, 1 nodes" "$work/bf16.txt" || fail "bf16 line: $(cat "$work/bf16.txt")"
+grep -q "2 nodes, lpdt malloc:" "$work/fp32.txt" || fail "fp32 line: $(cat "$work/fp32.txt")"
+grep -q "2 nodes, glibc malloc:" "$work/glibc.txt" || fail "glibc line: $(cat "$work/glibc.txt")"
 
 expect_refused() {  # expect_refused MESSAGE ARGS...: exits non-zero and says MESSAGE
   local message="$1"
