@@ -19,6 +19,23 @@ void expect_close(const at::Tensor& actual, const at::Tensor& expected, const ch
   EXPECT_LT(error / scale, kFloatTolerance) << what << ": max error " << error << " of " << scale;
 }
 
+TEST(ShiftWeightCodes, EqualsCodesMinus128AsInt8) {
+  torch::manual_seed(3);
+  // Every code from 0 to 255 at least once, then random ones; a strided view as well.
+  const at::Tensor all = torch::arange(256, torch::kInt).to(at::kByte).view({2, 2, 4, 4, 4});
+  const at::Tensor random = torch::randint(0, 256, {3, 5, 7, 3, 3}, torch::kInt).to(at::kByte);
+  const at::Tensor strided = random.transpose(1, 2);
+  for (const at::Tensor& codes : {all, random, strided}) {
+    const at::Tensor expected = (codes.to(at::kInt) - 128).to(at::kChar);
+    const at::Tensor shifted = shift_weight_codes(codes);
+    ASSERT_EQ(shifted.scalar_type(), at::kChar);
+    ASSERT_EQ(shifted.sizes(), codes.sizes());
+    EXPECT_TRUE(shifted.is_contiguous());
+    EXPECT_TRUE(at::equal(shifted, expected));
+  }
+  EXPECT_THROW(shift_weight_codes(random.to(at::kChar)), std::exception);
+}
+
 TEST(Int8Gemm, MatchesTheReferenceLoops) {
   if (!have_int8_gemm()) GTEST_SKIP() << "built without oneDNN";
   torch::manual_seed(1);
