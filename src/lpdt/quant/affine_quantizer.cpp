@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "lpdt/core/cpu_dispatch.h"
+#include "lpdt/core/running_average.h"
 #include "lpdt/core/error.h"
+#include "lpdt/core/running_average.h"
 #include "lpdt/quant/affine_quantizer_cuda.h"
 #include "lpdt/quant/affine_quantizer_tensor_ops.h"
 
@@ -478,34 +480,10 @@ NodeRange sample_mean_range_updating(const at::Tensor& x, std::int64_t k,
   if (cuda::handles(x))
     return cuda::sample_mean_range_updating(x, k, running_min, running_max, momentum);
   NodeRange range = sample_mean_range(x, k);
-  at::Tensor lo = running_min, hi = running_max;  // handles to the same storage
-  if (!x.device().is_cpu()) {
-    lo.mul_(1.0 - momentum).add_(range.min.view(lo.sizes()), momentum);
-    hi.mul_(1.0 - momentum).add_(range.max.view(hi.sizes()), momentum);
-    return range;
-  }
-  // On the CPU the same arithmetic as those two operations (in float32: each running value times
-  // float(1 - momentum), then plus float(momentum) times the range), as a loop over the k values:
-  // the operations cost 12 operator calls and 4 small allocations per QuantMeasure (a scalar
-  // operand is converted to a tensor first), 40-odd times per ResNet-20 step.
-  LPDT_CHECK(lo.scalar_type() == at::kFloat && hi.scalar_type() == at::kFloat &&
-                 lo.numel() == k && hi.numel() == k && lo.device().is_cpu() &&
-                 hi.device().is_cpu(),
-             "sample_mean_range_updating: the running range must be k float32 CPU values");
-  const auto keep = static_cast<float>(1.0 - momentum), take = static_cast<float>(momentum);
-  const auto update = [&](at::Tensor& running, const at::Tensor& measured) {
-    // A [k] view with any stride (a column of [k, P] parameters) or a [k, 1, ...] buffer.
-    const at::Tensor flat = running.view({k});
-    float* r = flat.data_ptr<float>();
-    const std::int64_t stride = flat.stride(0);
-    const float* m = measured.data_ptr<float>();
-    for (std::int64_t i = 0; i < k; ++i) {
-      const float kept = r[i * stride] * keep;
-      r[i * stride] = kept + take * m[i];
-    }
-  };
-  update(lo, range.min);
-  update(hi, range.max);
+  // On the CPU in float32 with its own roundings: the same running range whatever the pass's
+  // node count (core/running_average.h).
+  move_running_average(running_min.view({k}), range.min, momentum);
+  move_running_average(running_max.view({k}), range.max, momentum);
   return range;
 }
 
