@@ -3,7 +3,6 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
-#include "lpdt/core/running_average.h"
 #include "lpdt/nn/quantized_params.h"
 #include "lpdt/nn/range_evonorm.h"
 #include "lpdt/quant/fake_quant_ops.h"
@@ -51,8 +50,8 @@ at::Tensor RangeBatchNorm::forward(const Context& ctx, const at::Tensor& x_in) c
                                                  range, k);
     torch::NoGradGuard no_grad;
     const double mom = quant_.range_momentum;
-    move_running_average(running_mean, mean.detach(), mom);
-    move_running_average(running_scale, scale.detach(), mom);
+    running_mean.mul_(1.0 - mom).add_(mean.detach().view({k, channels_}), mom);
+    running_scale.mul_(1.0 - mom).add_(scale.detach().view({k, channels_}), mom);
   } else {
     mean = running_mean.reshape({kc});
     scale = running_scale.reshape({kc});

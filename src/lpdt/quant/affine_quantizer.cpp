@@ -11,9 +11,7 @@
 #include <vector>
 
 #include "lpdt/core/cpu_dispatch.h"
-#include "lpdt/core/running_average.h"
 #include "lpdt/core/error.h"
-#include "lpdt/core/running_average.h"
 #include "lpdt/quant/affine_quantizer_cuda.h"
 #include "lpdt/quant/affine_quantizer_tensor_ops.h"
 
@@ -480,10 +478,9 @@ NodeRange sample_mean_range_updating(const at::Tensor& x, std::int64_t k,
   if (cuda::handles(x))
     return cuda::sample_mean_range_updating(x, k, running_min, running_max, momentum);
   NodeRange range = sample_mean_range(x, k);
-  // On the CPU in float32 with its own roundings: the same running range whatever the pass's
-  // node count (core/running_average.h).
-  move_running_average(running_min.view({k}), range.min, momentum);
-  move_running_average(running_max.view({k}), range.max, momentum);
+  at::Tensor lo = running_min, hi = running_max;  // handles to the same storage
+  lo.mul_(1.0 - momentum).add_(range.min.view(lo.sizes()), momentum);
+  hi.mul_(1.0 - momentum).add_(range.max.view(hi.sizes()), momentum);
   return range;
 }
 
