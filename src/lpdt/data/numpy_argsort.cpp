@@ -20,40 +20,33 @@ int msb(std::uint64_t n) {
 
 }  // namespace
 
+namespace {
+
+// Sifts `moving` down from position i of the heap a[1..n] (values v[a[.]], the larger child
+// first, equal values not moved past), and places it where it stops.
+void sift_down(const int64_t* v, int64_t* a, int64_t i, int64_t n, int64_t moving) {
+  for (int64_t j = i << 1; j <= n;) {
+    if (j < n && v[a[j]] < v[a[j + 1]]) j += 1;
+    if (!(v[moving] < v[a[j]])) break;
+    a[i] = a[j];
+    i = j;
+    j += j;
+  }
+  a[i] = moving;
+}
+
+}  // namespace
+
 // Heapsort on 1-based positions (numpy offsets the array by one so that the children of i are
 // 2i and 2i + 1): first heapify from n/2 down, then repeatedly move the root to the end.
 void numpy_aheapsort(const int64_t* v, int64_t* order, int64_t n) {
   int64_t* a = order - 1;  // a[1..n]
-  int64_t i, j, tmp;
-  for (int64_t l = n >> 1; l > 0; --l) {
-    tmp = a[l];
-    for (i = l, j = l << 1; j <= n;) {
-      if (j < n && v[a[j]] < v[a[j + 1]]) j += 1;
-      if (v[tmp] < v[a[j]]) {
-        a[i] = a[j];
-        i = j;
-        j += j;
-      } else {
-        break;
-      }
-    }
-    a[i] = tmp;
-  }
+  for (int64_t l = n >> 1; l > 0; --l) sift_down(v, a, l, n, a[l]);
   for (; n > 1;) {
-    tmp = a[n];
+    const int64_t moving = a[n];
     a[n] = a[1];
     n -= 1;
-    for (i = 1, j = 2; j <= n;) {
-      if (j < n && v[a[j]] < v[a[j + 1]]) j++;
-      if (v[tmp] < v[a[j]]) {
-        a[i] = a[j];
-        i = j;
-        j += j;
-      } else {
-        break;
-      }
-    }
-    a[i] = tmp;
+    sift_down(v, a, 1, n, moving);
   }
 }
 

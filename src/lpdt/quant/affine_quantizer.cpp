@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "lpdt/core/cpu_dispatch.h"
@@ -400,26 +401,42 @@ void check_input(const at::Tensor& x, const QuantizeRequest& request) {
 
 }  // namespace
 
-NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
-  RECORD_FUNCTION("lpdt::tensor_range", std::vector<c10::IValue>());
-  if (!x.device().is_cpu()) {
-    return cuda::handles(x) ? cuda::tensor_range(x, k) : tensor_ops::tensor_range(x, k);
-  }
+namespace {
+
+// Each node's range from its samples' extremes (CPU): combine(mins, maxs, samples) -> {lo, hi}
+// over one node's per-sample minima and maxima.
+template <typename Combine>
+NodeRange range_from_sample_extremes(const at::Tensor& x, std::int64_t k, Combine combine) {
   const at::Tensor xc = canonical_layout(x);
   const NodeView v = node_view(xc, k);
   std::vector<float> mins, maxs;
   sample_min_max(xc, v, mins, maxs);
   NodeRange range{at::empty({k}, at::kFloat), at::empty({k}, at::kFloat)};
   for (std::int64_t i = 0; i < k; ++i) {
-    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
-    for (std::int64_t s = 0; s < v.samples; ++s) {
-      lo = std::min(lo, mins[i * v.samples + s]);
-      hi = std::max(hi, maxs[i * v.samples + s]);
-    }
+    const auto [lo, hi] = combine(&mins[i * v.samples], &maxs[i * v.samples], v.samples);
     range.min.data_ptr<float>()[i] = lo;
     range.max.data_ptr<float>()[i] = hi;
   }
   return range;
+}
+
+}  // namespace
+
+NodeRange tensor_range(const at::Tensor& x, std::int64_t k) {
+  RECORD_FUNCTION("lpdt::tensor_range", std::vector<c10::IValue>());
+  if (!x.device().is_cpu()) {
+    return cuda::handles(x) ? cuda::tensor_range(x, k) : tensor_ops::tensor_range(x, k);
+  }
+  // The extremes over the node's samples.
+  return range_from_sample_extremes(x, k, [](const float* mins, const float* maxs,
+                                             std::int64_t samples) {
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    for (std::int64_t s = 0; s < samples; ++s) {
+      lo = std::min(lo, mins[s]);
+      hi = std::max(hi, maxs[s]);
+    }
+    return std::pair{lo, hi};
+  });
 }
 
 NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
@@ -427,21 +444,17 @@ NodeRange sample_mean_range(const at::Tensor& x, std::int64_t k) {
   if (!x.device().is_cpu()) {
     return cuda::handles(x) ? cuda::sample_mean_range(x, k) : tensor_ops::sample_mean_range(x, k);
   }
-  const at::Tensor xc = canonical_layout(x);
-  const NodeView v = node_view(xc, k);
-  std::vector<float> mins, maxs;
-  sample_min_max(xc, v, mins, maxs);
-  NodeRange range{at::empty({k}, at::kFloat), at::empty({k}, at::kFloat)};
-  for (std::int64_t i = 0; i < k; ++i) {
+  // The means of the node's samples' extremes, summed in double.
+  return range_from_sample_extremes(x, k, [](const float* mins, const float* maxs,
+                                             std::int64_t samples) {
     double lo = 0.0, hi = 0.0;
-    for (std::int64_t s = 0; s < v.samples; ++s) {
-      lo += mins[i * v.samples + s];
-      hi += maxs[i * v.samples + s];
+    for (std::int64_t s = 0; s < samples; ++s) {
+      lo += mins[s];
+      hi += maxs[s];
     }
-    range.min.data_ptr<float>()[i] = static_cast<float>(lo / static_cast<double>(v.samples));
-    range.max.data_ptr<float>()[i] = static_cast<float>(hi / static_cast<double>(v.samples));
-  }
-  return range;
+    return std::pair{static_cast<float>(lo / static_cast<double>(samples)),
+                     static_cast<float>(hi / static_cast<double>(samples))};
+  });
 }
 
 std::vector<at::Tensor> fake_quantize_each_nearest(const std::vector<at::Tensor>& tensors,
