@@ -32,11 +32,30 @@ TEST(ScalingBench, RowsAreConsistent) {
     EXPECT_NEAR(r.images_per_s, r.nodes * 4 / (r.step_ms / 1000.0), 1e-6 * r.images_per_s);
     EXPECT_GT(r.peak_rss_mib, 0.0);
     EXPECT_GE(r.page_faults_per_step, 0.0);
+    EXPECT_GE(r.warmup_page_faults_per_step, 0.0);
   }
   EXPECT_EQ(rows[0].nodes, 1);
   EXPECT_EQ(rows[1].nodes, 40);
   // 40 nodes hold 40 copies of the parameters, momentum and Choco's public copies.
   EXPECT_GT(rows[1].state_mib, rows[0].state_mib);
+}
+
+// The first steps touch the step's memory for the first time; their faults are counted apart
+// from the timed steps', and without warm-up steps there are none to count.
+TEST(ScalingBench, WarmUpFaultsAreCountedApart) {
+  ScalingBenchOptions o = tiny();
+  o.nodes = {40};
+  o.warmup_steps = 0;
+  const auto cold = run_scaling_bench(o, [](const std::string&) {});
+  ASSERT_EQ(cold.size(), 1u);
+  EXPECT_EQ(cold[0].warmup_page_faults_per_step, 0.0);
+  o.warmup_steps = 2;
+  std::vector<std::string> lines;
+  const auto warm = run_scaling_bench(o, [&](const std::string& l) { lines.push_back(l); });
+  ASSERT_EQ(warm.size(), 1u);
+  EXPECT_GE(warm[0].warmup_page_faults_per_step, 0.0);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[1].find("warm-up faults/step"), std::string::npos) << lines[1];
 }
 
 TEST(ScalingBench, BadOptionsAreConfigErrors) {

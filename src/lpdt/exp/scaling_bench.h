@@ -33,8 +33,9 @@ struct ScalingResult {
   double images_per_s = 0;
   double state_mib = 0;     // heap in use after the timed steps: parameters, buffers, data
   double peak_rss_mib = 0;  // the process's peak resident set so far
-  double page_faults_per_step = 0;
-  double heap_growth_per_step_kib = 0;  // ~0 when steps reuse their memory
+  double page_faults_per_step = 0;         // minor faults per timed step: the steady state
+  double heap_growth_per_step_kib = 0;     // ~0 when steps reuse their memory
+  double warmup_page_faults_per_step = 0;  // per warm-up step (first touches); 0 without warm-up
 };
 
 std::vector<ScalingResult> run_scaling_bench(
