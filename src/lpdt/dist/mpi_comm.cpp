@@ -1,5 +1,6 @@
 #include "lpdt/dist/mpi_comm.h"
 
+#include <algorithm>
 #include <sstream>
 #include <thread>
 
@@ -52,14 +53,24 @@ MPI_Request MpiComm::start_synchronous_send(std::span<const std::uint8_t> bytes,
 }
 
 std::vector<std::size_t> MpiComm::wait_or_abandon(std::vector<MPI_Request>& requests,
-                                                  Clock::time_point deadline) {
+                                                  const std::vector<int>& peers,
+                                                  PeerDeadline& deadline) {
   for (;;) {
     int done = 0;
     check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
                       MPI_STATUSES_IGNORE),
           "MPI_Testall");
     if (done) return {};
-    if (Clock::now() > deadline) break;
+    std::set<int> awaited;
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+      int complete = 0;
+      if (requests[r] != MPI_REQUEST_NULL) {
+        check(MPI_Request_get_status(requests[r], &complete, MPI_STATUS_IGNORE),
+              "MPI_Request_get_status");
+      }
+      if (requests[r] != MPI_REQUEST_NULL && !complete) awaited.insert(peers[r]);
+    }
+    if (deadline.expired(awaited)) break;
     poll_pause();
   }
   // MPI_Testall leaves every handle as it was unless all completed: test each one.
@@ -159,18 +170,12 @@ std::vector<std::uint8_t> MpiComm::receive(int source, int tag, const std::strin
 std::optional<std::vector<std::uint8_t>> MpiComm::receive_unless_dead(int source, int tag,
                                                                       const std::string& what,
                                                                       DeathNotices& notices) {
-  auto until = deadline();
-  bool extended = false;
+  PeerDeadline until(*this, notices);
   for (;;) {
-    if (auto bytes = try_receive(source, tag, until, what)) return std::move(*bytes);
+    if (auto bytes = try_receive(source, tag, until.until(), what)) return std::move(*bytes);
     notices.absorb();
     if (notices.dead(source)) return std::nullopt;
-    if (Clock::now() > until) {
-      if (!extended && notices.recent_death()) {
-        extended = true;
-        until = deadline();
-        continue;
-      }
+    if (until.expired({source})) {
       std::ostringstream msg;
       msg << "rank " << rank_ << " waited " << timeout_s_ << " s for " << what << " from rank "
           << source << " (run.receive_timeout_s): the peer died or stalled";
@@ -182,10 +187,36 @@ std::optional<std::vector<std::uint8_t>> MpiComm::receive_unless_dead(int source
 
 namespace {
 constexpr int kTagDeathNotice = 77;
+constexpr int kTagSignOfLife = 78;
 }
 
 DeathNotices::DeathNotices(MPI_Comm control, int rank, int size, double timeout_s)
-    : control_(control), rank_(rank), size_(size), timeout_s_(timeout_s) {}
+    : control_(control),
+      rank_(rank),
+      size_(size),
+      timeout_s_(timeout_s),
+      seen_alive_(static_cast<std::size_t>(size)) {}
+
+void DeathNotices::sign_of_life() {
+  const auto now = std::chrono::steady_clock::now();
+  if (std::chrono::duration<double>(now - signed_).count() < timeout_s_ / 4) return;
+  signed_ = now;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_ || dead_.count(r)) continue;
+    MPI_Request request = MPI_REQUEST_NULL;
+    MpiComm::check(MPI_Isend(&rank_, 1, MPI_INT, r, kTagSignOfLife, control_, &request),
+                   "MPI_Isend");
+    MPI_Request_free(&request);  // one int from a member: sent eagerly, nobody waits for it
+  }
+}
+
+bool DeathNotices::seen_alive_recently(int rank) const {
+  if (rank < 0 || rank >= size_) return false;
+  const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                     seen_alive_[static_cast<std::size_t>(rank)])
+                           .count();
+  return since < timeout_s_ / 2;
+}
 
 bool DeathNotices::declare(int dead_rank) {
   if (!dead_.insert(dead_rank).second) return false;
@@ -202,6 +233,19 @@ bool DeathNotices::declare(int dead_rank) {
 }
 
 bool DeathNotices::absorb() {
+  for (;;) {
+    int found = 0;
+    MPI_Message message;
+    MPI_Status status;
+    MpiComm::check(MPI_Improbe(MPI_ANY_SOURCE, kTagSignOfLife, control_, &found, &message, &status),
+                   "MPI_Improbe");
+    if (!found) break;
+    int alive = -1;
+    MpiComm::check(MPI_Mrecv(&alive, 1, MPI_INT, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    if (status.MPI_SOURCE >= 0 && status.MPI_SOURCE < size_) {
+      seen_alive_[static_cast<std::size_t>(status.MPI_SOURCE)] = std::chrono::steady_clock::now();
+    }
+  }
   bool news = false;
   for (;;) {
     int found = 0;
@@ -217,6 +261,28 @@ bool DeathNotices::absorb() {
       news = true;
     }
   }
+}
+
+PeerDeadline::PeerDeadline(const MpiComm& comm, DeathNotices& notices)
+    : comm_(comm), notices_(notices), until_(comm.deadline()) {}
+
+bool PeerDeadline::expired(const std::set<int>& awaited) {
+  notices_.sign_of_life();
+  notices_.absorb();
+  // Peers known dead (a notice) are not waited for any more.
+  if (std::all_of(awaited.begin(), awaited.end(), [&](int r) { return notices_.dead(r); })) {
+    return true;
+  }
+  if (MpiComm::Clock::now() <= until_) return false;
+  if (extensions_ == kMaxExtensions) return true;
+  const bool awaited_alive = std::any_of(awaited.begin(), awaited.end(), [&](int r) {
+    return !notices_.dead(r) && notices_.seen_alive_recently(r);
+  });
+  const bool after_a_death = extensions_ == 0 && notices_.recent_death();
+  if (!awaited_alive && !after_a_death) return true;
+  ++extensions_;
+  until_ = comm_.deadline();
+  return false;
 }
 
 bool DeathNotices::recent_death() const {

@@ -93,8 +93,7 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
 
   // Decode each payload as it arrives.
   const auto wait_start = MpiComm::Clock::now();
-  auto deadline = comm_->deadline();
-  bool extended = false;
+  PeerDeadline deadline(*comm_, *notices_);
   comm::Expectations expect;
   expect.algorithm = algo::wire_algorithm(algorithm);
   expect.round = static_cast<std::uint64_t>(round);
@@ -126,22 +125,22 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
       --pending;
     }
     if (completed == 0) {
-      // Senders another rank found dead: stop waiting for them.
-      if (notices_->absorb()) {
-        for (std::size_t s = 0; s < senders.size(); ++s) {
-          if (receives[s] != MPI_REQUEST_NULL && rank_dead(senders[s])) {
-            MPI_Cancel(&receives[s]);
-            MPI_Wait(&receives[s], MPI_STATUS_IGNORE);
-            --pending;
-          }
+      // Senders another rank found dead (a notice taken here, or by the deadline below): stop
+      // waiting for them.
+      notices_->absorb();
+      for (std::size_t s = 0; s < senders.size(); ++s) {
+        if (receives[s] != MPI_REQUEST_NULL && rank_dead(senders[s])) {
+          MPI_Cancel(&receives[s]);
+          MPI_Wait(&receives[s], MPI_STATUS_IGNORE);
+          --pending;
         }
       }
-      if (MpiComm::Clock::now() > deadline) {
-        // A peer that is late because it waited out a recent death gets one more deadline.
-        if (extended || !notices_->recent_death()) break;
-        extended = true;
-        deadline = comm_->deadline();
+      // A peer late because it waited out a death gets one more deadline (PeerDeadline).
+      std::set<int> awaited;
+      for (std::size_t s = 0; s < senders.size(); ++s) {
+        if (receives[s] != MPI_REQUEST_NULL) awaited.insert(owner_rank(senders[s], ranks, n));
       }
+      if (deadline.expired(awaited)) break;
       poll_pause();
     }
   }
@@ -154,7 +153,8 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
     newly_dead.insert(owner_rank(senders[s], ranks, n));
   }
   // Sends not taken before the deadline: their receivers' ranks are dead.
-  const std::vector<std::size_t> abandoned = comm_->wait_or_abandon(sends, deadline);
+  const std::vector<std::size_t> abandoned =
+      comm_->wait_or_abandon(sends, send_destinations, deadline);
   for (const std::size_t a : abandoned) newly_dead.insert(send_destinations[a]);
   if (!abandoned.empty()) abandoned_payloads_.push_back(std::move(payloads));
   algo::ExchangedRound heard{messages_, weights_, received_bytes, {}};
