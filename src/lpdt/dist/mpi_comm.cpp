@@ -232,35 +232,41 @@ bool DeathNotices::declare(int dead_rank) {
   return true;
 }
 
-bool DeathNotices::absorb() {
+namespace {
+
+// Receives every one-int message with `tag` that has arrived on `comm`, handing each to
+// take(source rank, value).
+template <typename Take>
+void receive_arrived_ints(MPI_Comm comm, int tag, Take take) {
   for (;;) {
     int found = 0;
     MPI_Message message;
     MPI_Status status;
-    MpiComm::check(MPI_Improbe(MPI_ANY_SOURCE, kTagSignOfLife, control_, &found, &message, &status),
+    MpiComm::check(MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &found, &message, &status),
                    "MPI_Improbe");
-    if (!found) break;
-    int alive = -1;
-    MpiComm::check(MPI_Mrecv(&alive, 1, MPI_INT, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
-    if (status.MPI_SOURCE >= 0 && status.MPI_SOURCE < size_) {
-      seen_alive_[static_cast<std::size_t>(status.MPI_SOURCE)] = std::chrono::steady_clock::now();
-    }
+    if (!found) return;
+    int value = -1;
+    MpiComm::check(MPI_Mrecv(&value, 1, MPI_INT, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    take(status.MPI_SOURCE, value);
   }
+}
+
+}  // namespace
+
+bool DeathNotices::absorb() {
+  const auto now = std::chrono::steady_clock::now();
+  receive_arrived_ints(control_, kTagSignOfLife, [&](int source, int) {
+    if (source >= 0 && source < size_) seen_alive_[static_cast<std::size_t>(source)] = now;
+  });
   bool news = false;
-  for (;;) {
-    int found = 0;
-    MPI_Message message;
-    MPI_Status status;
-    MpiComm::check(MPI_Improbe(MPI_ANY_SOURCE, kTagDeathNotice, control_, &found, &message, &status),
-                   "MPI_Improbe");
-    if (!found) return news;
-    int dead_rank = -1;
-    MpiComm::check(MPI_Mrecv(&dead_rank, 1, MPI_INT, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
-    if (dead_rank >= 0 && dead_rank < size_ && dead_rank != rank_ && dead_.insert(dead_rank).second) {
-      last_death_ = std::chrono::steady_clock::now();
+  receive_arrived_ints(control_, kTagDeathNotice, [&](int, int dead_rank) {
+    if (dead_rank >= 0 && dead_rank < size_ && dead_rank != rank_ &&
+        dead_.insert(dead_rank).second) {
+      last_death_ = now;
       news = true;
     }
-  }
+  });
+  return news;
 }
 
 PeerDeadline::PeerDeadline(const MpiComm& comm, DeathNotices& notices)
