@@ -405,6 +405,61 @@ INSTANTIATE_TEST_SUITE_P(Checkpoint, ResumeCase, ::testing::Values(false, true),
                            return info.param ? std::string("WithFaults") : std::string("Plain");
                          });
 
+// A rank of a multi-process run that dies for real (no fault injected) leaves a checkpoint that
+// lists its nodes dead with no faults configured. Resumed in-process (or on one rank), those
+// nodes stay dead: the run continues exactly as the uninterrupted one in which they died. Here
+// the real death is the injected one's checkpoint with the injection taken out of its config.
+TEST(Train, NodesDeadAtTheCheckpointStayDeadWithoutInjectedFaults) {
+  const fs::path out = fresh_dir("resume-dead");
+  const auto quiet = [](const std::string&) {};
+  const auto make = [&](int epochs, bool inject) {
+    ExperimentConfig config = stateful_run(out, epochs);
+    config.graph.topology = GraphConfig::Topology::kExponential;
+    if (inject) {
+      config.faults.kill_nodes = {3};
+      config.faults.kill_step = 4;
+    }
+    return config;
+  };
+  const TrainResult full = train(make(2, true), quiet);
+  const TrainResult part = train(make(1, true), quiet);
+  const fs::path file = part.run_dir / kCheckpointFile;
+  TrainingState state = read_checkpoint(file);
+  ASSERT_EQ(state.fault_counts.at("dead_nodes").size(), 1u);
+  state.config = to_json(make(1, false));
+  write_checkpoint(file, state);
+
+  TrainOptions resume;
+  resume.resume_dir = part.run_dir;
+  std::vector<std::string> lines;
+  const TrainResult resumed =
+      train(make(2, false), [&](const std::string& line) { lines.push_back(line); }, resume);
+  ASSERT_EQ(resumed.epochs.size(), 2u);
+  EXPECT_EQ(resumed.final_evaluation.node_accuracy.size(), 3u) << "node 3 came back to life";
+  EXPECT_EQ(resumed.final_evaluation.node_accuracy, full.final_evaluation.node_accuracy);
+  EXPECT_EQ(resumed.final_evaluation.average_model_accuracy,
+            full.final_evaluation.average_model_accuracy);
+  EXPECT_EQ(resumed.epochs[1].train_loss, full.epochs[1].train_loss);
+  EXPECT_EQ(resumed.epochs[1].evaluation.consensus_distance,
+            full.epochs[1].evaluation.consensus_distance);
+  // The survivors' whole state, bit for bit.
+  const TrainingState a = read_checkpoint(full.run_dir / kCheckpointFile);
+  const TrainingState b = read_checkpoint(resumed.run_dir / kCheckpointFile);
+  const auto survivors = [](const at::Tensor& t) { return t.narrow(0, 0, 3); };
+  EXPECT_TRUE(torch::equal(survivors(a.params), survivors(b.params)));
+  for (const auto& [name, tensor] : a.optimizer) {
+    if (tensor.dim() > 0 && tensor.size(0) == 4) {
+      EXPECT_TRUE(torch::equal(survivors(tensor), survivors(b.optimizer.at(name)))) << name;
+    }
+  }
+  std::ifstream in(resumed.run_dir / "summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(in);
+  EXPECT_TRUE(summary.at("final").at("node_accuracy")[3].is_null());
+  ASSERT_EQ(summary.at("faults").at("dead_nodes").size(), 1u);
+  EXPECT_EQ(summary.at("faults").at("dead_nodes")[0].at("node").get<int>(), 3);
+  fs::remove_all(out);
+}
+
 // Stopped after its last epoch's checkpoint but before summary.json (here: during the reference
 // protocol's gossip-only rounds): --resume finishes it with the uninterrupted run's final figures.
 // A finished run (summary.json) is not resumed again.

@@ -823,13 +823,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   algo::DecentralizedOptimizer optimizer(algorithm_options(config, hosted.first), model->layout(),
                                          device, cluster.make_exchange(hosted, model->layout()));
   optimizer.set_trainable(model->trainable_mask());
-  if (config.faults.any() || cluster.size() > 1) {
-    // The simulator (and a one-rank job) kills nodes as the plan says; the ranks of a
-    // multi-process job detect their dead peers by deadline (also when no fault is injected).
-    optimizer.set_faults(std::make_unique<algo::LinkFaults>(
+  // The simulator (and a one-rank job) kills nodes as the plan says; the ranks of a
+  // multi-process job detect their dead peers by deadline (also when no fault is injected).
+  const auto make_link_faults = [&] {
+    return std::make_unique<algo::LinkFaults>(
         algo::FaultPlan(fault_options(config)), hosted,
-        config.algo.name == AlgoConfig::Name::kChoco, /*kills_from_plan=*/cluster.size() == 1));
-  }
+        config.algo.name == AlgoConfig::Name::kChoco, /*kills_from_plan=*/cluster.size() == 1);
+  };
+  if (config.faults.any() || cluster.size() > 1) optimizer.set_faults(make_link_faults());
   // Under mpirun, the rank whose nodes faults.kill_nodes names dies at faults.kill_step.
   const bool killed_rank =
       cluster.size() > 1 && !config.faults.kill_nodes.empty() &&
@@ -950,6 +951,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
         throw UserError("checkpoint '" + file.string() + "' does not hold this run's optimizer " +
                         "state (" + e.what() + "); resume from an intact copy or start the run "
                         "again");
+      }
+      // A checkpoint written under mpirun after a rank died for real (no fault injected) lists
+      // dead nodes, whose rows it holds as zeros: they stay dead in any resumed run, in-process
+      // and one-rank ones included, which otherwise would have no fault bookkeeping at all.
+      if (optimizer.faults() == nullptr && !resumed->fault_counts.is_null() &&
+          !fault_counts_from_json(resumed->fault_counts).dead_nodes.empty()) {
+        optimizer.set_faults(make_link_faults());
       }
       if (optimizer.faults() != nullptr && resumed->optimizer.count("fault_held_meta")) {
         const_cast<algo::LinkFaults*>(optimizer.faults())->restore_held(resumed->optimizer);

@@ -23,7 +23,17 @@ void compare_tensors(const std::string& what, const at::Tensor& a, const at::Ten
     differ(what + " (shape or dtype)");
   } else if (!at::equal(a, b)) {
     const double gap = (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-    differ(what + " (max |a - b| = " + std::to_string(gap) + ")");
+    // Which rows (nodes, in the simulator's layout) differ: a node-local difference (a dead
+    // node's rows) reads apart from a global one.
+    std::string rows;
+    if (a.dim() >= 1 && a.size(0) > 1) {
+      const at::Tensor same = at::eq(a, b).reshape({a.size(0), -1}).all(1);
+      for (std::int64_t r = 0; r < a.size(0); ++r) {
+        if (!same[r].item<bool>()) rows += (rows.empty() ? "" : ", ") + std::to_string(r);
+      }
+      rows = ", rows " + rows;
+    }
+    differ(what + " (max |a - b| = " + std::to_string(gap) + rows + ")");
   }
 }
 
