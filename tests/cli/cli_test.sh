@@ -305,6 +305,8 @@ expect 2 "victim.txt: the file exists and is not an earlier lpdt topo \-\-dot gr
 expect 0 "^precious$" -- cat "$work/victim.txt"
 expect 2 "\-\-json: got an empty name" -- "$lpdt" topo --json ""
 expect 2 "\-\-out: got an empty name" -- "$lpdt" train --out ""
+expect 2 "\-\-resume: got an empty name" -- "$lpdt" train --resume ""
+expect 2 "\-\-config: got an empty name" -- "$lpdt" train -c "" --print-config
 expect 0 "\[optim\]" -- "$lpdt" train --print-config
 expect 0 "done: average-model accuracy" -- "$lpdt" train --out "$work/runs" \
   --set data.dataset=synthetic --set data.synthetic_samples_per_class=32 --set data.synthetic_size=12 \

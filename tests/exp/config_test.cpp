@@ -820,6 +820,40 @@ TEST(ExperimentConfigErrorTest, AdamEpsIsANormalFloat32) {
   }
 }
 
+// The rates the step applies in float32: an lr that is 0 there (below float32's normal range)
+// would train nothing; Adam's first step lr / (1 - beta1) and AdamW's lr wd must be float32
+// numbers, or LibTorch stops the run naming no key.
+TEST(ExperimentConfigErrorTest, RatesMustBeFloat32NumbersInTheStep) {
+  const auto error_of = [](std::vector<std::string> sets) {
+    return config_error_of([&] { load_experiment_config(std::nullopt, sets); });
+  };
+  EXPECT_NO_THROW(load_experiment_config(std::nullopt, {"optim.lr=1e-30"}));
+  EXPECT_THAT(error_of({"optim.lr=1e-46"}),
+              HasSubstr("optim.lr = 1e-46 is below float32's smallest normal number"));
+  EXPECT_NO_THROW(load_experiment_config(std::nullopt, {"optim.optimizer=adam", "optim.lr=3e37"}));
+  EXPECT_THAT(error_of({"optim.optimizer=adam", "optim.lr=1e38"}),
+              HasSubstr("optim.lr / (1 - optim.beta1) = 1e+38 / (1 - 0.9) is larger than"));
+  EXPECT_THAT(error_of({"optim.optimizer=adamw", "optim.lr=1e34", "optim.beta1=0.99999"}),
+              HasSubstr("optim.lr / (1 - optim.beta1)"));
+  EXPECT_THAT(error_of({"optim.optimizer=adamw", "optim.lr=1e30", "optim.weight_decay=1e10"}),
+              HasSubstr("optim.lr * optim.weight_decay = 1e+30 * 1e+10 is larger than"));
+  // SGD's rates are applied one at a time: only each alone is checked.
+  EXPECT_NO_THROW(load_experiment_config(std::nullopt, {"optim.lr=1e38"}));
+}
+
+// Layer counts far beyond any model would build blocks until the memory runs out: refused.
+TEST(ExperimentConfigErrorTest, LayerCountsHaveAnUpperLimit) {
+  EXPECT_NO_THROW(load_experiment_config(std::nullopt, {"model.depth=1202"}));
+  EXPECT_THAT(config_error_of([] {
+                load_experiment_config(std::nullopt, {"model.depth=2000000000"});
+              }),
+              HasSubstr("'model.depth' = 2000000000 is out of range: expected an int in [1, 1202]"));
+  EXPECT_THAT(config_error_of([] {
+                load_experiment_config(std::nullopt, {"model.transformer_layers=257"});
+              }),
+              HasSubstr("expected an int in [1, 256]"));
+}
+
 // A string key takes a bare word as it is, and a quoted TOML string as its contents; a quote that
 // does not close, a list or a table is a mistake, not a name.
 TEST(ExperimentConfigErrorTest, StringKeysRefuseMalformedQuotesListsAndTables) {

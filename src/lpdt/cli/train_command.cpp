@@ -83,12 +83,16 @@ void add_train_command(CLI::App& app) {
       "Train on n simulated nodes. With no arguments: the quickstart (Fashion-MNIST, 8 nodes on a "
       "directed ring, skewed non-IID data, Choco-SGD).");
   // The config file and the run folder are checked once the command runs, not as it is parsed:
-  // under mpirun a rank whose host lacks them still joins the job and rank 0 reports it.
+  // under mpirun a rank whose host lacks them still joins the job and rank 0 reports it. An
+  // empty name is refused at once (every rank alike): it would read as the option not given,
+  // and start the quickstart instead of the file or run meant.
   auto* config_option =
-      cmd->add_option("-c,--config", args->config_path, "Experiment TOML file (see configs/)");
+      cmd->add_option("-c,--config", args->config_path, "Experiment TOML file (see configs/)")
+          ->check(non_empty_path());
   cmd->add_option("--resume", args->resume_dir,
                   "Continue the run in this run folder from its checkpoint (its config.toml; "
                   "--set run.epochs=N to train longer)")
+      ->check(non_empty_path())
       ->excludes(config_option);
   cmd->add_option("-s,--set", args->overrides,
                   "Override a key: --set section.key=value (repeatable), e.g. --set optim.lr=0.05");

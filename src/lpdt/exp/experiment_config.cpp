@@ -9,6 +9,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/graph/builders.h"
 #include "lpdt/graph/factory.h"
+#include "lpdt/models/model.h"
 
 namespace lpdt {
 namespace {
@@ -325,9 +326,10 @@ void add_keys(ConfigSchema& s) {
   s.add_string("model.arch", name_of(d.model.arch), "Network architecture.")
       .one_of(choices<ModelConfig::Arch>());
   s.add_int("model.depth", d.model.depth,
-            "ResNet depth 6n+2 (n blocks per stage): 20, 32, 44, 56, 110; 54 = the paper's "
-            "ResNet-54 (n = 8).")
-      .at_least(1);
+            "ResNet depth 6n+2 (n blocks per stage): 20, 32, 44, 56, 110, up to 1202 (He et "
+            "al.'s deepest); 54 = the paper's ResNet-54 (n = 8).")
+      .at_least(1)
+      .at_most(models::kDeepestCifarResNet);
   s.add_string("model.norm", name_of(d.model.norm),
                "Normalisation layers of the ResNets, MobileNetV2 and VGG-11 (LeNet-5 and the MLP "
                "have none, the transformers LayerNorm: for them it changes nothing, and the run "
@@ -345,7 +347,8 @@ void add_keys(ConfigSchema& s) {
       .at_least(1);
   s.add_int("model.transformer_layers", d.model.transformer_layers,
             "arch transformer: encoder layers (distilbert: 6).")
-      .at_least(1);
+      .at_least(1)
+      .at_most(models::kMostTransformerLayers);
   s.add_int("model.transformer_heads", d.model.transformer_heads,
             "arch transformer: attention heads, dividing the hidden size (distilbert: 12).")
       .at_least(1);
@@ -567,6 +570,40 @@ void add_checks(ConfigSchema& s) {
                    return std::nullopt;
                  }});
   }
+  // A positive lr below float32's smallest normal number is 0 or a denormal in the step: the
+  // model would never move (1e-46 rounds to 0), silently.
+  s.add_check({{"optim.lr"}, [](const Config& c) -> Problem {
+                 const double lr = c.get_float("optim.lr");
+                 if (lr < static_cast<double>(std::numeric_limits<float>::min())) {
+                   return "optim.lr = " + (std::ostringstream() << lr).str() +
+                          " is below float32's smallest normal number (1.2e-38), in which the "
+                          "step computes: the model would not move; expected a rate such as 0.1";
+                 }
+                 return std::nullopt;
+               }});
+  // Adam's first step moves by lr / (1 - beta1) (bias correction, 1 - beta1^t at t = 1) and
+  // AdamW's decay multiplies by 1 - lr wd, both float32 scalars of the step: each must be a
+  // float32 number, or LibTorch stops the run naming no key.
+  s.add_check({{"optim.optimizer", "optim.lr", "optim.beta1", "optim.weight_decay"},
+               [](const Config& c) -> Problem {
+                 const std::string& optimizer = c.get_string("optim.optimizer");
+                 if (optimizer == "sgd") return std::nullopt;
+                 const double lr = c.get_float("optim.lr");
+                 const double beta1 = c.get_float("optim.beta1");
+                 const double wd = c.get_float("optim.weight_decay");
+                 const auto text = [](double v) { return (std::ostringstream() << v).str(); };
+                 if (lr / (1.0 - beta1) > kLargestFloat32) {
+                   return "optim.lr / (1 - optim.beta1) = " + text(lr) + " / (1 - " +
+                          text(beta1) + ") is larger than float32's largest number (3.4e38): "
+                          "Adam's first step moves by it; lower optim.lr or optim.beta1";
+                 }
+                 if (optimizer == "adamw" && lr * wd > kLargestFloat32) {
+                   return "optim.lr * optim.weight_decay = " + text(lr) + " * " + text(wd) +
+                          " is larger than float32's largest number (3.4e38): AdamW's decay "
+                          "multiplies by 1 - lr wd; lower either";
+                 }
+                 return std::nullopt;
+               }});
   // Adam's eps is added in float32 as well: above float32's largest number it becomes inf and
   // every update m / (sqrt(v) + eps) zero (the model never moves); below its smallest positive
   // normal number it is flushed or lost, and no longer keeps the quotient finite.

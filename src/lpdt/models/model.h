@@ -28,6 +28,12 @@ struct TransformerOptions {
   static TransformerOptions distilbert_base();
 };
 
+// Layer counts beyond these are typos, not models (a depth of 2e9 would build blocks until the
+// memory ran out, printing nothing): the deepest CIFAR ResNet of He et al. (2016) is
+// ResNet-1202, and the largest transformers have about a hundred layers.
+inline constexpr std::int64_t kDeepestCifarResNet = 1202;
+inline constexpr std::int64_t kMostTransformerLayers = 256;
+
 struct ModelOptions {
   // resnet (CIFAR, 6n+2) | resnet18 | resnet34 (ImageNet style) | mobilenetv2 | vgg11 | lenet5 |
   // mlp

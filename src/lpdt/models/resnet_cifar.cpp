@@ -15,6 +15,11 @@ ResNetCifar::ResNetCifar(const ModelOptions& options) {
                       " is not a CIFAR ResNet depth: expected 6n+2, e.g. 20, 32, 44, 54 (the "
                       "paper's ResNet-54), 56, 110");
   }
+  if (options.depth > kDeepestCifarResNet) {
+    throw ConfigError("model.depth = " + std::to_string(options.depth) +
+                      " is deeper than any CIFAR ResNet: expected at most " +
+                      std::to_string(kDeepestCifarResNet) + " (He et al.'s ResNet-1202)");
+  }
   const std::int64_t n = (options.depth - 2) / 6;
   name_ = "resnet" + std::to_string(options.depth);
   const nn::LayerFactory make(registry_, nn::parse_norm_kind(options.norm), options.groups,

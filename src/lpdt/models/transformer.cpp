@@ -30,6 +30,10 @@ TransformerClassifier::TransformerClassifier(const ModelOptions& options)
   positive(t.vocab_size, "transformer vocabulary size");
   positive(t.hidden, "transformer_hidden");
   positive(t.layers, "transformer_layers");
+  if (t.layers > kMostTransformerLayers) {
+    throw ConfigError("model.transformer_layers = " + std::to_string(t.layers) +
+                      ": expected at most " + std::to_string(kMostTransformerLayers));
+  }
   positive(t.heads, "transformer_heads");
   positive(t.ffn_hidden, "transformer_ffn");
   positive(options.num_classes, "num_classes");
