@@ -261,6 +261,42 @@ TEST(Sweep, TablesHoldTheMeanAndSpreadOverSeeds) {
   }
 }
 
+// The tables go into out_dir: a file of that name that is not a sweep's table (or a folder) is
+// refused before anything trains, and left as it was; a sweep's own tables are replaced.
+TEST(Sweep, TablesDoNotReplaceOtherFiles) {
+  const fs::path dir = fresh_dir("foreign-table");
+  const SweepSpec spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 1)));
+  fs::create_directories(spec.out_dir);
+  const fs::path table = spec.out_dir / "table-average_model_accuracy.md";
+  write(table, "my notes\n");
+  const auto quiet = [](const std::string&) {};
+  for (const bool tables_only : {false, true}) {
+    try {
+      if (tables_only) {
+        write_sweep_tables(spec);
+      } else {
+        run_sweep(spec, quiet);
+      }
+      FAIL() << "a foreign file was replaced";
+    } catch (const ConfigError& e) {
+      EXPECT_THAT(e.what(), AllOf(HasSubstr(table.string()),
+                                  HasSubstr("exists and is not a table of a sweep")));
+    }
+  }
+  std::ifstream in(table);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "my notes\n");
+  EXPECT_FALSE(fs::exists(spec.out_dir / "runs"));  // nothing trained
+  // A folder of that name is refused alike; the sweep's own tables are written over.
+  fs::remove(table);
+  fs::create_directories(spec.out_dir / "table-average_model_accuracy.csv");
+  EXPECT_THROW(write_sweep_tables(spec), ConfigError);
+  fs::remove(spec.out_dir / "table-average_model_accuracy.csv");
+  const auto written = write_sweep_tables(spec);
+  ASSERT_FALSE(written.empty());
+  EXPECT_NO_THROW(write_sweep_tables(spec));
+  fs::remove_all(dir);
+}
+
 // A real sweep: 4 points x 2 seeds of 1 epoch; run again, everything is skipped; an interrupted
 // run (checkpoint, no summary) is resumed; run.epochs raised extends every run.
 TEST(Sweep, RunsSkipsResumesAndExtends) {

@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/file_text.h"
 #include "lpdt/core/json_error_text.h"
 #include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/experiment_config.h"
@@ -609,10 +610,10 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
   // Another sweep (or a `train --resume`) is training it: neither resume it nor start it anew.
   if (run_folder_in_use(dir)) return {SweepRunState::Kind::kInUse, dir};
   if (fs::exists(dir / kDivergedFile)) {
-    std::ifstream in(dir / kDivergedFile);
+    const std::optional<std::string> text = read_file_text(dir / kDivergedFile);
     nlohmann::json record;
     try {
-      record = nlohmann::json::parse(in);
+      record = nlohmann::json::parse(text.value_or(""));
     } catch (const nlohmann::json::parse_error& e) {
       throw UserError("'" + (dir / kDivergedFile).string() + "' is not valid JSON (" +
                       json_error_text(e) + ")");
@@ -663,6 +664,8 @@ SweepShard parse_sweep_shard(const std::string& text) {
 SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run,
                        bool progress_bar, const SweepShard& shard) {
   SweepOutcome outcome;
+  // A file in the way of the tables is found now, not after hours of training.
+  check_sweep_tables_replaceable(spec);
   const std::vector<SweepPoint> points = expand_sweep(spec);
   std::vector<SweepRunState> states;
   std::size_t left = 0;  // runs to train or resume
@@ -923,7 +926,55 @@ std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table) {
   return out.str();
 }
 
+namespace {
+
+// The table files write_sweep_tables writes: table-<metric>.md / .csv for every metric, and
+// epochs-<metric>.md / .csv for those epochs.csv records.
+std::vector<fs::path> sweep_table_files(const SweepSpec& spec) {
+  std::vector<fs::path> files;
+  for (const std::string& metric : spec.metrics) {
+    for (const char* prefix : {"table-", "epochs-"}) {
+      if (std::string(prefix) == "epochs-" && epochs_csv_column(metric).empty()) continue;
+      files.push_back(spec.out_dir / (prefix + metric + ".md"));
+      files.push_back(spec.out_dir / (prefix + metric + ".csv"));
+    }
+  }
+  return files;
+}
+
+// Whether `file` is a table of this program's own (sweep_table_markdown / sweep_table_csv), by
+// its first line: markdown opens with "**<metric>** (mean ± sample standard deviation", CSV's
+// header ends with "metric,mean,spread,n,diverged".
+bool is_sweep_table(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::string first;
+  std::getline(in, first);
+  if (file.extension() == ".md") {
+    return first.rfind("**", 0) == 0 &&
+           first.find("** (mean ± sample standard deviation over seeds") != std::string::npos;
+  }
+  const std::string header = "metric,mean,spread,n,diverged";
+  return first.size() >= header.size() &&
+         first.compare(first.size() - header.size(), header.size(), header) == 0;
+}
+
+}  // namespace
+
+void check_sweep_tables_replaceable(const SweepSpec& spec) {
+  for (const fs::path& file : sweep_table_files(spec)) {
+    std::error_code ec;
+    if (!fs::exists(file, ec)) continue;
+    if (!fs::is_regular_file(file, ec) || !is_sweep_table(file)) {
+      throw ConfigError("sweep out_dir " + spec.out_dir.string() + ": '" + file.string() +
+                        "' exists and is not a table of a sweep, and the sweep writes its "
+                        "table there, which would destroy it: set out_dir to a folder of its "
+                        "own, or move the file away first");
+    }
+  }
+}
+
 std::vector<fs::path> write_sweep_tables(const SweepSpec& spec) {
+  check_sweep_tables_replaceable(spec);
   fs::create_directories(spec.out_dir);
   std::vector<fs::path> written;
   const auto write_all = [&](const std::string& prefix, const std::vector<SweepTable>& tables) {

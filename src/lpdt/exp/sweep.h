@@ -139,8 +139,12 @@ std::vector<SweepTable> aggregate_sweep_by_epoch(const SweepSpec& spec);
 // column values, mean, spread, n, diverged).
 std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table);
 std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table);
+// ConfigError when a table file the sweep would write in spec.out_dir exists and is not a
+// sweep's table (a folder, or another file that writing would destroy). run_sweep checks it
+// before training anything.
+void check_sweep_tables_replaceable(const SweepSpec& spec);
 // Writes table-<metric>.md / .csv for every metric, and epochs-<metric>.md / .csv for those with
-// per-epoch values, into spec.out_dir; returns the paths.
+// per-epoch values, into spec.out_dir (after check_sweep_tables_replaceable); returns the paths.
 std::vector<std::filesystem::path> write_sweep_tables(const SweepSpec& spec);
 
 }  // namespace lpdt::exp
