@@ -560,7 +560,8 @@ TEST(Checkpoint, CorruptMissingAndForeignFilesAreClearErrors) {
   EXPECT_NE(error_of([&] { read_checkpoint(out / "missing.lpdt"); }).find("no checkpoint"),
             std::string::npos);
   fs::create_directories(out / "folder.lpdt");
-  EXPECT_NE(error_of([&] { read_checkpoint(out / "folder.lpdt"); }).find("is not a file"),
+  EXPECT_NE(error_of([&] { read_checkpoint(out / "folder.lpdt"); })
+                .find("folder.lpdt' cannot be read: it is a folder, not a file"),
             std::string::npos);
   fs::remove_all(out);
 }

@@ -15,6 +15,7 @@
 
 #include "lpdt/build_info.h"
 #include "lpdt/core/error.h"
+#include "lpdt/core/file_text.h"
 #include "lpdt/core/json_error_text.h"
 #include "lpdt/exp/config_difference.h"
 
@@ -132,17 +133,13 @@ void write_checkpoint(const fs::path& file, const TrainingState& state) {
 }
 
 TrainingState read_checkpoint(const fs::path& file) {
-  std::error_code ec;
-  if (fs::exists(file, ec) && !fs::is_regular_file(file, ec)) {
-    throw UserError("checkpoint '" + file.string() + "' is not a file (a folder?)");
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  const std::optional<std::string> text = read_file_text(file);
+  if (!text) {
     throw UserError("no checkpoint '" + file.string() +
                     "': the run wrote none (run.checkpoint_every = 0?) or the folder is not a "
                     "run folder");
   }
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string& bytes = *text;
   constexpr std::size_t kFixed = 8 + 4 + 8;
   if (bytes.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), bytes.begin())) {
     throw UserError("'" + file.string() + "' is not an lpdt checkpoint (no LPDTCKPT magic)");

@@ -14,25 +14,20 @@
 #include <sstream>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/file_text.h"
 #include "lpdt/exp/toml_error_text.h"
 
 namespace lpdt {
 
 std::string read_toml_file_text(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw ConfigError(what + " '" + path + "' cannot be read: " +
-                      (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"));
+  std::optional<std::string> text;
+  try {
+    text = read_file_text(path);
+  } catch (const UserError& e) {
+    throw ConfigError(what + " " + e.what());  // "'<path>' cannot be read: <reason>"
   }
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  std::string text;
-  if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) {
-    throw ConfigError(what + " '" + path + "' cannot be read: " +
-                      (errno != 0 ? std::strerror(errno) : "read error"));
-  }
-  return text;
+  if (!text) throw ConfigError(what + " '" + path + "' cannot be read: no such file");
+  return *text;
 }
 namespace {
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lpdt/core/error.h"
+#include "lpdt/core/file_text.h"
 #include "lpdt/core/json_error_text.h"
 
 namespace lpdt::exp {
@@ -42,13 +43,11 @@ constexpr FigureBounds kFinalFigures[] = {
 }  // namespace
 
 json read_run_summary(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) {
-    throw UserError("cannot read '" + file.string() + "': " + std::strerror(errno));
-  }
+  const std::optional<std::string> text = read_file_text(file);
+  if (!text) throw UserError("cannot read '" + file.string() + "': no such file");
   json summary;
   try {
-    summary = json::parse(in);
+    summary = json::parse(*text);
   } catch (const json::parse_error& e) {
     throw UserError("'" + file.string() + "' is not valid JSON (" + json_error_text(e) +
                     "): a damaged summary.json; restore it, or delete its run folder to train "

@@ -25,6 +25,7 @@
 #include "lpdt/algo/lr_schedule.h"
 #include "lpdt/build_info.h"
 #include "lpdt/core/error.h"
+#include "lpdt/core/file_text.h"
 #include "lpdt/core/runtime.h"
 #include "lpdt/data/dataset_registry.h"
 #include "lpdt/data/loader.h"
@@ -543,9 +544,9 @@ std::vector<EpochSummary> epochs_from_json(const nlohmann::json& j) {
 // The run.epochs of a run folder's summary.json; nullopt when there is none or it is unreadable
 // (a summary is written whole, by rename, so an unreadable one was edited: the checkpoint rules).
 std::optional<int> summary_epochs(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  const nlohmann::json summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const std::optional<std::string> text = read_file_text(file);  // (a folder: UserError)
+  if (!text) return std::nullopt;
+  const nlohmann::json summary = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (summary.is_discarded()) return std::nullopt;
   const nlohmann::json::json_pointer epochs("/config/run/epochs");
   if (!summary.contains(epochs) || !summary[epochs].is_number_integer()) return std::nullopt;
@@ -587,9 +588,9 @@ constexpr const char* kLayersHeader =
 // and what is wrong, raised before any file of the run is written. Returns the text to keep.
 std::string resumable_table_text(const std::filesystem::path& csv, const std::string& header,
                                  int epochs_done, const std::map<int, long>& expected_rows) {
-  std::ifstream in(csv, std::ios::binary);
-  if (!in) throw UserError("cannot resume: '" + csv.string() + "' is missing from the run folder");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::optional<std::string> read = read_file_text(csv);
+  if (!read) throw UserError("cannot resume: '" + csv.string() + "' is missing from the run folder");
+  const std::string& text = *read;
   const auto damaged = [&](const std::string& what) {
     return UserError("cannot resume: '" + csv.string() + "' " + what +
                      ": the file was cut or edited; restore it, or start a new run");
