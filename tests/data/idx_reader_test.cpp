@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/types.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "lpdt/core/error.h"
@@ -214,6 +215,53 @@ TEST(IdxReader, CorruptGzipStreamNamesTheFileOnce) {
     // zlib's own text repeats the path; the message names it once.
     EXPECT_EQ(message.find(path, message.find(path) + 1), std::string::npos) << message;
   }
+}
+
+// A gzip file that inflates far beyond what its header says (a few kilobytes of zeros can be
+// gigabytes) is refused once the output passes the header's size, not after inflating it all.
+TEST(IdxReader, GzipStreamLongerThanItsHeaderIsStoppedAtTheHeadersSize) {
+  TempDir dir;
+  const auto path = dir.file("train-images-idx3-ubyte.gz");
+  std::vector<std::uint8_t> bytes = idx_images(5, 4, 3);
+  bytes.resize(bytes.size() + (std::size_t{64} << 20), 0);  // 64 MiB of zeros: about 64 KiB gzip
+  testing::write_gzip(path, bytes);
+  expect_error<UserError>([&] { read_idx_images(path, "fashion-mnist"); },
+                          {path, "decompresses to more than 76 bytes",
+                           "more than its header says (5 images of 4x3 and 16 bytes)"});
+  const auto labels = dir.file("train-labels-idx1-ubyte.gz");
+  std::vector<std::uint8_t> label_bytes = idx_labels(5);
+  label_bytes.push_back(1);
+  testing::write_gzip(labels, label_bytes);
+  expect_error<UserError>([&] { read_idx_labels(labels, "fashion-mnist", 10); },
+                          {labels, "decompresses to more than 13 bytes", "5 labels and 8 bytes"});
+}
+
+// Bytes after the gzip stream that start no gzip member are an error, as extra bytes of a plain
+// file are (zlib's gzread would ignore them); members concatenated as gzip(1) writes them with
+// `cat a.gz b.gz` are one file.
+TEST(IdxReader, GzipTrailingGarbageIsAnErrorAndConcatenatedMembersAreOneFile) {
+  TempDir dir;
+  const auto path = dir.file("train-images-idx3-ubyte.gz");
+  testing::write_gzip(path, idx_images(5, 4, 3));
+  auto bytes = testing::read_bytes(path);
+  for (const char c : std::string("garbage")) bytes.push_back(static_cast<std::uint8_t>(c));
+  testing::write_bytes(path, bytes);
+  expect_error<UserError>([&] { read_idx_images(path, "mnist"); },
+                          {path, "7 bytes follow the end of the gzip stream and are not gzip data"});
+
+  const std::vector<std::uint8_t> whole = idx_images(5, 4, 3);
+  const std::vector<std::uint8_t> first(whole.begin(), whole.begin() + 30);
+  const std::vector<std::uint8_t> second(whole.begin() + 30, whole.end());
+  const auto a = dir.file("a.gz"), b = dir.file("b.gz");
+  testing::write_gzip(a, first);
+  testing::write_gzip(b, second);
+  std::vector<std::uint8_t> joined = testing::read_bytes(a);
+  const auto tail = testing::read_bytes(b);
+  joined.insert(joined.end(), tail.begin(), tail.end());
+  testing::write_bytes(path, joined);
+  const torch::Tensor images = read_idx_images(path, "mnist");
+  ASSERT_EQ(images.sizes(), (std::vector<std::int64_t>{5, 1, 4, 3}));
+  EXPECT_EQ(std::memcmp(images.data_ptr<std::uint8_t>(), whole.data() + 16, 60), 0);
 }
 
 TEST(IdxReader, ImplausibleHeader) {

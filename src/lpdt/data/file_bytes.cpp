@@ -3,6 +3,8 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <climits>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -33,37 +35,79 @@ void check_regular_file(const std::string& path, const std::string& what) {
   }
 }
 
-// zlib's gzerror text is "<path>: <reason>"; the caller's message names the path already.
-std::string gzip_reason(gzFile file, const std::string& path, int* code) {
-  std::string message = gzerror(file, code);
-  if (message.starts_with(path + ": ")) message.erase(0, path.size() + 2);
-  return message;
+// The compressed file whole: it is on disk at its own size, unlike what it inflates to.
+std::vector<std::uint8_t> read_compressed(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(what, path, std::string("cannot open: ") + std::strerror(errno));
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  if (in.bad()) fail(what, path, "read error");
+  return bytes;
 }
 
-std::vector<std::uint8_t> read_gzip(const std::string& path, const std::string& what) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr) fail(what, path, std::string("cannot open: ") + std::strerror(errno));
-  std::vector<std::uint8_t> bytes;
+// Inflates a gzip file (RFC 1952), of one member or several concatenated as gzip(1) reads them.
+// Stops with an error as soon as the output passes most_bytes (a few megabytes of zeros inflate
+// to gigabytes), and refuses bytes after the last member that start no member: gzip(1) warns of
+// such trailing garbage, and zlib's gzread ignores it silently, where a plain file's extra bytes
+// are an error. Reads at most `head_only` bytes of output when that is not 0 (a header's bytes).
+std::vector<std::uint8_t> read_gzip(const std::string& path, const std::string& what,
+                                    std::uint64_t most_bytes, const std::string& most_reason,
+                                    std::size_t head_only = 0) {
+  std::vector<std::uint8_t> in = read_compressed(path, what);
+  z_stream stream{};
+  // 16 + MAX_WBITS: a gzip wrapper, with its header and CRC-32 trailer checked.
+  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) fail(what, path, "zlib failed to start");
+  std::vector<std::uint8_t> out;
+  std::size_t consumed = 0;  // input bytes of the members inflated so far
+  // zlib's own reason when it gives one, else `why`.
+  const auto finish = [&](const std::string& why) {
+    const std::string detail = stream.msg != nullptr ? std::string(stream.msg) : "";
+    inflateEnd(&stream);
+    fail(what, path, "corrupt gzip stream: " + (detail.empty() ? why : detail));
+  };
+  stream.next_in = in.data();
+  stream.avail_in = static_cast<uInt>(std::min<std::size_t>(in.size(), UINT_MAX));
   while (true) {
-    const std::size_t old_size = bytes.size();
-    bytes.resize(old_size + kChunkBytes);
-    const int got = gzread(file, bytes.data() + old_size, static_cast<unsigned>(kChunkBytes));
-    if (got < 0) {
-      int code = 0;
-      const std::string message = gzip_reason(file, path, &code);
-      gzclose(file);
-      fail(what, path, "corrupt gzip stream: " + message);
+    const std::size_t old_size = out.size();
+    out.resize(old_size + kChunkBytes);
+    stream.next_out = out.data() + old_size;
+    stream.avail_out = static_cast<uInt>(kChunkBytes);
+    const int status = inflate(&stream, Z_NO_FLUSH);
+    out.resize(old_size + (kChunkBytes - stream.avail_out));
+    if (head_only > 0 && out.size() >= head_only) {
+      out.resize(head_only);
+      break;
     }
-    bytes.resize(old_size + static_cast<std::size_t>(got));
-    if (got == 0) break;
+    if (out.size() > most_bytes) {
+      inflateEnd(&stream);
+      fail(what, path,
+           "decompresses to more than " + std::to_string(most_bytes) + " bytes, " + most_reason);
+    }
+    // Refill from the next part of a file larger than one zlib count.
+    consumed = static_cast<std::size_t>(stream.next_in - in.data());
+    if (stream.avail_in == 0 && consumed < in.size()) {
+      stream.avail_in = static_cast<uInt>(std::min<std::size_t>(in.size() - consumed, UINT_MAX));
+    }
+    if (status == Z_STREAM_END) {
+      if (consumed == in.size()) break;
+      // Another member follows, or bytes that are not gzip at all.
+      if (in.size() - consumed < 2 || in[consumed] != 0x1f || in[consumed + 1] != 0x8b) {
+        inflateEnd(&stream);
+        fail(what, path,
+             std::to_string(in.size() - consumed) + " bytes follow the end of the gzip stream and "
+             "are not gzip data (something appended to the file?)");
+      }
+      inflateReset(&stream);
+      continue;
+    }
+    if (status == Z_BUF_ERROR && stream.avail_in == 0) {
+      finish("unexpected end of file (the file is cut short)");
+    }
+    if (status != Z_OK && status != Z_BUF_ERROR) finish("zlib status " + std::to_string(status));
   }
-  // zlib reports a stream cut short only through gzerror (Z_BUF_ERROR) once reading stops.
-  int code = Z_OK;
-  const std::string message = gzip_reason(file, path, &code);
-  gzclose(file);
-  if (code != Z_OK && code != Z_STREAM_END) fail(what, path, "corrupt gzip stream: " + message);
-  bytes.shrink_to_fit();
-  return bytes;
+  inflateEnd(&stream);
+  out.shrink_to_fit();
+  return out;
 }
 
 std::vector<std::uint8_t> read_plain(const std::string& path, const std::string& what) {
@@ -90,9 +134,27 @@ bool is_gzip_file(const std::string& path) {
   return magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
-std::vector<std::uint8_t> read_file_bytes(const std::string& path, const std::string& what) {
+std::vector<std::uint8_t> read_file_bytes(const std::string& path, const std::string& what,
+                                          std::uint64_t most_bytes,
+                                          const std::string& most_reason) {
   check_regular_file(path, what);
-  return is_gzip_file(path) ? read_gzip(path, what) : read_plain(path, what);
+  return is_gzip_file(path) ? read_gzip(path, what, most_bytes, most_reason)
+                            : read_plain(path, what);
+}
+
+std::vector<std::uint8_t> read_file_head(const std::string& path, const std::string& what,
+                                         std::size_t count) {
+  check_regular_file(path, what);
+  if (count == 0) return {};
+  if (is_gzip_file(path)) {
+    return read_gzip(path, what, std::numeric_limits<std::uint64_t>::max(), "", count);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(what, path, std::string("cannot open: ") + std::strerror(errno));
+  std::vector<std::uint8_t> bytes(count);
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(count));
+  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  return bytes;
 }
 
 std::string find_plain_or_gz(const std::string& path) {

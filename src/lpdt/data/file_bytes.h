@@ -1,6 +1,7 @@
 #pragma once
 // Whole-file reads for the dataset readers, plain or gzip-compressed.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,18 @@ bool is_gzip_file(const std::string& path);
 
 // The bytes of `path`, decompressed when the file starts with the gzip magic. `what` (e.g.
 // "fashion-mnist") prefixes every error message, which also names the file: a missing or
-// unreadable file and a corrupt gzip stream are UserErrors.
-std::vector<std::uint8_t> read_file_bytes(const std::string& path, const std::string& what);
+// unreadable file, a corrupt gzip stream, bytes after the gzip stream that are not gzip, and a
+// gzip stream that decompresses to more than most_bytes (stopped there; most_reason, e.g. "the
+// size its header gives (...)", ends the message) are UserErrors.
+std::vector<std::uint8_t> read_file_bytes(
+    const std::string& path, const std::string& what,
+    std::uint64_t most_bytes = std::numeric_limits<std::uint64_t>::max(),
+    const std::string& most_reason = "");
+
+// The first `count` bytes of `path` (fewer when it is shorter), decompressed when the file is
+// gzip: a header, read without inflating the rest. Errors as read_file_bytes.
+std::vector<std::uint8_t> read_file_head(const std::string& path, const std::string& what,
+                                         std::size_t count);
 
 // `path` if it exists, else `path + ".gz"` if that exists, else "". A path whose folder may not
 // be searched is returned as it is, so that reading it names the system's reason.

@@ -29,7 +29,8 @@ std::string hex32(std::uint32_t v) {
   return buf;
 }
 
-// Validates the magic and the header, returns the dims; `bytes` holds the whole file.
+// Validates the magic and the header, returns the dims; `bytes` holds at least the header's
+// bytes (or the whole file when it is shorter).
 std::vector<std::uint64_t> parse_header(const std::vector<std::uint8_t>& bytes,
                                         std::uint32_t expected_magic, int num_dims,
                                         const std::string& kind, const std::string& path,
@@ -126,8 +127,9 @@ Dataset load_idx_dataset(const std::string& name, const std::string& dir, Split 
 }  // namespace
 
 torch::Tensor read_idx_images(const std::string& path, const std::string& what) {
-  const std::vector<std::uint8_t> bytes = read_file_bytes(path, what);
-  const auto dims = parse_header(bytes, kIdxImagesMagic, 3, "images", path, what);
+  // The header first, so that a gzip file is inflated no further than its header says.
+  const auto dims =
+      parse_header(read_file_head(path, what, 16), kIdxImagesMagic, 3, "images", path, what);
   const std::uint64_t n = dims[0], h = dims[1], w = dims[2];
   if (h == 0 || w == 0) {
     fail(what, path, "header says images of " + std::to_string(h) + "x" + std::to_string(w));
@@ -135,9 +137,11 @@ torch::Tensor read_idx_images(const std::string& path, const std::string& what) 
   // Each dim < 2^31 and h*w <= 2^31, so n*h*w < 2^62 cannot overflow.
   if (h * w > kMaxIdxDim) fail(what, path, "header says implausibly large images");
   const std::uint64_t payload = n * h * w;
-  check_payload(bytes.size() - 16, payload,
-                std::to_string(n) + " images of " + std::to_string(h) + "x" + std::to_string(w),
-                path, what);
+  const std::string description =
+      std::to_string(n) + " images of " + std::to_string(h) + "x" + std::to_string(w);
+  const std::vector<std::uint8_t> bytes = read_file_bytes(
+      path, what, 16 + payload, "more than its header says (" + description + " and 16 bytes)");
+  check_payload(bytes.size() - 16, payload, description, path, what);
   auto images =
       torch::empty({static_cast<int64_t>(n), 1, static_cast<int64_t>(h), static_cast<int64_t>(w)},
                    torch::kUInt8);
@@ -147,9 +151,11 @@ torch::Tensor read_idx_images(const std::string& path, const std::string& what) 
 
 torch::Tensor read_idx_labels(const std::string& path, const std::string& what,
                               int64_t num_classes) {
-  const std::vector<std::uint8_t> bytes = read_file_bytes(path, what);
-  const auto dims = parse_header(bytes, kIdxLabelsMagic, 1, "labels", path, what);
+  const auto dims =
+      parse_header(read_file_head(path, what, 8), kIdxLabelsMagic, 1, "labels", path, what);
   const std::uint64_t n = dims[0];
+  const std::vector<std::uint8_t> bytes = read_file_bytes(
+      path, what, 8 + n, "more than its header says (" + std::to_string(n) + " labels and 8 bytes)");
   check_payload(bytes.size() - 8, n, std::to_string(n) + " labels", path, what);
   auto labels = torch::empty({static_cast<int64_t>(n)}, torch::kInt64);
   auto* out = labels.data_ptr<int64_t>();
