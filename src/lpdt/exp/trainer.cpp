@@ -133,6 +133,14 @@ std::vector<std::int64_t> nodes_with_nonfinite_loss(const at::Tensor& loss_rows,
                                 std::int64_t step, const std::string& where,
                                 const std::string& nodes, const std::filesystem::path& run_dir) {
   std::string advice = "lower optim.lr (now " + format("%g", config.optim.lr) + ")";
+  // Weight decay alone scales the weights by 1 - lr wd each step: at lr wd >= 1 it flips or
+  // zeroes them every step (with L2 in the gradient, it grows them without bound beyond 2).
+  const double decay = config.optim.lr * config.optim.weight_decay;
+  if (decay >= 1.0) {
+    advice = "lower optim.weight_decay (now " + format("%g", config.optim.weight_decay) +
+             "; lr * weight_decay = " + format("%g", decay) +
+             " >= 1 overshoots on its own) or " + advice;
+  }
   if (config.algo.consensus_step < 1.0) {
     advice += " or algo.consensus_step (now " + format("%g", config.algo.consensus_step) + ")";
   }
