@@ -36,8 +36,13 @@ class InternalError : public std::logic_error {
 };
 
 // Text from a user's file, fit to quote in a message: control bytes (a carriage return, an
-// escape sequence) as \xNN, so a message never moves the cursor or recolours the terminal.
+// escape sequence) and bytes that are not well-formed UTF-8 (binary garbage) as \xNN, so a
+// message never moves the cursor, recolours the terminal or prints mojibake; UTF-8 characters
+// stay as they are.
 std::string printable(std::string_view text);
+// The same for a part of a file that may be long (a line of a damaged table): at most
+// most_bytes of it, then "... (N bytes)".
+std::string printable_excerpt(std::string_view text, std::size_t most_bytes = 80);
 
 [[noreturn]] void fail_internal(const char* condition, const char* file, int line,
                                 const std::string& message);

@@ -626,7 +626,7 @@ std::string resumable_table_text(const std::filesystem::path& csv, const std::st
         fields_of(line) != columns) {
       throw damaged("line " + std::to_string(i + 1) + " is not a row of " +
                     std::to_string(columns) + " fields starting with an epoch ('" +
-                    line.substr(0, 60) + "')");
+                    printable_excerpt(line, 60) + "')");
     }
     if (epoch > epochs_done) continue;
     ++rows[epoch];

@@ -119,7 +119,8 @@ double bounded_number(const CsvFile& csv, std::size_t row, const std::string& co
                                             (!bounds.whole || value == std::floor(value));
   if (!fits) {
     throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[row]) +
-                    ", column " + column + ": '" + field + "' is out of range (expected " +
+                    ", column " + column + ": '" + printable_excerpt(field) +
+                    "' is out of range (expected " +
                     bounds.expected + (empty_allowed ? ", or empty" : "") + ")");
   }
   return value;
@@ -359,7 +360,7 @@ CsvFile read_csv(const fs::path& path, const std::vector<std::string>& required)
         if (std::count(csv.header.begin(), csv.header.end(), column) == 0) {
           throw UserError("'" + path.string() + "' line " + std::to_string(number) +
                           ": the header lacks column '" + column + "' (expected the columns " +
-                          join(required, ",") + ", got " + line + ")");
+                          join(required, ",") + ", got " + printable_excerpt(line) + ")");
         }
       }
       continue;
@@ -392,7 +393,7 @@ double csv_number(const CsvFile& csv, std::size_t row, const std::string& column
   const auto [ptr, ec] = std::from_chars(begin, end, value);
   if (ec != std::errc() || ptr != end || begin == end) {
     throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[row]) +
-                    ", column " + column + ": '" + field + "' is " +
+                    ", column " + column + ": '" + printable_excerpt(field) + "' is " +
                     (ec == std::errc::result_out_of_range && ptr == end
                          ? "beyond the range of a double (about 1e308)"
                          : "not a number"));
