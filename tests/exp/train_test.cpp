@@ -2,7 +2,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/types.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cmath>
 #include <filesystem>
@@ -661,6 +664,45 @@ TEST(Checkpoint, AnInterruptedWriteKeepsThePreviousCheckpoint) {
   write_checkpoint(file, state);
   EXPECT_EQ(read_checkpoint(file).epochs_done, 5);
   EXPECT_FALSE(fs::exists(out / (std::string(kCheckpointFile) + ".tmp")));
+  fs::remove_all(out);
+}
+
+// A write that fails part way (a full disk; here the process's file-size limit, which fails the
+// write the same way) is an error naming the file and the reason, leaves no partial temporary
+// file taking the space, and keeps the previous checkpoint.
+TEST(Checkpoint, AFailedWriteLeavesNoPartialFileAndKeepsThePreviousCheckpoint) {
+  const fs::path out = fresh_dir("full");
+  fs::create_directories(out);
+  TrainingState state;
+  state.epochs_done = 4;
+  state.params = torch::randn({2, 5});
+  state.torch_rng_state = torch::zeros({8}, torch::kByte);
+  state.ledger = nlohmann::json::object();
+  state.epochs = nlohmann::json::array();
+  state.config = nlohmann::json::object();
+  const fs::path file = out / kCheckpointFile;
+  write_checkpoint(file, state);
+  state.epochs_done = 5;
+  state.params = torch::randn({2, 100000});  // 800 KB, beyond the limit below
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  rlimit old_limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  rlimit small = old_limit;
+  small.rlim_cur = 64 * 1024;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string message;
+  try {
+    write_checkpoint(file, state);
+  } catch (const UserError& e) {
+    message = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_THAT(message, ::testing::HasSubstr("cannot write checkpoint '" + file.string() +
+                                            ".tmp': File too large"));
+  EXPECT_THAT(message, ::testing::HasSubstr("the previous checkpoint is kept"));
+  EXPECT_FALSE(fs::exists(out / (std::string(kCheckpointFile) + ".tmp")));
+  EXPECT_EQ(read_checkpoint(file).epochs_done, 4);
   fs::remove_all(out);
 }
 

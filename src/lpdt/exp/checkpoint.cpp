@@ -66,7 +66,12 @@ void write_synced(const fs::path& path, const std::string& bytes) {
     }
     done += static_cast<std::size_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if (::fsync(fd) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw UserError("cannot sync checkpoint '" + path.string() + "': " + why);
+  }
+  if (::close(fd) != 0) {
     throw UserError("cannot sync checkpoint '" + path.string() + "': " + std::strerror(errno));
   }
 }
@@ -118,11 +123,24 @@ void write_checkpoint(const fs::path& file, const TrainingState& state) {
 
   fs::path temporary = file;
   temporary += ".tmp";
-  write_synced(temporary, bytes);
+  // A write that fails (a full disk) leaves no partial file taking the space, and the last
+  // complete checkpoint, if any, as it was.
+  const auto remove_temporary = [&] {
+    std::error_code ignored;
+    if (fs::is_regular_file(temporary, ignored)) fs::remove(temporary, ignored);
+  };
+  const std::string kept = fs::exists(file) ? "; the previous checkpoint is kept" : "";
+  try {
+    write_synced(temporary, bytes);
+  } catch (const UserError& e) {
+    remove_temporary();
+    throw UserError(e.what() + kept);
+  }
   std::error_code ec;
   fs::rename(temporary, file, ec);
   if (ec) {
-    throw UserError("cannot replace checkpoint '" + file.string() + "': " + ec.message());
+    remove_temporary();
+    throw UserError("cannot replace checkpoint '" + file.string() + "': " + ec.message() + kept);
   }
   // Make the rename itself durable.
   const int dir = ::open(file.parent_path().empty() ? "." : file.parent_path().c_str(), O_RDONLY);
