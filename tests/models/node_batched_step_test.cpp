@@ -415,6 +415,24 @@ TEST(AutomaticNodesPerPass, TracedModels) {
 // run.pass_workers = 0: one worker per intra-op thread, at most one per pass, on the CPU; passes
 // in turn on a GPU, for one pass, and for a model with dropout (its draws come from LibTorch's
 // global generator in pass order). An explicit count is kept, or refused where it cannot hold.
+// Tracing a model with dropout (VGG-11) runs a training forward, which draws masks from the
+// global generator: the trace puts the generator back, so the next draws are those without it (a
+// resumed run restores the generator, then traces to size its passes).
+TEST(TraceForward, LeavesTheGlobalGeneratorAsItWas) {
+  ModelOptions options;
+  options.arch = "vgg11";
+  options.in_channels = 1;
+  options.height = options.width = 32;
+  const auto model = make_model(options);
+  ASSERT_TRUE(model->draws_from_global_generator());
+  torch::manual_seed(5);
+  const at::Tensor expected = torch::rand({16});
+  torch::manual_seed(5);
+  const auto trace = trace_forward(*model, torch::zeros({1, 2, 1, 32, 32}));
+  EXPECT_FALSE(trace.empty());
+  EXPECT_TRUE(torch::equal(torch::rand({16}), expected));
+}
+
 TEST(PassWorkers, AutomaticAndExplicitCounts) {
   const auto resnet = make_model(resnet_options(8, 8));
   EXPECT_EQ(automatic_pass_workers(*resnet, 8, /*on_gpu=*/false, 2), 2);

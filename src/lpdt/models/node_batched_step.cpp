@@ -4,6 +4,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <mutex>
 #include <cmath>
 #include <string>
 
@@ -64,6 +65,15 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
 
 std::vector<TracedLayer> trace_forward(const Model& model, const at::Tensor& inputs) {
   torch::NoGradGuard no_grad;
+  // A training forward of a model with dropout draws from the device's global generator: the
+  // trace puts its state back, or a run resumed from a checkpoint (which restores that state and
+  // then traces to size its passes) would draw other masks than the uninterrupted run.
+  at::Generator generator = at::globalContext().defaultGenerator(inputs.device());
+  at::Tensor generator_state;
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator_state = generator.get_state();
+  }
   LayerTrace trace;
   std::vector<at::Tensor> buffers = model.init_buffers(1);
   for (at::Tensor& b : buffers) b = b.to(inputs.device());
@@ -71,6 +81,10 @@ std::vector<TracedLayer> trace_forward(const Model& model, const at::Tensor& inp
                   &buffers, 1, /*training=*/true};
   ctx.trace = &trace;
   model.forward(ctx, inputs);
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(generator_state);
+  }
   return trace.layers;
 }
 

@@ -43,8 +43,9 @@ GradientResult compute_gradients(const Model& model, const at::Tensor& x,
                                  const PassObserver* observer = nullptr, int pass_workers = 1);
 
 // One node's forward pass on `inputs` ([1, b, ...], as the model takes them), traced
-// (nn/tracing_layer.h): the layers it ran with their shapes. Without gradients, on fresh buffers:
-// nothing of a run's state changes.
+// (nn/tracing_layer.h): the layers it ran with their shapes. Without gradients, on fresh buffers,
+// and with the global generator's state put back (dropout draws from it): nothing of a run's
+// state changes.
 std::vector<TracedLayer> trace_forward(const Model& model, const at::Tensor& inputs);
 
 // Bytes one node's pass keeps for its backward pass, counted as float32: the sum over the traced
