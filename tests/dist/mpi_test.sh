@@ -315,6 +315,30 @@ for copy in finished_copy:2 truncated_copy:1; do
   fi
 done
 
+# One rank resumes and the other starts anew (a mixed MPMD launch), in both orders: a
+# configuration error naming both, exit code 2, at once (it made the ranks wait on each other's
+# messages, 3 deadlines, then stop with no word of the cause), and no run folder touched.
+fresh=(train --out "$work/fresh_beside" --set run.name=damaged "${tiny[@]}" --set graph.nodes=2
+       --set run.epochs=2)
+resume=(train --resume "$damaged_run" --set run.epochs=2)
+for order in resume_first fresh_first; do
+  if [ "$order" = resume_first ]; then first=("${resume[@]}") second=("${fresh[@]}")
+  else first=("${fresh[@]}") second=("${resume[@]}"); fi
+  started=$SECONDS
+  out=$(timeout 120 "${mpirun[@]}" -np 1 "$lpdt" "${first[@]}" : -np 1 "$lpdt" "${second[@]}" 2>&1)
+  code=$?
+  if [ "$code" = 2 ] && grep -q "the ranks of one job must start alike, but rank 0" <<<"$out" &&
+    [ $((SECONDS - started)) -lt 60 ] && [ ! -e "$work/fresh_beside" ] &&
+    cmp -s "$damaged_run/metrics.csv" "$work/damaged_metrics.before"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: one rank resumes, one starts anew ($order) -> exit $code after" \
+      "$((SECONDS - started)) s:"
+    echo "$out" | tail -10
+  fi
+done
+
 # A process of the job that never starts MPI (it exits first): the others stop after 3 deadlines,
 # at least 10 s, with a message, instead of waiting in MPI_Init forever (with or without
 # --enable-recovery).

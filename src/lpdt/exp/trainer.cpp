@@ -299,11 +299,18 @@ std::string verdict_naming_rank(const std::string& text, std::size_t rank) {
                         : verdict);
 }
 
-void check_ranks_agree(const ExperimentConfig& config, dist::Cluster& cluster) {
+// `resuming`: this rank was started with --resume. Every rank must start alike (all resume or
+// none): a rank that resumes reads and checks a checkpoint while a fresh one starts a run folder,
+// and the two would wait on each other's messages until their deadlines.
+void check_ranks_agree(const ExperimentConfig& config, bool resuming, dist::Cluster& cluster) {
   static const std::set<std::string> kPerHost = {"data.dir", "data.vocab", "model.pretrained",
                                                  "run.out_dir", "run.threads"};
   const nlohmann::json mine = to_json(config);
-  const std::vector<std::string> texts = cluster.gather_text(mine.dump());
+  const std::vector<std::string> texts =
+      cluster.gather_text(nlohmann::json{{"config", mine}, {"resume", resuming}}.dump());
+  const auto start_of = [](bool resume) {
+    return resume ? std::string("resumes a run (--resume)") : std::string("starts a new run");
+  };
   std::string verdict;
   for (std::size_t r = 1; cluster.leader() && r < texts.size() && verdict.empty(); ++r) {
     if (texts[r].empty()) continue;  // a rank that died: the deadlines report it
@@ -311,7 +318,14 @@ void check_ranks_agree(const ExperimentConfig& config, dist::Cluster& cluster) {
       verdict = verdict_naming_rank(texts[r], r);
       break;
     }
-    const nlohmann::json theirs = nlohmann::json::parse(texts[r]);
+    const nlohmann::json received = nlohmann::json::parse(texts[r]);
+    if (received.at("resume").get<bool>() != resuming) {
+      verdict = "the ranks of one job must start alike, but rank 0 " + start_of(resuming) +
+                " and rank " + std::to_string(r) + " " + start_of(!resuming) +
+                ": give every rank the same --resume folder, or none";
+      break;
+    }
+    const nlohmann::json& theirs = received.at("config");
     std::ostringstream differences;
     int count = 0;
     for (const ConfigDifference& d : config_differences(mine, theirs, kPerHost)) {
@@ -676,7 +690,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   dist::SingleProcess single_process;
   dist::Cluster& cluster = options.cluster ? *options.cluster : single_process;
   const bool leader = cluster.leader();
-  if (cluster.distributed()) check_ranks_agree(config, cluster);
+  if (cluster.distributed()) check_ranks_agree(config, !options.resume_dir.empty(), cluster);
   // Progress lines come from rank 0 only.
   const ProgressSink say = [&](const std::string& line) {
     if (leader) progress(line);
