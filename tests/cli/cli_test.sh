@@ -177,6 +177,8 @@ expect 2 "\-\-channels: got 99999: expected an integer from 1 to 256" -- "$lpdt"
 expect 2 "\-\-size" -- "$lpdt" bench --arch mlp --size 0
 expect 2 "\-\-threads" -- "$lpdt" bench --threads -2
 expect 2 "bench \-\-nodes: 8 is given twice" -- "$lpdt" bench --nodes 1,8,8
+expect 2 "bench \-\-modes: fp32 is given twice" -- "$lpdt" bench --precision --modes fp32,int8-integer,fp32
+expect 2 "bench \-\-values: int8 is given twice" -- "$lpdt" bench --wire --values int8,int8
 expect 2 "\-\-nodes-per-pass" -- "$lpdt" bench --nodes-per-pass -1
 expect 2 "\-\-nodes" -- "$lpdt" bench --nodes 8,0
 # An empty entry of a list is a typo, not a shorter list (CLI11 alone would drop it).
@@ -485,6 +487,12 @@ expect 0 "note: \-\-rows shapes the torus topology only; ring ignores it" -- "$l
 # topo: the DOT and JSON exports must be two files.
 expect 2 "topo \-\-dot and \-\-json both name" -- "$lpdt" topo --nodes 4 --dot "$work/same.out" \
   --json "$work/same.out"
+# ... also by two names of one file: relative beside absolute, and ./ (weakly_canonical keeps a
+# bare relative name relative).
+expect 2 "topo \-\-dot and \-\-json both name" -- bash -c "cd '$work' && '$lpdt' topo --nodes 4 \
+  --dot ./same2.out --json same2.out"
+expect 2 "topo \-\-dot and \-\-json both name" -- bash -c "cd '$work' && '$lpdt' topo --nodes 4 \
+  --dot same3.out --json '$work/same3.out'"
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -152,15 +152,23 @@ void add_bench_command(CLI::App& app) {
                         "--precision only)");
     }
     options->pass_workers = pass_workers->front();
-    // A count given twice (a typo in the list) would measure it twice and another one not.
-    for (std::size_t i = 0; i < options->nodes.size(); ++i) {
-      for (std::size_t j = 0; j < i; ++j) {
-        if (options->nodes[i] == options->nodes[j]) {
-          throw ConfigError("bench --nodes: " + std::to_string(options->nodes[i]) +
-                            " is given twice; give each node count once");
+    // An entry given twice (a typo in the list) would measure it twice and another one not, and
+    // a mode against itself reads as a ratio.
+    const auto refuse_repeats = [](const std::string& option, const auto& values,
+                                   const std::string& what) {
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        for (std::size_t j = 0; j < i; ++j) {
+          if (values[i] == values[j]) {
+            throw ConfigError("bench " + option + ": " + CLI::detail::to_string(values[i]) +
+                              " is given twice; give each " + what + " once");
+          }
         }
       }
-    }
+    };
+    refuse_repeats("--nodes", options->nodes, "node count");
+    refuse_repeats("--modes", *modes, "mode");
+    refuse_repeats("--compressors", wire_options->compressors, "compressor");
+    refuse_repeats("--values", wire_options->values, "value format");
     if (options->arch == "transformer" || options->arch == "distilbert") {
       throw ConfigError("bench --arch " + options->arch +
                         ": bench feeds images [nodes, batch, channels, size, size]; expected an "

@@ -72,10 +72,14 @@ void add_topo_command(CLI::App& app) {
     exp::check_replaces_only_own_json(args->json_path, "topo --json",
                                       {"name", "num_nodes", "edges", "mixing_matrix"},
                                       "an earlier lpdt topology");
-    std::error_code ec;
+    // One file by any two names (x.out and ./x.out, a link): weakly_canonical leaves a relative
+    // path whose folder part is empty relative, so both are made absolute first.
+    const auto file_of = [](const std::string& path) {
+      std::error_code ec;
+      return std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+    };
     if (!args->dot_path.empty() && !args->json_path.empty() &&
-        std::filesystem::weakly_canonical(args->dot_path, ec) ==
-            std::filesystem::weakly_canonical(args->json_path, ec)) {
+        file_of(args->dot_path) == file_of(args->json_path)) {
       throw ConfigError("topo --dot and --json both name " + args->json_path +
                         ": the JSON would replace the DOT file; give them different names");
     }
