@@ -297,6 +297,33 @@ TEST(Sweep, TablesDoNotReplaceOtherFiles) {
   fs::remove_all(dir);
 }
 
+// The same sweep started twice at once: a point with no run folder yet is claimed by one process
+// (a lock under out_dir/.claims), and the other skips it instead of training it in a second
+// folder.
+TEST(Sweep, APointClaimedByAnotherProcessIsNotStartedTwice) {
+  const fs::path dir = fresh_dir("claimed");
+  const SweepSpec spec = load_sweep(write(dir / "s.toml", tiny_sweep(dir / "out", 1)));
+  const SweepPoint claimed = expand_sweep(spec)[0];
+  const fs::path claim_dir = spec.out_dir / ".claims" / claimed.name;
+  fs::create_directories(claim_dir);
+  std::vector<std::string> lines;
+  {
+    RunFolderLock held_elsewhere(claim_dir);
+    const SweepOutcome outcome =
+        run_sweep(spec, [&](const std::string& line) { lines.push_back(line); });
+    EXPECT_EQ(outcome.trained, 7);
+    EXPECT_EQ(outcome.skipped, 1);
+  }
+  EXPECT_EQ(find_sweep_run(spec, claimed).kind, SweepRunState::Kind::kNew);
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+    return line.find(claimed.name + ": being trained by another process (it holds the claim " +
+                     claim_dir.string()) != std::string::npos;
+  }));
+  // Released, the point trains.
+  EXPECT_EQ(run_sweep(spec, [](const std::string&) {}).trained, 1);
+  fs::remove_all(dir);
+}
+
 // A real sweep: 4 points x 2 seeds of 1 epoch; run again, everything is skipped; an interrupted
 // run (checkpoint, no summary) is resumed; run.epochs raised extends every run.
 TEST(Sweep, RunsSkipsResumesAndExtends) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -700,7 +701,26 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
     std::ostringstream where_text;
     where_text << "[" << p + 1 << "/" << points.size() << "] " << point.name;
     const std::string where = where_text.str();
-    const SweepRunState& state = states[p];
+    SweepRunState state = states[p];
+    // Two processes of one sweep (started twice, or shards of one N) must not both start a point
+    // that has no run folder yet, which the folder's own lock cannot prevent: a claim per point,
+    // held while it trains, decides, and the point's state is read again under it (the other
+    // process may have finished or started it since).
+    std::optional<RunFolderLock> claim;
+    if (!dry_run && state.kind != SweepRunState::Kind::kDone &&
+        state.kind != SweepRunState::Kind::kDiverged) {
+      const fs::path claim_dir = spec.out_dir / ".claims" / point.name;
+      fs::create_directories(claim_dir);
+      try {
+        claim.emplace(claim_dir);
+      } catch (const UserError&) {
+        progress(where + ": being trained by another process (it holds the claim " +
+                 claim_dir.string() + "), skipped; run the sweep again once it has finished");
+        ++outcome.skipped;
+        continue;
+      }
+      state = find_sweep_run(spec, point);
+    }
     const ExperimentConfig config = sweep_point_config(spec, point);
     TrainOptions options;
     options.progress_bar = progress_bar;
