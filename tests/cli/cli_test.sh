@@ -177,6 +177,8 @@ expect 2 "\-\-channels: got 99999: expected an integer from 1 to 256" -- "$lpdt"
 expect 2 "\-\-size" -- "$lpdt" bench --arch mlp --size 0
 expect 2 "\-\-threads" -- "$lpdt" bench --threads -2
 expect 2 "bench \-\-nodes: 8 is given twice" -- "$lpdt" bench --nodes 1,8,8
+expect 2 "\-\-nodes: got 5000: expected an integer from 1 to 4096" -- "$lpdt" bench --scaling --nodes 1,2,5000
+expect 2 "\-\-size: got 2147483648: expected an integer from 1 to 4096" -- "$lpdt" bench --size 2147483648
 expect 2 "bench \-\-modes: fp32 is given twice" -- "$lpdt" bench --precision --modes fp32,int8-integer,fp32
 expect 2 "bench \-\-values: int8 is given twice" -- "$lpdt" bench --wire --values int8,int8
 expect 2 "\-\-nodes-per-pass" -- "$lpdt" bench --nodes-per-pass -1
@@ -188,7 +190,7 @@ expect 2 "\-\-compressors: ',none' has an empty entry" -- "$lpdt" bench --wire -
 expect 2 "\-\-pass-workers: got 2000" -- "$lpdt" bench --pass-workers 1,2000
 expect 2 "\-\-warmup" -- "$lpdt" bench --precision --warmup -1
 # A size no machine has: a clear out-of-memory message, not LibTorch's trace.
-expect 1 "out of memory" -- "$lpdt" bench --arch mlp --size 100000 --channels 100 --batch 2 \
+expect 1 "out of memory" -- "$lpdt" bench --arch mlp --size 4096 --channels 256 --batch 64 \
   --steps 1 --warmup 0 --threads 1 --nodes 1
 # Graphs beyond the dense mixing matrix's limit, and runaway gossip rounds, are refused.
 expect 2 "expected 1 to 4096 nodes" -- "$lpdt" topo --nodes 20000
@@ -489,10 +491,11 @@ expect 2 "topo \-\-dot and \-\-json both name" -- "$lpdt" topo --nodes 4 --dot "
   --json "$work/same.out"
 # ... also by two names of one file: relative beside absolute, and ./ (weakly_canonical keeps a
 # bare relative name relative).
-expect 2 "topo \-\-dot and \-\-json both name" -- bash -c "cd '$work' && '$lpdt' topo --nodes 4 \
-  --dot ./same2.out --json same2.out"
-expect 2 "topo \-\-dot and \-\-json both name" -- bash -c "cd '$work' && '$lpdt' topo --nodes 4 \
-  --dot same3.out --json '$work/same3.out'"
+lpdt_path=$(readlink -f "$lpdt")
+expect 2 "topo \-\-dot and \-\-json both name" -- bash -c "cd '$work' && '$lpdt_path' topo \
+  --nodes 4 --dot ./same2.out --json same2.out"
+expect 2 "topo \-\-dot and \-\-json both name" -- bash -c "cd '$work' && '$lpdt_path' topo \
+  --nodes 4 --dot same3.out --json '$work/same3.out'"
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -5,6 +5,7 @@
 #include "lpdt/cli/option_checks.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/bench_record.h"
+#include "lpdt/graph/factory.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/conv_forms_bench.h"
 #include "lpdt/exp/precision_bench.h"
@@ -27,7 +28,8 @@ void add_bench_command(CLI::App& app) {
   // Counts and sizes are checked here, so that a bad one is named before anything runs (CLI11's
   // message names the option and the value; exit code 2 like every usage error).
   CLI::Option* nodes_option =
-      add_list_option(cmd, "--nodes", options->nodes, "Node counts to measure", at_least(1));
+      add_list_option(cmd, "--nodes", options->nodes, "Node counts to measure",
+                      integer_in(1, graph::kMaxNodes));
   cmd->add_option("--batch", options->batch_size, "Images per node per step")
       ->check(at_least(1))
       ->capture_default_str();
@@ -46,7 +48,7 @@ void add_bench_command(CLI::App& app) {
       ->check(integer_in(1, 256))
       ->capture_default_str();
   cmd->add_option("--size", options->size, "Input height and width")
-      ->check(at_least(1))
+      ->check(integer_in(1, kLargestImageSide))
       ->capture_default_str();
   cmd->add_option("--nodes-per-pass", options->nodes_per_pass,
                   "The engine's nodes per forward/backward pass (0 = automatic: on the CPU as "

@@ -22,9 +22,6 @@ constexpr double kMinReceiveTimeoutS = 0.01;
 constexpr double kMaxReceiveTimeoutS = 7 * 24 * 3600.0;
 // Rates the step applies as float32 scalars must be float32 numbers.
 constexpr double kLargestFloat32 = 3.4028234663852886e38;
-// Image sides (data.pad_to, crop_size, image_size, synthetic_size) beyond this are typos: a
-// batch of 32 such RGB images already takes 6 GiB in float32, and larger sides overflow sizes.
-constexpr double kLargestImageSide = 4096;
 
 template <ConfigEnum E>
 std::vector<std::string> choices() {
@@ -280,7 +277,7 @@ void add_keys(ConfigSchema& s) {
   s.add_int("data.pad_to", d.data.pad_to,
             "Zero-pad images to this side (32 gives Fashion-MNIST CIFAR-shaped inputs); 0 = off.")
       .at_least(0)
-      .at_most(kLargestImageSide);
+      .at_most(static_cast<double>(kLargestImageSide));
   s.add_int("data.eval_batch_size", d.data.eval_batch_size, "Batch size of evaluation.")
       .at_least(1);
   s.add_int("data.test_subset", d.data.test_subset,
@@ -293,19 +290,19 @@ void add_keys(ConfigSchema& s) {
   s.add_int("data.synthetic_size", d.data.synthetic_size,
             "Image side of the synthetic dataset (3 channels, 10 classes).")
       .at_least(1)
-      .at_most(kLargestImageSide);
+      .at_most(static_cast<double>(kLargestImageSide));
   s.add_int("data.image_size", d.data.image_size,
             "Imagenette: side S of the stored images (shorter side resized to S, centre crop "
             "S x S, kept as uint8: 9,469 x 3 S^2 bytes, 727 MB at 160); 0 = 160.")
       .at_least(0)
-      .at_most(kLargestImageSide);
+      .at_most(static_cast<double>(kLargestImageSide));
   s.add_int("data.crop_size", d.data.crop_size,
             "Side of the model's inputs: with data.augment a RandomResizedCrop to this side "
             "replaces the padded random crop, evaluation resizes the shorter side to "
             "crop_size / 0.875 and takes the centre crop; 0 = off (imagenette then crops "
             "randomly to its stored size and evaluates the stored images).")
       .at_least(0)
-      .at_most(kLargestImageSide);
+      .at_most(static_cast<double>(kLargestImageSide));
   s.add_string("data.on_device", name_of(d.data.on_device),
                "Where training batches are made: on = gathered, augmented and normalised on "
                "run.device with tensor operations (the training set copied there once as uint8; "

@@ -19,6 +19,11 @@
 
 namespace lpdt {
 
+// Image sides (data.pad_to, crop_size, image_size, synthetic_size, bench --size) beyond this are
+// typos: a batch of 32 such RGB images already takes 6 GiB in float32, and larger sides overflow
+// sizes.
+inline constexpr std::int64_t kLargestImageSide = 4096;
+
 // [run]
 struct RunConfig {
   enum class Device { kCpu, kCuda };
