@@ -641,19 +641,25 @@ TEST(Checkpoint, DamagedHeaderPartsNameTheFile) {
   fs::remove_all(out);
 }
 
+// A checkpoint's state of 2 nodes x 5 parameters after `epochs_done` epochs, with empty records.
+TrainingState small_training_state(int epochs_done) {
+  TrainingState state;
+  state.epochs_done = epochs_done;
+  state.params = torch::randn({2, 5});
+  state.torch_rng_state = torch::zeros({8}, torch::kByte);
+  state.ledger = nlohmann::json::object();
+  state.epochs = nlohmann::json::array();
+  state.config = nlohmann::json::object();
+  return state;
+}
+
 // A kill while writing leaves a temporary file; the last complete checkpoint is still the one
 // that is read, and the next write replaces both.
 TEST(Checkpoint, AnInterruptedWriteKeepsThePreviousCheckpoint) {
   const fs::path out = fresh_dir("atomic");
   fs::create_directories(out);
-  TrainingState state;
-  state.epochs_done = 4;
-  state.params = torch::randn({2, 5});
+  TrainingState state = small_training_state(4);
   state.optimizer = {{"ps", torch::ones({2})}};
-  state.torch_rng_state = torch::zeros({8}, torch::kByte);
-  state.ledger = nlohmann::json::object();
-  state.epochs = nlohmann::json::array();
-  state.config = nlohmann::json::object();
   const fs::path file = out / kCheckpointFile;
   write_checkpoint(file, state);
   std::ofstream(out / (std::string(kCheckpointFile) + ".tmp"), std::ios::binary) << "LPDTCK";
@@ -673,13 +679,7 @@ TEST(Checkpoint, AnInterruptedWriteKeepsThePreviousCheckpoint) {
 TEST(Checkpoint, AFailedWriteLeavesNoPartialFileAndKeepsThePreviousCheckpoint) {
   const fs::path out = fresh_dir("full");
   fs::create_directories(out);
-  TrainingState state;
-  state.epochs_done = 4;
-  state.params = torch::randn({2, 5});
-  state.torch_rng_state = torch::zeros({8}, torch::kByte);
-  state.ledger = nlohmann::json::object();
-  state.epochs = nlohmann::json::array();
-  state.config = nlohmann::json::object();
+  TrainingState state = small_training_state(4);
   const fs::path file = out / kCheckpointFile;
   write_checkpoint(file, state);
   state.epochs_done = 5;
