@@ -368,6 +368,19 @@ else
   echo "$out" | tail -10
 fi
 
+# In an MPMD launch the refusing program need not be rank 0's: its first process says why.
+out=$(timeout 120 "${mpirun[@]}" -np 1 "$lpdt" train --out "$work/mixed_topo" "${tiny[@]}" \
+  --set graph.nodes=2 : -np 1 "$lpdt" topo 2>&1)
+code=$?
+if [ "$code" != 0 ] && [ "$code" != 124 ] &&
+  grep -q "lpdt: rank 1: lpdt topo was started by mpirun as one of 2 processes" <<<"$out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: lpdt topo as rank 1 of an MPMD launch -> exit $code:"
+  echo "$out" | tail -10
+fi
+
 # Their --help is not refused: it only prints.
 out=$(timeout 120 "${mpirun[@]}" -np 2 "$lpdt" topo --help 2>&1)
 code=$?

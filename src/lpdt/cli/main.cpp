@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <new>
+#include <sstream>
 #include <string>
 
 #include "lpdt/cli/commands.h"
@@ -90,8 +91,21 @@ int main(int argc, char** argv) {
       help = help || arg == "--help" || arg == "-h";
     }
     if (processes > 1 && !help && !(sharded && std::string(argv[1]) == "sweep")) {
-      if (lpdt::dist::launcher_rank() <= 0) {
-        std::cerr << "lpdt: lpdt " << argv[1] << " was started by mpirun as one of " << processes
+      // One process says why: rank 0, and in an MPMD launch (`mpirun -np 1 lpdt train ... : -np 1
+      // lpdt topo`) the first process of each program too, whose rank 0 may be another program
+      // (Open MPI lists the programs' process counts in OMPI_APP_CTX_NUM_PROCS).
+      const int rank = lpdt::dist::launcher_rank();
+      bool first_of_its_program = rank <= 0;
+      if (const char* counts = std::getenv("OMPI_APP_CTX_NUM_PROCS")) {
+        std::istringstream in(counts);
+        int first = 0;
+        for (int count = 0; in >> count; first += count) {
+          first_of_its_program = first_of_its_program || rank == first;
+        }
+      }
+      if (first_of_its_program) {
+        std::cerr << "lpdt: " << (rank > 0 ? "rank " + std::to_string(rank) + ": " : "")
+                  << "lpdt " << argv[1] << " was started by mpirun as one of " << processes
                   << " processes, which would each do all of its work side by side: only lpdt "
                      "train runs as a multi-process job. Run it without mpirun"
                   << (std::string(argv[1]) == "sweep"
