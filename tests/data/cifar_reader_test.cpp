@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "lpdt/core/error.h"
+#include "lpdt/data/file_bytes.h"
 #include "test_util.h"
 
 namespace lpdt::data {
@@ -114,6 +115,22 @@ TEST(CifarReader, SizeNotAMultipleOfTheRecord) {
   testing::write_bytes(dir.file("test.bin"), {});
   expect_error<UserError>([&] { load_cifar100(dir.path(), Split::kTest); },
                           {dir.file("test.bin"), "empty"});
+}
+
+// A file larger than half the machine's memory cannot load (its bytes and the tensor filled from
+// them are held at once): refused before a byte is read, where before the read was attempted and
+// the kernel's out-of-memory killer could end the process without a word. The file is sparse: it
+// takes no disk space.
+TEST(CifarReader, FileLargerThanTheMachineCanLoadIsRefusedBeforeReading) {
+  TempDir dir;
+  write_cifar10(dir.path(), 1);
+  const std::uint64_t loadable = loadable_file_bytes();
+  ASSERT_GT(loadable, 0u);
+  std::filesystem::resize_file(dir.file("test_batch.bin"), loadable + 3073);
+  expect_error<UserError>([&] { load_cifar10(dir.path(), Split::kTest); },
+                          {"cifar10", dir.file("test_batch.bin"),
+                           "holds " + std::to_string(loadable + 3073) + " bytes",
+                           "half of this machine's memory", "a corrupt or wrong file?"});
 }
 
 TEST(CifarReader, LabelOutOfRange) {

@@ -1,5 +1,6 @@
 #include "lpdt/data/file_bytes.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -110,13 +111,19 @@ std::vector<std::uint8_t> read_gzip(const std::string& path, const std::string& 
   return out;
 }
 
-std::vector<std::uint8_t> read_plain(const std::string& path, const std::string& what) {
+std::vector<std::uint8_t> read_plain(const std::string& path, const std::string& what,
+                                     std::uint64_t most_bytes, const std::string& most_reason) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail(what, path, "is a folder, not a file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(what, path, std::string("cannot open: ") + std::strerror(errno));
   const std::streamoff size = in.tellg();
   if (size < 0) fail(what, path, "cannot determine the file size");
+  if (static_cast<std::uint64_t>(size) > most_bytes) {
+    fail(what, path,
+         "holds " + std::to_string(size) + " bytes, more than " + std::to_string(most_bytes) +
+             " bytes, " + most_reason);
+  }
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
   in.seekg(0);
   if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) {
@@ -134,12 +141,26 @@ bool is_gzip_file(const std::string& path) {
   return magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
+std::uint64_t loadable_file_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size) / 2;
+}
+
 std::vector<std::uint8_t> read_file_bytes(const std::string& path, const std::string& what,
                                           std::uint64_t most_bytes,
                                           const std::string& most_reason) {
   check_regular_file(path, what);
-  return is_gzip_file(path) ? read_gzip(path, what, most_bytes, most_reason)
-                            : read_plain(path, what);
+  const std::uint64_t loadable = loadable_file_bytes();
+  const std::string loadable_reason =
+      "half of this machine's memory (" + std::to_string(loadable >> 20) +
+      " MiB), more than a dataset file can load here: a corrupt or wrong file?";
+  // A plain file's size is known before reading: only the machine's bound is checked here, and
+  // the caller compares what it read with what it expected, naming the extra bytes.
+  if (!is_gzip_file(path)) return read_plain(path, what, loadable, loadable_reason);
+  return most_bytes > loadable ? read_gzip(path, what, loadable, loadable_reason)
+                               : read_gzip(path, what, most_bytes, most_reason);
 }
 
 std::vector<std::uint8_t> read_file_head(const std::string& path, const std::string& what,
