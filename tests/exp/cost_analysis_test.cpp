@@ -209,10 +209,18 @@ TEST(CostAnalysis, EnergyTableFileIsChecked) {
     EXPECT_NE(negative.find("fp32_add_pj"), std::string::npos) << negative;
     const std::string huge = error_of(
         "fp32_add_pj = 1\nfp32_mult_pj = 1e308\nint8_add_pj = 1\nint8_mult_pj = 1\n");
-    EXPECT_NE(huge.find("'fp32_mult_pj' must be a positive number of picojoules per operation, "
-                        "at most 1e6"),
+    EXPECT_NE(huge.find("'fp32_mult_pj' must be a number of picojoules per operation from "
+                        "1e-9 to 1e6"),
               std::string::npos)
         << huge;
+    // A subnormal energy made the 8-bit totals underflow and their ratios print as "infx".
+    const std::string tiny = error_of(
+        "fp32_add_pj = 1\nfp32_mult_pj = 1\nint8_add_pj = 1e-320\nint8_mult_pj = 1\n");
+    EXPECT_NE(tiny.find("'int8_add_pj' must be a number of picojoules per operation from 1e-9"),
+              std::string::npos)
+        << tiny;
+    EXPECT_EQ(error_of("fp32_add_pj = 1\nfp32_mult_pj = 1\nint8_add_pj = 1e-9\nint8_mult_pj = 1\n"),
+              "no error");
     const std::string name = error_of(
         "name = 5\nfp32_add_pj = 1\nfp32_mult_pj = 1\nint8_add_pj = 1\nint8_mult_pj = 1\n");
     EXPECT_NE(name.find("'name' must be a string"), std::string::npos) << name;

@@ -274,8 +274,11 @@ metrics::EnergyTable load_energy_table(const std::string& path) {
   }
   energy.name = table["name"].value_or(path);
   // A microjoule per operation is far beyond any circuit (a DRAM access costs hundreds of pJ),
-  // and larger values would overflow the totals to inf.
+  // and larger values would overflow the totals to inf. Below 1e-9 pJ is below Landauer's limit
+  // for erasing one bit (kT ln 2, about 3e-9 pJ at room temperature), and values far smaller
+  // (subnormal doubles) made the totals and ratios underflow to 0 and inf.
   constexpr double kMostPicojoules = 1e6;
+  constexpr double kLeastPicojoules = 1e-9;
   // Unknown keys first: a section header ([energy]) above the keys would otherwise read as
   // every key missing.
   for (const auto& [key, value] : table) {
@@ -292,7 +295,7 @@ metrics::EnergyTable load_energy_table(const std::string& path) {
   const auto read = [&](const char* key, double& value) {
     const auto node = table[key];
     const std::optional<double> v = node.value<double>();
-    if (!v || !(*v > 0) || !(*v <= kMostPicojoules)) {
+    if (!v || !(*v >= kLeastPicojoules) || !(*v <= kMostPicojoules)) {
       std::ostringstream given;
       if (node) {
         given << " (line " << node.node()->source().begin.line << ": got ";
@@ -306,7 +309,7 @@ metrics::EnergyTable load_energy_table(const std::string& path) {
         given << ")";
       }
       throw ConfigError("cost --energy-table " + path + ": key '" + key +
-                        "' must be a positive number of picojoules per operation, at most 1e6" +
+                        "' must be a number of picojoules per operation from 1e-9 to 1e6" +
                         (node ? given.str() : " (missing)"));
     }
     value = *v;
