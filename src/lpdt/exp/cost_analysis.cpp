@@ -402,7 +402,11 @@ std::string describe(const CostReport& report, bool per_layer) {
       values.push_back(value_of(c));
       out += format("%14.4g", values.back());
     }
-    if (values.size() == 2 && values[1] > 0) out += format("   %8.2fx", values[0] / values[1]);
+    if (values.size() == 2 && values[1] > 0) {
+      // Energy tables span 1e-9 to 1e6 pJ: ratios up to 1e15 print in exponent form.
+      const double ratio = values[0] / values[1];
+      out += format(ratio < 1e5 ? "   %8.2fx" : "   %8.3gx", ratio);
+    }
     out += "\n";
   };
   row("parameters", [](const PrecisionCost& c) { return static_cast<double>(c.params); });
