@@ -39,6 +39,7 @@ nlohmann::json machine_record(const RuntimeInfo& runtime) {
           {"logical_cores", std::thread::hardware_concurrency()},
           {"cpu_kernels", runtime.cpu_kernels},
           {"intra_op_threads", runtime.intra_op_threads},
+          {"memory_cap_bytes", runtime.data_limit_bytes},
           {"runtime", runtime.description()}};
 }
 

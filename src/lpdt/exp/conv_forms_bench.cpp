@@ -176,7 +176,7 @@ std::vector<DirectConvRow> time_direct_primitives(const ConvFormsBenchOptions& o
 std::vector<ConvFormsRow> run_conv_forms_bench(
     const ConvFormsBenchOptions& options, const std::function<void(const std::string&)>& progress,
     std::vector<DirectConvRow>* direct_rows_out) {
-  const RuntimeInfo runtime = configure_runtime(options.threads);
+  const RuntimeInfo runtime = configure_runtime(options.threads, /*on_cuda=*/false);
   models::ModelOptions model_options;
   model_options.arch = options.arch;
   model_options.depth = options.depth;

@@ -73,7 +73,7 @@ std::vector<PrecisionResult> run_precision_bench(
   // anything is printed or timed.
   for (const std::string& mode : options.modes) options_for(mode);
   const std::string model_name = models::make_model(image_bench_model(options))->name();
-  const RuntimeInfo runtime = configure_runtime(options.threads);
+  const RuntimeInfo runtime = configure_runtime(options.threads, /*on_cuda=*/false);
   char line[384];
   std::snprintf(
       line, sizeof line,

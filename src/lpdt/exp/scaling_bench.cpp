@@ -36,7 +36,7 @@ std::vector<ScalingResult> run_scaling_bench(
     if (n < 1)
       throw ConfigError("bench --scaling: --nodes must be positive, got " + std::to_string(n));
   }
-  const RuntimeInfo runtime = configure_runtime(options.threads);
+  const RuntimeInfo runtime = configure_runtime(options.threads, /*on_cuda=*/false);
   const auto model = models::make_model(image_bench_model(options));
   char line[256];
   std::snprintf(line, sizeof line,

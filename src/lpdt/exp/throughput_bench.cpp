@@ -63,7 +63,7 @@ std::vector<ThroughputResult> run_throughput_bench(
   }
   const at::Device device = on_gpu ? at::Device(at::kCUDA) : at::Device(at::kCPU);
   if (on_gpu) at::globalContext().setBenchmarkCuDNN(true);  // static shapes: autotune once
-  const RuntimeInfo runtime = configure_runtime(options.threads);
+  const RuntimeInfo runtime = configure_runtime(options.threads, on_gpu);
   models::ModelOptions model_options = image_bench_model(options);
   model_options.quant.precision = precision;
   const auto model = models::make_model(model_options);

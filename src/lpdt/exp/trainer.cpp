@@ -706,8 +706,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                       "slower; 0 takes every core)";
     say("warning: " + *threads_warning);
   }
-  const RuntimeInfo runtime = configure_runtime(config.run.threads);
   const at::Device device = resolve_device(config);
+  const RuntimeInfo runtime = configure_runtime(config.run.threads, device.is_cuda());
   torch::manual_seed(config.run.seed);  // dropout masks
 
   // Data: the nodes' partitions of the training set; the shared test set.
@@ -1698,6 +1698,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       {"intra_op_threads", runtime.intra_op_threads},
       // The vector level of the project's CPU kernels (core/cpu_dispatch.h).
       {"cpu_kernels", runtime.cpu_kernels},
+      // The cap on this process's memory (core/runtime.h), 0 for none.
+      {"memory_cap_bytes", runtime.data_limit_bytes},
       {"nodes_per_pass", nodes_per_pass},
       {"pass_workers", pass_workers},
       {"conv_algorithm", "grouped"},
