@@ -21,6 +21,9 @@
 #include "lpdt/exp/report/report_page.h"
 #include "lpdt/exp/report/run_results.h"
 #include "lpdt/exp/report/svg_chart.h"
+#include "lpdt/graph/export.h"
+#include "lpdt/graph/factory.h"
+#include "lpdt/graph/schedule.h"
 
 namespace lpdt::exp::report {
 namespace {
@@ -566,6 +569,37 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
         "1,fc.weight,-50,0.5,0.1,1,1\n");
   EXPECT_THAT(report_error(dir), HasSubstr("layers.csv' line 2, column numel: '-50' is out of "
                                            "range"));
+}
+
+// A time-varying topology's topology.json, as a run writes it (graph::to_json of its schedule:
+// a 'steps' array of graphs, no 'edges'), used to stop the report ("needs an 'edges' array").
+// The page draws the graph of each step of the period.
+TEST(ReportRun, ATimeVaryingTopologyDrawsEachStepsGraph) {
+  const fs::path dir = fresh_dir("one-peer") / "run";
+  SyntheticRun r;
+  r.nodes = 8;
+  write_run(dir, r);
+  write_topology_and_cost(dir, r.nodes);
+  const auto schedule = graph::make_topology(
+      graph::TopologyOptions().name("one-peer-exponential").num_nodes(r.nodes));
+  ASSERT_EQ(schedule->period(), 3);
+  write(dir / "topology.json", graph::to_json(*schedule));
+  const std::string html = read(write_report(dir));
+  expect_well_formed(html);
+  const std::string topology = section(html, "topology");
+  EXPECT_THAT(topology, Not(HasSubstr("class=\"missing\"")));
+  EXPECT_THAT(topology, HasSubstr("the graph changes every step, 3 graphs in turn"));
+  EXPECT_EQ(count(topology, "<svg"), 3);
+  // Each step's graph: every node sends to one peer, 2^t hops on.
+  EXPECT_EQ(count(topology, "class=\"edge\""), 3 * r.nodes);
+  for (const char* hop : {"hop 1", "hop 2", "hop 4"}) EXPECT_THAT(topology, HasSubstr(hop));
+  // A damaged one names what it expects.
+  write(dir / "topology.json", "{\"num_nodes\": 8, \"steps\": []}");
+  EXPECT_THAT(report_error(dir),
+              AllOf(HasSubstr("topology.json"), HasSubstr("'steps' must be a non-empty array")));
+  write(dir / "topology.json",
+        "{\"num_nodes\": 8, \"steps\": [{\"num_nodes\": 4, \"edges\": []}]}");
+  EXPECT_THAT(report_error(dir), HasSubstr("a step's graph has 4 nodes where num_nodes is 8"));
 }
 
 TEST(ReportRun, AFolderThatIsNeitherARunNorASweepIsAnError) {

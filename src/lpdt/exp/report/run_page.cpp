@@ -363,14 +363,33 @@ std::string topology_section(const RunResults& run) {
     return out;
   }
   const TopologyInfo& topo = *run.topology;
-  GraphDrawing graph;
-  graph.title = topo.name + ", " + std::to_string(topo.num_nodes) + " nodes" +
-                (topo.spectral_gap ? ", spectral gap " + format_number(*topo.spectral_gap) : "");
-  graph.num_nodes = topo.num_nodes;
-  graph.id_prefix = "topology";
-  if (topo.num_nodes > 16) graph.width = graph.height = 640;  // room for the arcs of many nodes
-  for (const auto& e : topo.edges) graph.edges.push_back({e.src, e.dst, e.weight});
-  return render_graph(graph);
+  const auto drawing = [](const TopologyInfo& g, const std::string& title,
+                          const std::string& id_prefix) {
+    GraphDrawing graph;
+    graph.title = title;
+    graph.num_nodes = g.num_nodes;
+    graph.id_prefix = id_prefix;
+    if (g.num_nodes > 16) graph.width = graph.height = 640;  // room for the arcs of many nodes
+    for (const auto& e : g.edges) graph.edges.push_back({e.src, e.dst, e.weight});
+    return render_graph(graph);
+  };
+  const std::string title =
+      topo.name + ", " + std::to_string(topo.num_nodes) + " nodes" +
+      (topo.spectral_gap ? ", spectral gap " + format_number(*topo.spectral_gap) : "");
+  if (topo.steps.empty()) return drawing(topo, title, "topology");
+  // A time-varying topology: its period's graphs in turn (one-peer-exponential's period is
+  // log2 of the node count, at most 12 graphs).
+  std::string out = "<p class=\"note\">" + xml_escape(title) + ": the graph changes every step, " +
+                    std::to_string(topo.steps.size()) + " graphs in turn</p>\n";
+  for (std::size_t i = 0; i < topo.steps.size(); ++i) {
+    const TopologyInfo& step = topo.steps[i];
+    out += drawing(step,
+                   "step " + std::to_string(i) + " of each period: " + step.name +
+                       (step.spectral_gap ? ", spectral gap " + format_number(*step.spectral_gap)
+                                          : ""),
+                   "topology-step" + std::to_string(i));
+  }
+  return out;
 }
 
 std::string ratio(double a, double b) {

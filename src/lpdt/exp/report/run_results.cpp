@@ -144,7 +144,31 @@ TopologyInfo parse_topology(const fs::path& file, const json& j) {
                     "' needs 'num_nodes' or a 'nodes' array (as written by "
                     "lpdt topo --json)");
   }
-  if (j.contains("edges") && j["edges"].is_array()) {
+  if (!j.contains("edges") && j.contains("steps")) {
+    // A time-varying topology (one-peer-exponential): the graph of each step of its period.
+    if (!j["steps"].is_array() || j["steps"].empty()) {
+      throw UserError("'" + file.string() +
+                      "': 'steps' must be a non-empty array of graphs (one per step of a "
+                      "time-varying topology's period)");
+    }
+    for (const json& step : j["steps"]) {
+      if (!step.is_object()) {
+        throw UserError("'" + file.string() + "': 'steps' must hold objects (one graph each)");
+      }
+      TopologyInfo graph = parse_topology(file, step);
+      if (graph.num_nodes != topo.num_nodes) {
+        throw UserError("'" + file.string() + "': a step's graph has " +
+                        std::to_string(graph.num_nodes) + " nodes where num_nodes is " +
+                        std::to_string(topo.num_nodes));
+      }
+      if (!graph.steps.empty()) {
+        throw UserError("'" + file.string() + "': a step's graph has steps of its own");
+      }
+      if (const auto label = json_string(step, {"label"})) graph.name = *label;  // "... hop 2"
+      topo.steps.push_back(std::move(graph));
+    }
+    if (const auto label = json_string(j, {"label"})) topo.name = *label;
+  } else if (j.contains("edges") && j["edges"].is_array()) {
     for (const json& e : j["edges"]) {
       if (!e.is_object()) throw UserError("'" + file.string() + "': 'edges' must hold objects");
       required_number(file, e, "src", "an edge");
@@ -164,7 +188,9 @@ TopologyInfo parse_topology(const fs::path& file, const json& j) {
       }
     }
   } else {
-    throw UserError("'" + file.string() + "' needs an 'edges' array of {src, dst, weight}");
+    throw UserError("'" + file.string() +
+                    "' needs an 'edges' array of {src, dst, weight} (or, for a time-varying "
+                    "topology, a 'steps' array of such graphs)");
   }
   for (const auto& e : topo.edges) {
     if (e.src < 0 || e.dst < 0 || e.src >= topo.num_nodes || e.dst >= topo.num_nodes) {

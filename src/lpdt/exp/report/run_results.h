@@ -51,7 +51,8 @@ struct LayerEpoch {
   double numel = 0, distance = 0, relative_distance = 0, mean_node_norm = 0, average_norm = 0;
 };
 
-// topology.json (lpdt topo --json): the graph of step 0.
+// topology.json (lpdt topo --json): a static graph's edges, or a time-varying topology's graph
+// of each step of its period (`steps`, each a static graph; `edges` then empty).
 struct TopologyInfo {
   std::string name;
   int num_nodes = 0;
@@ -61,6 +62,7 @@ struct TopologyInfo {
     double weight = 0;
   };
   std::vector<Edge> edges;
+  std::vector<TopologyInfo> steps;
 };
 
 // cost.json: the cost model's figures per precision (training and inference of one iteration).
