@@ -267,6 +267,35 @@ TEST(Train, MissingDatasetFileIsAClearError) {
   fs::remove_all(out);
 }
 
+// Nodes dying together that cut the survivors' graph: one warning (not one per dead node), with
+// the round, recorded in summary.json's warnings (before, only printed, and once per node).
+TEST(Train, ACutGraphIsWarnedOnceAndRecorded) {
+  const fs::path out = fresh_dir("cut");
+  ExperimentConfig config = small_synthetic_run(out);
+  config.run.epochs = 1;
+  config.graph.nodes = 5;  // a directed ring: 0 -> 1 -> ... -> 4 -> 0
+  config.faults.kill_nodes = {1, 2, 3};
+  config.faults.kill_step = 2;
+  std::vector<std::string> lines;
+  const TrainResult run = train(config, [&](const std::string& line) { lines.push_back(line); });
+  const std::string cut = "round 2: without the dead nodes the graph is no longer strongly connected";
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& line) {
+                            return line.find("no longer strongly connected") != std::string::npos;
+                          }),
+            1);
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+    return line.find("warning: " + cut) != std::string::npos;
+  }));
+  std::ifstream in(run.run_dir / "summary.json");
+  const auto warnings =
+      nlohmann::json::parse(in).at("warnings").get<std::vector<std::string>>();
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) {
+    return w.find(cut) != std::string::npos;
+  }));
+  fs::remove_all(out);
+}
+
 // A learning rate that overflows the weights in the first steps: the run stops at the step where
 // a loss stops being finite, names it and the nodes, says what to change, and keeps what it wrote.
 TEST(Train, ADivergedRunStopsAndSaysWhatToChange) {
@@ -840,6 +869,69 @@ TEST(Checkpoint, ResumingARunWithTruncatedTablesNamesThemAndWritesNothing) {
   const std::string after = read(epochs);
   EXPECT_EQ(after.substr(0, epochs_text.size()), epochs_text);
   EXPECT_EQ(std::count(after.begin(), after.end(), '\n'), 4);
+  fs::remove_all(out);
+}
+
+// Rows of epochs after the checkpoint, complete ones (a run extended with run.checkpoint_every =
+// 0 and killed many epochs on), are dropped on resume and trained again; the tables as they were
+// are kept beside them, so no figure written is lost, and the run says so and records it.
+TEST(Checkpoint, ResumingKeepsTheTablesWhoseLaterEpochsItDrops) {
+  const fs::path out = fresh_dir("dropped_epochs");
+  const TrainResult run = train(stateful_run(out, 2), [](const std::string&) {});
+  const auto read = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  // Epoch 2's rows again as epoch 3's: what a run killed after epoch 3 without a checkpoint wrote.
+  const auto with_epoch_3 = [](const std::string& text) {
+    std::string more;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("2,", 0) == 0) more += "3" + line.substr(1) + "\n";
+    }
+    return text + more;
+  };
+  std::map<std::string, std::string> before;
+  for (const char* table : {"epochs.csv", "metrics.csv", "layers.csv"}) {
+    before[table] = with_epoch_3(read(run.run_dir / table));
+    std::ofstream(run.run_dir / table, std::ios::binary) << before[table];
+  }
+  std::vector<std::string> said;
+  TrainOptions resume;
+  resume.resume_dir = run.run_dir;
+  const TrainResult resumed =
+      train(stateful_run(out, 3), [&](const std::string& line) { said.push_back(line); }, resume);
+  EXPECT_EQ(resumed.epochs.size(), 3u);
+  for (const char* table : {"epochs", "metrics", "layers"}) {
+    SCOPED_TRACE(table);
+    const fs::path kept = run.run_dir / (std::string(table) + ".before-resume.csv");
+    ASSERT_TRUE(fs::exists(kept));
+    EXPECT_EQ(read(kept), before[std::string(table) + ".csv"]);
+    // The table itself holds epoch 3's rows once (as many as epoch 2's): the resumed run's.
+    const std::string now = read(run.run_dir / (std::string(table) + ".csv"));
+    const auto rows_of = [&](const std::string& epoch) {
+      std::size_t count = 0;
+      for (std::size_t at = now.find("\n" + epoch); at != std::string::npos;
+           at = now.find("\n" + epoch, at + 1)) {
+        ++count;
+      }
+      return count;
+    };
+    EXPECT_EQ(rows_of("3,"), rows_of("2,")) << now;
+    EXPECT_GT(rows_of("3,"), 0u) << now;
+  }
+  const std::string note =
+      "the tables held epoch 3, written after the checkpoint (epoch 2) by a run that stopped "
+      "before it checkpointed them";
+  EXPECT_TRUE(std::any_of(said.begin(), said.end(), [&](const std::string& line) {
+    return line.find("note: " + note) != std::string::npos;
+  }));
+  std::ifstream summary_file(run.run_dir / "summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(summary_file);
+  const auto warnings = summary.at("warnings").get<std::vector<std::string>>();
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) {
+    return w.find(note) != std::string::npos;
+  }));
   fs::remove_all(out);
 }
 

@@ -607,9 +607,14 @@ constexpr const char* kLayersHeader =
 // `expected_rows[e]` counts (-1: the same positive count for every epoch). Rows of later epochs
 // (written before a kill that came ahead of the checkpoint) and a half-written last line are
 // dropped. Anything else is damage, and appending to it would hide it: UserError naming the file
-// and what is wrong, raised before any file of the run is written. Returns the text to keep.
-std::string resumable_table_text(const std::filesystem::path& csv, const std::string& header,
-                                 int epochs_done, const std::map<int, long>& expected_rows) {
+// and what is wrong, raised before any file of the run is written. Returns the text to keep and
+// the epochs whose rows are dropped.
+struct ResumableTable {
+  std::string kept;
+  std::set<int> dropped_epochs;
+};
+ResumableTable resumable_table(const std::filesystem::path& csv, const std::string& header,
+                               int epochs_done, const std::map<int, long>& expected_rows) {
   const std::optional<std::string> read = read_file_text(csv);
   if (!read) throw UserError("cannot resume: '" + csv.string() + "' is missing from the run folder");
   const std::string& text = *read;
@@ -631,6 +636,7 @@ std::string resumable_table_text(const std::filesystem::path& csv, const std::st
   };
   const auto columns = fields_of(header);
   std::string kept = header + "\n";
+  std::set<int> dropped;
   std::map<int, long> rows;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const std::string& line = lines[i];
@@ -642,7 +648,10 @@ std::string resumable_table_text(const std::filesystem::path& csv, const std::st
                     std::to_string(columns) + " fields starting with an epoch ('" +
                     printable_excerpt(line, 60) + "')");
     }
-    if (epoch > epochs_done) continue;
+    if (epoch > epochs_done) {
+      dropped.insert(epoch);
+      continue;
+    }
     ++rows[epoch];
     kept += line + "\n";
   }
@@ -663,7 +672,35 @@ std::string resumable_table_text(const std::filesystem::path& csv, const std::st
                     ", which the checkpoint's run did not evaluate");
     }
   }
+  return {std::move(kept), std::move(dropped)};
+}
+
+// Before a resume drops rows of epochs after its checkpoint (a run stopped before it checkpointed
+// them, possibly many epochs on with run.checkpoint_every = 0), the tables as they were are kept
+// beside them as <name>.before-resume[-N].csv, so that no figure written is lost. Returns the
+// kept copies' names.
+std::vector<std::string> keep_tables_before_resume(const std::filesystem::path& run_dir,
+                                                   const std::vector<std::string>& tables) {
+  std::vector<std::string> kept;
+  for (const std::string& table : tables) {
+    const std::filesystem::path from = run_dir / table;
+    const std::string stem = std::filesystem::path(table).stem().string();
+    std::filesystem::path to;
+    for (int n = 1;; ++n) {
+      to = run_dir / (stem + ".before-resume" + (n == 1 ? "" : "-" + std::to_string(n)) + ".csv");
+      if (!std::filesystem::exists(to)) break;
+    }
+    const std::optional<std::string> text = read_file_text(from);
+    if (!text) continue;
+    write_text_file(to, *text);
+    kept.push_back(to.filename().string());
+  }
   return kept;
+}
+
+std::string epoch_span_text(const std::set<int>& epochs) {
+  if (epochs.size() == 1) return "epoch " + std::to_string(*epochs.begin());
+  return "epochs " + std::to_string(*epochs.begin()) + "-" + std::to_string(*epochs.rbegin());
 }
 
 }  // namespace
@@ -1019,6 +1056,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // A resumed run's tables, checked against its checkpoint before anything is written.
   std::string resumed_metrics, resumed_epochs;
   std::optional<std::string> resumed_layers;
+  std::string dropped_rows_note;  // recorded with the run's warnings
   if (resumed && leader) {
     std::map<int, long> one_row, node_rows, layer_rows;
     for (const EpochSummary& e : epochs_from_json(resumed->epochs)) {
@@ -1030,10 +1068,33 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       layer_rows[e.epoch] = static_cast<long>(model->layout().segments.size());  // a row a layer
     }
     const int done = resumed->epochs_done;
-    resumed_metrics = resumable_table_text(run_dir / "metrics.csv", kMetricsHeader, done, node_rows);
-    resumed_epochs = resumable_table_text(run_dir / "epochs.csv", kEpochsHeader, done, one_row);
+    const ResumableTable metrics =
+        resumable_table(run_dir / "metrics.csv", kMetricsHeader, done, node_rows);
+    const ResumableTable epochs = resumable_table(run_dir / "epochs.csv", kEpochsHeader, done, one_row);
+    std::optional<ResumableTable> layers;
     if (std::filesystem::exists(run_dir / "layers.csv")) {
-      resumed_layers = resumable_table_text(run_dir / "layers.csv", kLayersHeader, done, layer_rows);
+      layers = resumable_table(run_dir / "layers.csv", kLayersHeader, done, layer_rows);
+    }
+    resumed_metrics = metrics.kept;
+    resumed_epochs = epochs.kept;
+    std::set<int> dropped = epochs.dropped_epochs;
+    dropped.insert(metrics.dropped_epochs.begin(), metrics.dropped_epochs.end());
+    if (layers) dropped.insert(layers->dropped_epochs.begin(), layers->dropped_epochs.end());
+    if (!dropped.empty()) {
+      std::vector<std::string> tables = {"epochs.csv", "metrics.csv"};
+      if (layers) tables.push_back("layers.csv");
+      std::string names;
+      for (const std::string& name : keep_tables_before_resume(run_dir, tables)) {
+        names += (names.empty() ? "" : ", ") + name;
+      }
+      dropped_rows_note =
+          "the tables held " + epoch_span_text(dropped) + ", written after the checkpoint (epoch " +
+          std::to_string(done) + ") by a run that stopped before it checkpointed them; they are "
+          "trained again from the checkpoint, and the tables as they were are kept as " + names;
+      say("note: " + dropped_rows_note);
+    }
+    if (layers) {
+      resumed_layers = layers->kept;
     } else {
       // (a folder written before layers.csv existed, or the file was removed): the checkpoint
       // does not hold the per-layer figures of the epochs done, so the table starts afresh.
@@ -1118,6 +1179,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   }
   for (const std::string& warning : warnings) say("warning: " + warning);
   if (threads_warning) warnings.push_back(*threads_warning);  // said when the run started
+  if (!dropped_rows_note.empty()) warnings.push_back(dropped_rows_note);  // said as a note
   if (cluster.distributed()) {
     const std::int64_t fewest = n / cluster.size(), most = (n + cluster.size() - 1) / cluster.size();
     const std::string share = fewest == most ? std::to_string(fewest)
@@ -1419,10 +1481,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     return ev;
   };
   std::set<std::int64_t> deaths_reported;
+  // Whether the survivors' graph was found cut (warned once, and recorded with the warnings).
+  bool survivors_cut_warned = false;
   const auto report_deaths = [&] {
     if (optimizer.faults() == nullptr) return;
+    std::int64_t newest_round = -1;
     for (const auto& [node, seen] : optimizer.faults()->counts().dead_nodes) {
       if (!deaths_reported.insert(node).second) continue;
+      newest_round = std::max<std::int64_t>(newest_round, seen);
       const std::string line = format(
           "round %lld: node %lld is dead; its edges are dropped and "
           "its neighbours renormalise (docs/faults.md)",
@@ -1432,9 +1498,16 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       } else {
         std::fprintf(stderr, "rank %d: %s\n", cluster.rank(), line.c_str());
       }
-      if (leader && static_graph) {
-        const std::string cut = survivors_cut(static_mixing.cpu(), survivors());
-        if (!cut.empty()) progress("warning: " + cut);
+    }
+    // Once all of this round's deaths are known: nodes dying together would each repeat it.
+    if (newest_round >= 0 && leader && static_graph && !survivors_cut_warned) {
+      const std::string cut = survivors_cut(static_mixing.cpu(), survivors());
+      if (!cut.empty()) {
+        survivors_cut_warned = true;
+        const std::string warning =
+            format("round %lld: ", static_cast<long long>(newest_round)) + cut;
+        progress("warning: " + warning);
+        warnings.push_back(warning);
       }
     }
   };
