@@ -467,6 +467,15 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
   // The line and column, without the JSON library's exception name.
   EXPECT_THAT(report_error(dir), AllOf(HasSubstr("summary.json' is not valid JSON (line 1, column"),
                                        Not(HasSubstr("json.exception"))));
+  // A number beyond a double is the JSON library's out_of_range, not a parse_error: named too.
+  write(dir / "summary.json", "{\"config\": {}, \"final\": {\"consensus_distance\": 1e999}}");
+  EXPECT_THAT(report_error(dir),
+              AllOf(HasSubstr("summary.json' is not valid JSON (number overflow parsing '1e999')"),
+                    Not(HasSubstr("json.exception"))));
+  write_run(dir, SyntheticRun{});
+  write(dir / "topology.json", "{\"num_nodes\": 2, \"spectral_gap\": 1e400, \"edges\": []}");
+  EXPECT_THAT(report_error(dir), HasSubstr("topology.json' is not valid JSON (number overflow"));
+  fs::remove(dir / "topology.json");
   write_run(dir, SyntheticRun{});
   write(dir / "cost.json", "{\"model\": \"mlp\"}");
   EXPECT_THAT(report_error(dir), HasSubstr("cost.json' needs a 'precisions' array"));

@@ -48,7 +48,7 @@ json read_run_summary(const fs::path& file) {
   json summary;
   try {
     summary = json::parse(*text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw UserError("'" + file.string() + "' is not valid JSON (" + json_error_text(e) +
                     "): a damaged summary.json; restore it, or delete its run folder to train "
                     "the run again");

@@ -615,7 +615,7 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
     nlohmann::json record;
     try {
       record = nlohmann::json::parse(text.value_or(""));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
       throw UserError("'" + (dir / kDivergedFile).string() + "' is not valid JSON (" +
                       json_error_text(e) + ")");
     }

@@ -47,7 +47,7 @@ json read_json(const fs::path& path) {
                       std::string(j.type_name()));
     }
     return j;
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw UserError("'" + path.string() + "' is not valid JSON (" + json_error_text(e) + ")");
   }
 }
