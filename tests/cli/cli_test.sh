@@ -347,7 +347,10 @@ expect 0 "^3," -- cat "$work/no-layers/layers.csv"
 # A run extended past its last checkpoint (run.checkpoint_every = 0) is finished all the same.
 expect 0 "done: average-model accuracy" -- "$lpdt" train --resume "$run_dir" --set run.epochs=3 \
   --set run.checkpoint_every=0
-expect 2 "its summary.json shows 3 epochs finished" -- "$lpdt" train --resume "$run_dir"
+# Its advice is the copy-the-folder one at once (it used to say "set run.epochs higher", which
+# then met the refusal below).
+expect 2 "its summary.json shows 3 epochs finished, but its last checkpoint is of epoch 2.*copy the folder" \
+  -- "$lpdt" train --resume "$run_dir"
 # ... and continuing it from that older checkpoint would replace the finished epoch's results:
 # refused, and the recorded results stay as they were.
 cp "$run_dir/epochs.csv" "$work/epochs.before"

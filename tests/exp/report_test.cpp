@@ -502,6 +502,17 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
   write(dir / "summary.json", "{\"config\": {}, \"final\": {\"average_model_accuracy\": 1e308}}");
   EXPECT_THAT(report_error(dir), HasSubstr("\"final\".average_model_accuracy = 1e+308 is out of "
                                            "range (expected a percentage from 0 to 100, or null)"));
+  // The per-node arrays too, entry by entry (null: a dead node).
+  write(dir / "summary.json",
+        "{\"config\": {}, \"final\": {\"node_accuracy\": [50, null, 250]}}");
+  EXPECT_THAT(report_error(dir), HasSubstr("\"final\".node_accuracy[2] (node 2) = 250 is out of "
+                                           "range (expected a percentage from 0 to 100, or null)"));
+  write(dir / "summary.json",
+        "{\"config\": {}, \"final\": {\"bytes_sent_per_node\": [100, -5]}}");
+  EXPECT_THAT(report_error(dir), HasSubstr("\"final\".bytes_sent_per_node[1] (node 1) = -5 is out "
+                                           "of range (expected a whole number of bytes, at least 0"));
+  write(dir / "summary.json", "{\"config\": {}, \"final\": {\"node_accuracy\": 7}}");
+  EXPECT_THAT(report_error(dir), HasSubstr("\"final\".node_accuracy must be an array"));
   write(dir / "summary.json", "{\"config\": {}, \"final\": {\"mean_gb_sent_per_node\": -1}}");
   EXPECT_THAT(report_error(dir), HasSubstr("\"final\".mean_gb_sent_per_node = -1 is out of range"));
   write(dir / "summary.json", "{\"config\": {}, \"final\": {\"steps\": 2.5}}");

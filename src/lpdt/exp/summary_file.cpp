@@ -39,6 +39,11 @@ constexpr FigureBounds kFinalFigures[] = {
     {"wall_time_s", 0, kInf, false, "a number, at least 0"},
     {"train_images_per_s", 0, kInf, false, "a number, at least 0"},
 };
+// The per-node figures: arrays by node id, each entry within the bounds or null (a dead node).
+constexpr FigureBounds kFinalNodeFigures[] = {
+    {"node_accuracy", 0, 100, false, "a percentage from 0 to 100"},
+    {"bytes_sent_per_node", 0, kInf, true, "a whole number of bytes, at least 0"},
+};
 
 }  // namespace
 
@@ -68,17 +73,37 @@ json read_run_summary(const fs::path& file) {
   if (final == summary.end() || !final->is_object()) {
     throw shape_error("no \"final\" object (the run's final figures)");
   }
-  for (const FigureBounds& figure : kFinalFigures) {
-    const auto value = final->find(figure.key);
-    if (value == final->end() || value->is_null()) continue;
-    const std::string where = "'" + file.string() + "': \"final\"." + figure.key;
-    if (!value->is_number()) throw UserError(where + " must be a number, got " + value->dump());
-    const double number = value->get<double>();
+  const auto check = [&](const FigureBounds& figure, const json& value, const std::string& where) {
+    if (value.is_null()) return;
+    if (!value.is_number()) {
+      throw UserError(where + " must be a number, got " + json_excerpt(value));
+    }
+    const double number = value.get<double>();
     if (!(number >= figure.low && number <= figure.high) ||
         (figure.whole && number != std::floor(number))) {
-      throw UserError(where + " = " + value->dump() + " is out of range (expected " +
+      throw UserError(where + " = " + value.dump() + " is out of range (expected " +
                       figure.expected + ", or null): a damaged summary.json; restore it, or "
                       "delete its run folder to train the run again");
+    }
+  };
+  std::string final_key = "'";  // (appended in steps: GCC 12 warns on `"'" + file.string()`)
+  final_key += file.string();
+  final_key += "': \"final\".";
+  for (const FigureBounds& figure : kFinalFigures) {
+    const auto value = final->find(figure.key);
+    if (value != final->end()) check(figure, *value, final_key + figure.key);
+  }
+  for (const FigureBounds& figure : kFinalNodeFigures) {
+    const auto values = final->find(figure.key);
+    if (values == final->end() || values->is_null()) continue;
+    if (!values->is_array()) {
+      throw UserError(final_key + figure.key + " must be an array (one entry per node), got " +
+                      json_excerpt(*values));
+    }
+    for (std::size_t node = 0; node < values->size(); ++node) {
+      check(figure, (*values)[node],
+            final_key + figure.key + "[" + std::to_string(node) + "] (node " +
+                std::to_string(node) + ")");
     }
   }
   return summary;

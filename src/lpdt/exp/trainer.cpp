@@ -687,7 +687,9 @@ std::vector<std::string> keep_tables_before_resume(const std::filesystem::path& 
     const std::string stem = std::filesystem::path(table).stem().string();
     std::filesystem::path to;
     for (int n = 1;; ++n) {
-      to = run_dir / (stem + ".before-resume" + (n == 1 ? "" : "-" + std::to_string(n)) + ".csv");
+      std::string name = stem + ".before-resume";
+      if (n > 1) name += "-" + std::to_string(n);
+      to = run_dir / (name + ".csv");
       if (!std::filesystem::exists(to)) break;
     }
     const std::optional<std::string> text = read_file_text(from);
@@ -952,7 +954,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       const bool summary_covers_checkpoint = summary_done && *summary_done >= resumed->epochs_done;
       const bool unfinished_after_last_epoch =
           resumed->epochs_done == config.run.epochs && !summary_covers_checkpoint;
-      if (resumed->epochs_done >= config.run.epochs && !unfinished_after_last_epoch) {
+      const bool summary_past_checkpoint = summary_done && *summary_done > resumed->epochs_done;
+      if (resumed->epochs_done >= config.run.epochs && !unfinished_after_last_epoch &&
+          !summary_past_checkpoint) {
         throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its checkpoint has " +
                           std::to_string(resumed->epochs_done) +
                           " of run.epochs = " + std::to_string(config.run.epochs) +
@@ -961,7 +965,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       }
       // A run extended with run.checkpoint_every = 0 (or past its last checkpoint) finished with a
       // checkpoint older than its summary: it is finished all the same.
-      if (summary_done && *summary_done >= config.run.epochs) {
+      // (Where the checkpoint is older than the summary, a higher run.epochs meets the refusal
+      // below: its advice is given at once.)
+      if (summary_done && *summary_done >= config.run.epochs && !summary_past_checkpoint) {
         throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its summary.json " +
                           "shows " + std::to_string(*summary_done) +
                           " epochs finished (run.epochs = " + std::to_string(config.run.epochs) +
@@ -972,7 +978,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       // An extension run with run.checkpoint_every = 0 finished past its folder's last checkpoint:
       // resuming from that checkpoint would train the finished epochs again and replace their
       // recorded results (with a schedule of the new run.epochs, not necessarily the same values).
-      if (summary_done && *summary_done > resumed->epochs_done) {
+      if (summary_past_checkpoint) {
         const std::string dir = options.resume_dir.string();
         const int first = resumed->epochs_done + 1;
         const std::string again =
