@@ -872,6 +872,41 @@ TEST(Checkpoint, ResumingARunWithTruncatedTablesNamesThemAndWritesNothing) {
   fs::remove_all(out);
 }
 
+// A resume writes again the set-up files missing from its folder (a folder copied in part), the
+// same as the run wrote them, with a note; it used to leave them missing without a word.
+TEST(Checkpoint, ResumingWritesMissingSetupFilesAgain) {
+  const fs::path out = fresh_dir("missing_setup");
+  const TrainResult run = train(stateful_run(out, 1), [](const std::string&) {});
+  const auto read = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::vector<std::string> names = {"partition.json", "class_histogram.csv",
+                                          "topology.json"};
+  std::map<std::string, std::string> before;
+  for (const std::string& name : names) {
+    before[name] = read(run.run_dir / name);
+    ASSERT_FALSE(before[name].empty()) << name;
+  }
+  fs::remove(run.run_dir / "topology.json");
+  fs::remove(run.run_dir / "class_histogram.csv");
+  const fs::file_time_type partition_time = fs::last_write_time(run.run_dir / "partition.json");
+  std::vector<std::string> said;
+  TrainOptions resume;
+  resume.resume_dir = run.run_dir;
+  train(stateful_run(out, 2), [&](const std::string& line) { said.push_back(line); }, resume);
+  for (const std::string& name : names) EXPECT_EQ(read(run.run_dir / name), before[name]) << name;
+  // Only the missing ones: partition.json is left as it was.
+  EXPECT_EQ(fs::last_write_time(run.run_dir / "partition.json"), partition_time);
+  for (const char* name : {"topology.json", "class_histogram.csv"}) {
+    EXPECT_TRUE(std::any_of(said.begin(), said.end(), [&](const std::string& line) {
+      return line.find(std::string(name) + " was missing; it is written again") !=
+             std::string::npos;
+    })) << name;
+  }
+  fs::remove_all(out);
+}
+
 // Rows of epochs after the checkpoint, complete ones (a run extended with run.checkpoint_every =
 // 0 and killed many epochs on), are dropped on resume and trained again; the tables as they were
 // are kept beside them, so no figure written is lost, and the run says so and records it.

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -1121,9 +1122,41 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   };
   if (!resumed) write_config();
   std::ofstream metrics_csv, epochs_csv, layers_csv;
+  // The files that describe the run's set-up, functions of its configuration and data. A resume
+  // writes again those missing from its folder (removed, or a folder copied in part), with a note.
+  const auto write_setup_files = [&](bool only_missing) {
+    std::vector<std::pair<std::string, std::function<void(const std::filesystem::path&)>>> files = {
+        {"partition.json",
+         [&](const std::filesystem::path& path) {
+           data::write_partition_json(path.string(), partition, train_set.labels,
+                                      train_set.num_classes);
+         }},
+        {"class_histogram.csv",
+         [&](const std::filesystem::path& path) {
+           data::write_class_histogram_csv(path.string(), partition, train_set.labels,
+                                           train_set.num_classes);
+         }},
+        {"topology.json",
+         [&](const std::filesystem::path& path) {
+           write_text_file(path, graph::to_json(*topology) + "\n");
+         }}};
+    // The cost model (the paper's Tables 7-9) covers the convolutional networks.
+    if (!text) {
+      files.emplace_back("cost.json", [&](const std::filesystem::path& path) {
+        write_cost_json(path, config, model_options);
+      });
+    }
+    for (const auto& [name, write] : files) {
+      const std::filesystem::path path = run_dir / name;
+      if (only_missing && std::filesystem::exists(path)) continue;
+      write(path);
+      if (only_missing) say("note: " + path.string() + " was missing; it is written again");
+    }
+  };
   if (!leader) {
     // Ranks other than 0 write nothing.
   } else if (resumed) {
+    write_setup_files(/*only_missing=*/true);
     write_text_file(run_dir / "metrics.csv", resumed_metrics);
     write_text_file(run_dir / "epochs.csv", resumed_epochs);
     metrics_csv.open(run_dir / "metrics.csv", std::ios::app);
@@ -1133,13 +1166,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       layers_csv.open(run_dir / "layers.csv", std::ios::app);
     }
   } else {
-    data::write_partition_json((run_dir / "partition.json").string(), partition, train_set.labels,
-                               train_set.num_classes);
-    data::write_class_histogram_csv((run_dir / "class_histogram.csv").string(), partition,
-                                    train_set.labels, train_set.num_classes);
-    write_text_file(run_dir / "topology.json", graph::to_json(*topology) + "\n");
-    // The cost model (the paper's Tables 7-9) covers the convolutional networks.
-    if (!text) write_cost_json(run_dir / "cost.json", config, model_options);
+    write_setup_files(/*only_missing=*/false);
     metrics_csv.open(run_dir / "metrics.csv");
     metrics_csv << kMetricsHeader << "\n";
     epochs_csv.open(run_dir / "epochs.csv");
