@@ -755,6 +755,12 @@ TEST(Checkpoint, ResumingAnotherExperimentNamesTheKeys) {
                   stateful_run(out, 1), [](const std::string&) {}, resume);
             }).find("set run.epochs higher"),
             std::string::npos);
+  // The data's paths may change (a dataset moved, or named by the path the run took by default):
+  // the checkpoint records the data it trained on, and the resume compares what it reads.
+  ExperimentConfig moved = stateful_run(out, 2);
+  moved.data.dir = (out / "moved-data").string();
+  moved.data.vocab = (out / "moved-vocab.txt").string();
+  EXPECT_EQ(train(moved, [](const std::string&) {}, resume).epochs.size(), 2u);
   fs::remove_all(out);
 }
 

@@ -244,14 +244,16 @@ TrainingState read_checkpoint(const fs::path& file) {
   return state;
 }
 
-void check_resumable(const nlohmann::json& saved, const nlohmann::json& now, const fs::path& file) {
-  static const std::set<std::string> kMayChange = {"run.epochs",     "run.log_every",
-                                                   "run.threads",    "run.eval_every",
-                                                   "run.checkpoint_every", "run.out_dir",
-                                                   "run.name", "run.receive_timeout_s"};
+void check_resumable(const nlohmann::json& saved, const nlohmann::json& now, const fs::path& file,
+                     bool data_checked) {
+  std::set<std::string> may_change = {"run.epochs",           "run.log_every", "run.threads",
+                                      "run.eval_every",       "run.checkpoint_every",
+                                      "run.out_dir",          "run.name",
+                                      "run.receive_timeout_s"};
+  if (data_checked) may_change.insert({"data.dir", "data.vocab"});
   std::ostringstream problems;
   int count = 0;
-  for (const ConfigDifference& d : config_differences(now, saved, kMayChange)) {
+  for (const ConfigDifference& d : config_differences(now, saved, may_change)) {
     problems << (count++ ? "; " : "") << d.key << " = " << d.theirs << " in "
              << file.filename().string() << ", " << d.ours << " now";
   }
@@ -259,7 +261,10 @@ void check_resumable(const nlohmann::json& saved, const nlohmann::json& now, con
     throw ConfigError("cannot resume from '" + file.string() + "': " + problems.str() +
                       ". A resumed run must be the same experiment; only run.epochs, "
                       "run.eval_every, run.checkpoint_every, run.log_every, run.threads and "
-                      "run.receive_timeout_s may change");
+                      "run.receive_timeout_s may change" +
+                      std::string(data_checked ? ", and the paths data.dir and data.vocab (the "
+                                                 "data read is checked against the checkpoint's)"
+                                               : ""));
   }
 }
 

@@ -46,10 +46,12 @@ TrainingState read_checkpoint(const std::filesystem::path& file);
 
 // The configuration keys a resumed run may change (they do not touch the trajectory of the
 // training that is already done or to come): run.epochs (to extend a run), run.log_every,
-// run.threads, run.eval_every, run.checkpoint_every, run.out_dir, run.name.
-// ConfigError naming every other key that differs between the checkpoint's configuration and
-// `now`, with both values.
+// run.threads, run.eval_every, run.checkpoint_every, run.out_dir, run.name; and, where
+// `data_checked` (the checkpoint records the data it trained on, which the resume compares with
+// the data it reads), the paths data.dir and data.vocab (a dataset moved, or named by its path
+// where the run took the default folder). ConfigError naming every other key that differs
+// between the checkpoint's configuration and `now`, with both values.
 void check_resumable(const nlohmann::json& saved, const nlohmann::json& now,
-                     const std::filesystem::path& file);
+                     const std::filesystem::path& file, bool data_checked);
 
 }  // namespace lpdt::exp

@@ -591,7 +591,7 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
     // A sweep file changed under its runs: name the keys (run.epochs may grow), the sweep file
     // and what to do.
     try {
-      check_resumable(summary.at("config"), wanted, dir / "summary.json");
+      check_resumable(summary.at("config"), wanted, dir / "summary.json", /*data_checked=*/false);
     } catch (const ConfigError& e) {
       throw ConfigError(spec.file.string() + ": its finished run differs from the sweep file " +
                         "now (" + e.what() + "). To run the changed sweep, give it another "
@@ -623,12 +623,13 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
       throw UserError("'" + (dir / kDivergedFile).string() +
                       "' has no \"config\" object (the diverged run's configuration)");
     }
-    check_resumable(record.at("config"), wanted, dir / kDivergedFile);
+    check_resumable(record.at("config"), wanted, dir / kDivergedFile, /*data_checked=*/false);
     return {SweepRunState::Kind::kDiverged, dir};
   }
   if (fs::exists(dir / kCheckpointFile)) {
     const TrainingState saved = read_checkpoint(dir / kCheckpointFile);
-    check_resumable(saved.config, wanted, dir / kCheckpointFile);
+    check_resumable(saved.config, wanted, dir / kCheckpointFile,
+                    /*data_checked=*/!saved.data.is_null());
     // No summary.json: every epoch done counts too (stopped before its final evaluation).
     if (saved.epochs_done <= epochs) return {SweepRunState::Kind::kResumable, dir};
     // Its checkpoint is past the sweep's run.epochs: training it anew would leave two folders of

@@ -918,7 +918,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                         "optim.lr or a warm-up (optim.warmup = \"official\")");
       }
       resumed = read_checkpoint(file);
-      check_resumable(resumed->config, to_json(config), file);
+      check_resumable(resumed->config, to_json(config), file,
+                      /*data_checked=*/!resumed->data.is_null());
       // The parts of the header read later (the epochs' records, the byte ledger, the fault
       // counts, the optimizer's state) are checked now, so that damage is named with the file.
       try {
