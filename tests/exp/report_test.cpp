@@ -467,6 +467,21 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
   // The line and column, without the JSON library's exception name.
   EXPECT_THAT(report_error(dir), AllOf(HasSubstr("summary.json' is not valid JSON (line 1, column"),
                                        Not(HasSubstr("json.exception"))));
+  // Something else than a file under a run file's name is named, not taken for a missing file
+  // (a folder) or reported as the library's "filesystem error" (a symbolic link loop).
+  write_run(dir, SyntheticRun{});
+  fs::remove(dir / "metrics.csv");
+  fs::create_directory(dir / "metrics.csv");
+  EXPECT_THAT(report_error(dir),
+              HasSubstr("metrics.csv' is a folder, expected the run's file of that name"));
+  fs::remove(dir / "metrics.csv");
+  fs::create_symlink("loop-b", dir / "loop-a");
+  fs::create_symlink("loop-a", dir / "loop-b");
+  fs::create_symlink("loop-a", dir / "metrics.csv");
+  EXPECT_THAT(report_error(dir), AllOf(HasSubstr("metrics.csv' cannot be read: Too many levels"),
+                                       Not(HasSubstr("filesystem error"))));
+  for (const char* link : {"metrics.csv", "loop-a", "loop-b"}) fs::remove(dir / link);
+  write_run(dir, SyntheticRun{});
   // A number beyond a double is the JSON library's out_of_range, not a parse_error: named too.
   write(dir / "summary.json", "{\"config\": {}, \"final\": {\"consensus_distance\": 1e999}}");
   EXPECT_THAT(report_error(dir),

@@ -258,6 +258,28 @@ CostInfo parse_cost(const fs::path& file, const json& j) {
   return cost;
 }
 
+// Whether a run's file is there to read: false when nothing of that name exists; UserError
+// naming it when something else than a file has its name (a folder, a FIFO), or its status
+// cannot be read (a symbolic link loop, a folder that may not be searched). Such a file used to
+// be reported as missing, or stopped the report with the library's "filesystem error".
+bool run_file_present(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    throw UserError("'" + path.string() + "' cannot be read: " + ec.message());
+  }
+  if (ec || !fs::exists(status)) return false;
+  if (fs::is_directory(status)) {
+    throw UserError("'" + path.string() + "' is a folder, expected the run's file of that name");
+  }
+  if (!fs::is_regular_file(status)) {
+    throw UserError("'" + path.string() +
+                    "' is not a regular file (a FIFO or a device?), expected the run's file of "
+                    "that name");
+  }
+  return true;
+}
+
 // Reads whatever files the folder has; a missing one is noted in `missing`.
 RunResults read_run_files(const fs::path& dir) {
   RunResults run;
@@ -265,7 +287,7 @@ RunResults read_run_files(const fs::path& dir) {
   run.folder = dir.filename().string();
   if (run.folder.empty()) run.folder = dir.parent_path().filename().string();
   auto present = [&](const std::string& name) {
-    if (fs::is_regular_file(dir / name)) return true;
+    if (run_file_present(dir / name)) return true;
     run.missing.push_back(name);
     return false;
   };
@@ -273,7 +295,7 @@ RunResults read_run_files(const fs::path& dir) {
     run.summary = read_run_summary(dir / "summary.json");
     check_summary_types(dir / "summary.json", *run.summary);
   }
-  if (fs::is_regular_file(dir / "diverged.json")) {  // only a diverged run has one
+  if (run_file_present(dir / "diverged.json")) {  // only a diverged run has one
     run.diverged = read_json(dir / "diverged.json");
   }
   if (present("metrics.csv")) {
@@ -464,7 +486,12 @@ int RunResults::num_nodes() const {
 }
 
 bool is_run_folder(const fs::path& dir) {
-  return fs::is_regular_file(dir / "summary.json") || fs::is_regular_file(dir / "metrics.csv");
+  // Anything of those names (a damaged one is named when read).
+  const auto there = [](const fs::path& path) {
+    std::error_code ec;
+    return fs::symlink_status(path, ec).type() != fs::file_type::not_found && !ec;
+  };
+  return there(dir / "summary.json") || there(dir / "metrics.csv");
 }
 
 bool is_sweep_folder(const fs::path& dir) { return fs::is_directory(dir / "runs"); }
