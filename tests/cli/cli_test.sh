@@ -454,7 +454,7 @@ int8_add_pj = 0.03
 int8_mult_pj = 0.2
 ' \
   >"$work/energy.toml"
-expect 2 "key 'fp32_add_pj' must be a positive number .* (line 1: got -0.38)" -- "$lpdt" cost \
+expect 2 "key 'fp32_add_pj' must be a number of picojoules per operation from 1e-9 to 1e6 (line 1: got -0.38)" -- "$lpdt" cost \
   --energy-table "$work/energy.toml"
 printf '[energy]
 fp32_add_pj = 0.9
