@@ -351,6 +351,12 @@ TEST(Train, ADivergedRunStopsAndSaysWhatToChange) {
 namespace lpdt::exp {
 namespace {
 
+// A file's bytes as text ("" when it cannot be read).
+std::string read(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 // A run with every kind of state: Choco's public copies, momentum, push-sum weights on a directed
 // ring, top-k with int8 messages (draws keyed on the round), augmentation streams.
 ExperimentConfig stateful_run(const fs::path& out, int epochs) {
@@ -769,10 +775,6 @@ TEST(Checkpoint, ResumingAnotherExperimentNamesTheKeys) {
 TEST(Checkpoint, ResumingARunWithADamagedTableNamesItAndWritesNothing) {
   const fs::path out = fresh_dir("damaged_table");
   const TrainResult run = train(stateful_run(out, 1), [](const std::string&) {});
-  const auto read = [](const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
   std::ofstream(run.run_dir / "epochs.csv", std::ios::binary)
       << std::string("garbage\0\n1,2\n", 13);
   const std::string config_before = read(run.run_dir / "config.toml");
@@ -828,10 +830,6 @@ TEST(Checkpoint, ExtendingACosineRunIsAWarning) {
 TEST(Checkpoint, ResumingARunWithTruncatedTablesNamesThemAndWritesNothing) {
   const fs::path out = fresh_dir("truncated_table");
   const TrainResult run = train(stateful_run(out, 2), [](const std::string&) {});
-  const auto read = [](const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
   const fs::path epochs = run.run_dir / "epochs.csv", metrics = run.run_dir / "metrics.csv";
   const std::string epochs_text = read(epochs), metrics_text = read(metrics);
   const std::string epochs_header = epochs_text.substr(0, epochs_text.find('\n') + 1);
@@ -883,10 +881,6 @@ TEST(Checkpoint, ResumingARunWithTruncatedTablesNamesThemAndWritesNothing) {
 TEST(Checkpoint, ResumingWritesMissingSetupFilesAgain) {
   const fs::path out = fresh_dir("missing_setup");
   const TrainResult run = train(stateful_run(out, 1), [](const std::string&) {});
-  const auto read = [](const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
   const std::vector<std::string> names = {"partition.json", "class_histogram.csv",
                                           "topology.json"};
   std::map<std::string, std::string> before;
@@ -919,10 +913,6 @@ TEST(Checkpoint, ResumingWritesMissingSetupFilesAgain) {
 TEST(Checkpoint, ResumingKeepsTheTablesWhoseLaterEpochsItDrops) {
   const fs::path out = fresh_dir("dropped_epochs");
   const TrainResult run = train(stateful_run(out, 2), [](const std::string&) {});
-  const auto read = [](const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
   // Epoch 2's rows again as epoch 3's: what a run killed after epoch 3 without a checkpoint wrote.
   const auto with_epoch_3 = [](const std::string& text) {
     std::string more;
