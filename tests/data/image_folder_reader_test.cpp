@@ -187,6 +187,18 @@ TEST(ImageFolder, Errors) {
   expect_error<UserError>([&] { load_imagenette(root, Split::kTrain, 8); },
                           {root + "/train/n02/f.jpg", "not a regular file"});
   fs::remove(root + "/train/n02/f.jpg");
+  // An image far longer than wide would be resized whole first (a 65,500 x 1 one to 20 GB):
+  // refused, naming the file and the size it would take.
+  write_jpeg(root + "/train/n02/long.jpg", flat_rgb(1, 200, 1, 2, 3));
+  expect_error<UserError>([&] { load_imagenette(root, Split::kTrain, 2); },
+                          {root + "/train/n02/long.jpg", "a 200x1 image", "more than 64 times",
+                           "400x2 pixels"});
+  fs::remove(root + "/train/n02/long.jpg");
+  // A class folder's link to nothing is named, not dropped with its class.
+  fs::create_symlink(root + "/moved/n03", root + "/train/n03");
+  expect_error<UserError>([&] { load_imagenette(root, Split::kTrain, 8); },
+                          {root + "/train/n03", "dangling symbolic link", "expected a class folder"});
+  fs::remove(root + "/train/n03");
   // A folder with an image's name is not an image: ignored like other non-image entries.
   make_dir(root + "/train/n02/g.jpg");
   EXPECT_EQ(load_imagenette(root, Split::kTrain, 8).size(), 3);

@@ -119,6 +119,37 @@ TEST(JpegDecoder, CorruptFilesAreUserErrors) {
   expect_error<UserError>([&] { decode_jpeg(damaged, "damaged.jpg"); },
                           {"damaged.jpg", "not a valid JPEG", "Corrupt JPEG data"});
 
+  // A restart marker out of sequence (RST2 where RST1 belongs): libjpeg resynchronises and fills
+  // the blocks it skipped with grey; an error here.
+  auto restarts = encode_jpeg(smooth_rgb(64, 64), 100, /*restart_rows=*/1);
+  int seen = 0;
+  for (std::size_t i = 2; i + 1 < restarts.size(); ++i) {
+    if (restarts[i] == 0xFF && restarts[i + 1] >= 0xD0 && restarts[i + 1] <= 0xD7 && ++seen == 2) {
+      ASSERT_EQ(restarts[i + 1], 0xD1);
+      restarts[i + 1] = 0xD2;
+      break;
+    }
+  }
+  ASSERT_EQ(seen, 2) << "no second restart marker";
+  expect_error<UserError>([&] { decode_jpeg(restarts, "restarts.jpg"); },
+                          {"restarts.jpg", "not a valid JPEG", "instead of RST1"});
+
+  // A header claiming more pixels than any photo (a 120-byte file can claim 65,500 x 65,500) is
+  // refused before anything is decoded.
+  auto huge = encode_jpeg(smooth_rgb(16, 16));
+  bool patched = false;
+  for (std::size_t i = 2; i + 8 < huge.size(); ++i) {
+    if (huge[i] == 0xFF && huge[i + 1] == 0xC0) {  // SOF0: length, precision, height, width
+      huge[i + 5] = 0xFF, huge[i + 6] = 0xDC, huge[i + 7] = 0xFF, huge[i + 8] = 0xDC;
+      patched = true;
+      break;
+    }
+  }
+  ASSERT_TRUE(patched);
+  expect_error<UserError>([&] { decode_jpeg(huge, "huge.jpg", 16); },
+                          {"huge.jpg", "the JPEG header says 65500x65500 pixels",
+                           "more than the 134217728"});
+
   // Only the header survives.
   bytes.resize(40);
   expect_error<UserError>([&] { decode_jpeg(bytes, "header-only.jpg"); },

@@ -22,7 +22,10 @@ constexpr int kJpegTolerance = 3;
 
 // Encodes `pixels` [C, H, W] uint8 (C = 1 grayscale, 3 RGB, 4 CMYK in Adobe's inverted
 // convention) as a baseline JPEG.
-inline std::vector<std::uint8_t> encode_jpeg(const torch::Tensor& pixels, int quality = 100) {
+// restart_rows > 0 puts a restart marker (RST0 .. RST7 in turn) after every restart_rows rows
+// of MCUs.
+inline std::vector<std::uint8_t> encode_jpeg(const torch::Tensor& pixels, int quality = 100,
+                                             int restart_rows = 0) {
   const int64_t c = pixels.size(0), h = pixels.size(1), w = pixels.size(2);
   const auto interleaved = pixels.permute({1, 2, 0}).contiguous();  // [H, W, C]
   jpeg_compress_struct cinfo{};
@@ -39,6 +42,7 @@ inline std::vector<std::uint8_t> encode_jpeg(const torch::Tensor& pixels, int qu
   jpeg_set_defaults(&cinfo);
   if (c == 4) jpeg_set_colorspace(&cinfo, JCS_CMYK);  // stored as CMYK, Adobe marker written
   jpeg_set_quality(&cinfo, quality, TRUE);
+  cinfo.restart_in_rows = restart_rows;
   for (int i = 0; i < cinfo.num_components; ++i) {
     cinfo.comp_info[i].h_samp_factor = 1;
     cinfo.comp_info[i].v_samp_factor = 1;

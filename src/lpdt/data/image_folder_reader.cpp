@@ -27,7 +27,15 @@ bool is_image_file(const fs::path& path) {
 std::vector<std::string> class_folders(const fs::path& root) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(root)) {
-    if (entry.is_directory()) names.push_back(entry.path().filename().string());
+    if (entry.is_directory()) {
+      names.push_back(entry.path().filename().string());
+    } else if (entry.is_symlink() && !entry.exists()) {
+      // Where a class folder's link points at nothing, dropping it would drop a class silently
+      // (and with it a label every later class shifts past).
+      throw UserError(entry.path().string() + ": a dangling symbolic link (its target " +
+                      fs::read_symlink(entry.path()).string() +
+                      " does not exist), expected a class folder");
+    }
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -74,6 +82,22 @@ ImageFolderListing list_image_folder(const std::string& dir, Split split, const 
 }
 
 namespace {
+
+// An image is resized whole (shorter side to `side`) before its centre is cropped: a 65,500 x 1
+// one (a 122-byte file) would be resized to 160 x 10,480,000 pixels, 20 GB of floats. Images
+// longer than kMostAspectRatio times their width (or the other way round) are refused; the
+// photos of classification datasets are below 4:1.
+constexpr int64_t kMostAspectRatio = 64;
+void check_aspect_ratio(int64_t height, int64_t width, int64_t side, const std::string& path) {
+  const auto [h, w] = shorter_side_size(height, width, side);
+  if (std::max(h, w) > kMostAspectRatio * side) {
+    throw UserError(path + ": a " + std::to_string(width) + "x" + std::to_string(height) +
+                    " image (as decoded) is more than " + std::to_string(kMostAspectRatio) +
+                    " times as long as it is wide: resized to a shorter side of " +
+                    std::to_string(side) + " it would be " + std::to_string(w) + "x" +
+                    std::to_string(h) + " pixels; crop it or remove it from the folder");
+  }
+}
 
 ImageFolderListing list_folders(const std::string& dir, Split split, const std::string& what) {
   std::error_code ec;
@@ -160,9 +184,12 @@ Dataset load_image_folder(const std::string& name, const std::string& dir, Split
       try {
         // DCT scaling keeps the shorter side >= S; the antialiased resize does the rest.
         const auto decoded = read_jpeg(path, image_size);  // [3, H, W] uint8
+        check_aspect_ratio(decoded.size(1), decoded.size(2), image_size, path);
         images.select(0, i).copy_(resize_and_center_crop(decoded.unsqueeze(0), image_size)[0]);
       } catch (const UserError& e) {
         errors[static_cast<std::size_t>(i)] = e.what();  // names the file already
+      } catch (const c10::Error& e) {  // LibTorch's message, without its C++ frames
+        errors[static_cast<std::size_t>(i)] = path + ": " + e.what_without_backtrace();
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(i)] = path + ": " + e.what();
       }

@@ -34,16 +34,43 @@ void on_error_exit(j_common_ptr cinfo) {
   std::longjmp(err->jump, 1);
 }
 
-// Warnings (level -1) are not printed. A truncated file, or entropy-coded data that is not
-// valid Huffman code (bit errors, a damaged copy), is an error: libjpeg would go on with grey or
-// garbled blocks, which a training set must not silently contain. Other warnings (e.g. stray
-// bytes before a marker, common in files that decode whole) are not.
+// Warnings (level -1) are not printed. Every warning that says the image data is damaged is an
+// error: a truncated file, entropy-coded data that is not valid Huffman or arithmetic code (bit
+// errors, a damaged copy), a restart marker out of sequence, a progressive scan sequence that is
+// inconsistent, invalid scan parameters. libjpeg would go on with grey or garbled blocks, which a
+// training set must not silently contain. The others (stray bytes before a marker, common in
+// files that decode whole; an unknown JFIF version, Adobe transform or ICC profile: metadata)
+// are not.
+// (JWRN_ARITH_BAD_CODE, "Corrupt JPEG data: bad arithmetic code", is declared only in some
+// builds' headers: it is found by its message, as any other "Corrupt JPEG data" warning but the
+// two benign ones.)
+bool damage_warning(j_common_ptr cinfo) {
+  const int code = cinfo->err->msg_code;
+  switch (code) {
+    case JWRN_JPEG_EOF:
+    case JWRN_HUFF_BAD_CODE:
+    case JWRN_HIT_MARKER:
+    case JWRN_MUST_RESYNC:
+    case JWRN_BOGUS_PROGRESSION:
+    case JWRN_NOT_SEQUENTIAL:
+      return true;
+    case JWRN_EXTRANEOUS_DATA:
+    case JWRN_BOGUS_ICC:
+      return false;
+    default:
+      break;
+  }
+  const jpeg_error_mgr& err = *cinfo->err;
+  if (code >= 0 && code <= err.last_jpeg_message &&
+      err.jpeg_message_table != nullptr && err.jpeg_message_table[code] != nullptr) {
+    return std::strncmp(err.jpeg_message_table[code], "Corrupt JPEG data", 17) == 0;
+  }
+  return false;
+}
+
 void on_emit_message(j_common_ptr cinfo, int level) {
   if (level >= 0) return;  // trace messages
-  const int code = cinfo->err->msg_code;
-  if (code == JWRN_JPEG_EOF || code == JWRN_HUFF_BAD_CODE || code == JWRN_HIT_MARKER) {
-    on_error_exit(cinfo);
-  }
+  if (damage_warning(cinfo)) on_error_exit(cinfo);
   ++cinfo->err->num_warnings;
 }
 
@@ -101,6 +128,20 @@ bool read_rows(Decoder& d, std::uint8_t* out, std::size_t row_bytes) {
   throw UserError(what + ": not a valid JPEG: " + d.err.message);
 }
 
+// A header's size is checked before decoding: a 120-byte file may claim 65,500 x 65,500 pixels,
+// and libjpeg keeps a progressive image's coefficients whole whatever the output scale (8.7 GB
+// measured), filling the missing data with grey.
+void check_pixel_count(const Decoder& d, const std::string& what) {
+  const auto pixels = static_cast<std::uint64_t>(d.cinfo.image_height) * d.cinfo.image_width;
+  if (pixels > kMostJpegPixels) {
+    throw UserError(what + ": the JPEG header says " + std::to_string(d.cinfo.image_width) + "x" +
+                    std::to_string(d.cinfo.image_height) + " pixels, more than the " +
+                    std::to_string(kMostJpegPixels) +
+                    " (2^27, a 134-megapixel photo) lpdt decodes: a damaged file, or an image to "
+                    "scale down before training on it");
+  }
+}
+
 // Adobe-inverted CMYK (255 = no ink) to RGB: R = C * K / 255, G = M * K / 255, B = Y * K / 255,
 // rounded to nearest. cmyk: [H, W, 4] uint8 -> [H, W, 3] uint8
 torch::Tensor cmyk_to_rgb(const torch::Tensor& cmyk) {
@@ -140,6 +181,7 @@ torch::Tensor decode_jpeg(const std::uint8_t* data, std::size_t size, const std:
                           int64_t min_side) {
   Decoder d;
   if (!read_header(d, data, size)) fail_jpeg(what, d);
+  check_pixel_count(d, what);
   bool cmyk = false;
   switch (d.cinfo.jpeg_color_space) {
     case JCS_GRAYSCALE:  // libjpeg-turbo replicates gray to R = G = B

@@ -9,7 +9,10 @@
 // libjpeg's default error handler calls exit(); ours longjmps back and the decoder throws a
 // UserError "<what>: not a valid JPEG: <libjpeg's message>" instead. A file cut short (libjpeg's
 // warning "Premature end of JPEG file", after which it would pad the image with grey) is an error
-// too; other warnings (e.g. extraneous bytes before a marker, common in ImageNet) are not.
+// too, as is every warning of damaged image data (bad Huffman or arithmetic code, restart markers
+// out of sequence, an inconsistent progression); other warnings (e.g. extraneous bytes before a
+// marker, common in ImageNet; metadata libjpeg does not know) are not. An image whose header
+// claims more than kMostJpegPixels is refused before it is decoded.
 #include <torch/types.h>
 
 #include <cstddef>
@@ -18,6 +21,11 @@
 #include <vector>
 
 namespace lpdt::data {
+
+// The most pixels (width x height, as the header gives them) decode_jpeg decodes: 2^27, a
+// 134-megapixel photo, beyond the largest cameras' (about 100). A larger claim is a damaged file
+// or an image to scale down first; a progressive one would hold all its coefficients at once.
+constexpr std::uint64_t kMostJpegPixels = std::uint64_t{1} << 27;
 
 // The size of a JPEG's header and of what decode_jpeg would return for it.
 struct JpegInfo {
