@@ -66,6 +66,43 @@ struct Entry {
   std::uint64_t begin = 0, end = 0;
 };
 
+// The first key found twice in one JSON object, at any depth, from the parser's events: one
+// set of keys per open object. `duplicate_entry`: the top-level key the duplicate is inside
+// ("" for a duplicate top-level key). Builds no document.
+struct DuplicateKeyFinder {
+  using json = nlohmann::json;
+  std::vector<std::set<std::string>> open_objects;
+  std::string entry;  // the current top-level key
+  std::string duplicate, duplicate_entry;
+
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const json::string_t&) { return true; }
+  bool string(json::string_t&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool start_object(std::size_t) {
+    open_objects.emplace_back();
+    return true;
+  }
+  bool key(json::string_t& name) {
+    if (open_objects.size() == 1) entry = name;
+    if (!open_objects.back().insert(name).second && duplicate.empty()) {
+      duplicate = name;
+      duplicate_entry = open_objects.size() == 1 ? "" : entry;
+    }
+    return true;
+  }
+  bool end_object() {
+    open_objects.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) { return true; }
+  bool end_array() { return true; }
+  bool parse_error(std::size_t, const std::string&, const json::exception&) { return false; }
+};
+
 class Reader {
  public:
   explicit Reader(std::string path) : path_(std::move(path)) {}
@@ -146,21 +183,21 @@ class Reader {
 
   std::vector<Entry> parse_header(const char* begin, const char* end,
                                   std::map<std::string, std::string>& metadata) const {
-    // nlohmann keeps the last of duplicate keys silently; the callback sees every top-level key.
-    std::set<std::string> seen;
-    std::string duplicate;
-    const nlohmann::json::parser_callback_t on_event =
-        [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-          if (depth == 1 && event == nlohmann::json::parse_event_t::key &&
-              !seen.insert(parsed.get<std::string>()).second && duplicate.empty()) {
-            duplicate = parsed.get<std::string>();
-          }
-          return true;
-        };
-    const nlohmann::json header = nlohmann::json::parse(begin, end, on_event, false);
+    // nlohmann keeps the last of duplicate keys silently: a first pass over the header's events
+    // finds them, at any depth (a tensor entry naming "dtype" twice, as the reference reader
+    // refuses too). Not a parser callback: with one, nlohmann 3.11 scans each object's parent
+    // again whenever the object closes, quadratic in the entries (a 1.2 MB header took 21 s).
+    DuplicateKeyFinder finder;
+    if (!nlohmann::json::sax_parse(begin, end, &finder)) fail("header is not valid UTF-8 JSON");
+    if (!finder.duplicate.empty()) {
+      fail(finder.duplicate_entry.empty()
+               ? "header names '" + finder.duplicate + "' twice"
+               : "header's entry '" + finder.duplicate_entry + "' names '" + finder.duplicate +
+                     "' twice");
+    }
+    const nlohmann::json header = nlohmann::json::parse(begin, end, nullptr, false);
     if (header.is_discarded()) fail("header is not valid UTF-8 JSON");
     if (!header.is_object()) fail("header is JSON but not an object {name: entry, ...}");
-    if (!duplicate.empty()) fail("header names '" + duplicate + "' twice");
 
     std::vector<Entry> entries;
     for (const auto& [name, value] : header.items()) {
