@@ -187,6 +187,12 @@ class Reader {
     // finds them, at any depth (a tensor entry naming "dtype" twice, as the reference reader
     // refuses too). Not a parser callback: with one, nlohmann 3.11 scans each object's parent
     // again whenever the object closes, quadratic in the entries (a 1.2 MB header took 21 s).
+    // nlohmann's reader takes a NUL byte for the end of its input: a header padded with NULs
+    // (or cut by one) would read as the JSON before it. The format pads with spaces.
+    if (const char* nul = std::find(begin, end, '\0'); nul != end) {
+      fail("header holds a NUL byte at offset " + std::to_string(8 + (nul - begin)) +
+           " (JSON has none; the format pads the header with spaces)");
+    }
     DuplicateKeyFinder finder;
     if (!nlohmann::json::sax_parse(begin, end, &finder)) fail("header is not valid UTF-8 JSON");
     if (!finder.duplicate.empty()) {
