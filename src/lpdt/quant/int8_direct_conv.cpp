@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -134,29 +135,47 @@ dnnl::engine& cpu_engine() {
   return engine;
 }
 
-// A buffer of `bytes` followed by a guard tail of known bytes, to see whether a kernel wrote past
-// the end of its buffer.
+// A buffer of `bytes` between two guard bands of known bytes, to see whether a kernel wrote
+// outside its buffer: past its end, or before its start.
 class GuardedBuffer {
  public:
   explicit GuardedBuffer(std::size_t bytes)
-      : bytes_(bytes), data_(bytes + tail_bytes(bytes), kGuardByte) {}
-  void* data() { return data_.data(); }
-  bool tail_intact() const {
-    return std::all_of(data_.begin() + static_cast<std::ptrdiff_t>(bytes_), data_.end(),
-                       [](std::uint8_t b) { return b == kGuardByte; });
+      : bytes_(bytes), guard_(guard_bytes(bytes)), data_(bytes + 2 * guard_, kGuardByte) {}
+  void* data() { return data_.data() + guard_; }
+  bool guards_intact() const {
+    const auto intact = [](std::uint8_t b) { return b == kGuardByte; };
+    const auto end = data_.begin() + static_cast<std::ptrdiff_t>(guard_ + bytes_);
+    return std::all_of(data_.begin(), data_.begin() + static_cast<std::ptrdiff_t>(guard_), intact) &&
+           std::all_of(end, data_.end(), intact);
   }
 
  private:
   static constexpr std::uint8_t kGuardByte = 0xA5;
-  // As long as the buffer and at least 64 KiB: past any block a kernel rounds its work up to.
-  static std::size_t tail_bytes(std::size_t bytes) { return std::max<std::size_t>(bytes, 1 << 16); }
-  std::size_t bytes_;
+  // As long as the buffer and at least 64 KiB, rounded to 64 bytes so that the buffer keeps the
+  // vector's alignment: past any block a kernel rounds its work up to.
+  static std::size_t guard_bytes(std::size_t bytes) {
+    return (std::max<std::size_t>(bytes, 1 << 16) + 63) / 64 * 64;
+  }
+  std::size_t bytes_, guard_;
   std::vector<std::uint8_t> data_;
 };
 
+// One candidate timed at a time in the process. Passes on worker threads (core/pass_workers.h)
+// meet their first convolutions together, so their threads would time candidates side by side:
+// each then measured the other's load as much as the kernel, and, on a 2-core AMD EPYC (Zen 5),
+// about 1 run in 10 of an 8-bit MobileNetV2 on 2 nodes beside another process saw a candidate
+// write outside the buffers it was given (AddressSanitizer caught oneDNN writing into a heap
+// redzone; in a normal build the heap was corrupted: "double free or corruption"). Alone, no
+// candidate of any of that model's 49 geometries wrote outside its buffers, at 1 or 2 threads.
+std::mutex& timing_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
 // Median-free "best of a few" time of one execution of `pd`'s primitive on scratch buffers, in
-// milliseconds; infinity for a primitive that writes past the end of its destination or scratch
-// buffer. Integer convolutions take the same time whatever the codes, so zeros do.
+// milliseconds; infinity for a primitive that writes outside its source, weights, destination or
+// scratch buffer on any run. Integer convolutions take the same time whatever the codes, so
+// zeros do.
 // Why the check: oneDNN 2.6's jit_1x1:avx512_core_amx_int8 writes 12 pixels past the end of its
 // destination for 1x1 convolutions of 64 input channels on 6x6 images (seen on a Sapphire Rapids
 // Xeon: ResNet-20's last shortcut's input gradient on 12x12 inputs), which corrupted the heap.
@@ -164,6 +183,7 @@ class GuardedBuffer {
 // fixed per primitive (direct_conv_for's key).
 double time_candidate(const dnnl::convolution_forward::primitive_desc& pd,
                       const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+  const std::lock_guard<std::mutex> one_at_a_time(timing_mutex());
   const dnnl::engine& engine = cpu_engine();
   GuardedBuffer src_buffer(src.get_size()), dst_buffer(dst.get_size());
   GuardedBuffer weight_buffer(pd.weights_desc().get_size());
@@ -189,8 +209,8 @@ double time_candidate(const dnnl::convolution_forward::primitive_desc& pd,
     stream.wait();
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (run == 0 && !(dst_buffer.tail_intact() && scratch_buffer.tail_intact() &&
-                      src_buffer.tail_intact() && weight_buffer.tail_intact())) {
+    if (!(dst_buffer.guards_intact() && scratch_buffer.guards_intact() &&
+          src_buffer.guards_intact() && weight_buffer.guards_intact())) {
       return std::numeric_limits<double>::infinity();
     }
     if (run > 0) best = std::min(best, ms);
@@ -226,11 +246,16 @@ std::shared_ptr<const DirectConv> make_direct_conv(const ConvGeometry& g) {
   dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
   int best = -1, reference = -1, index = 0;
   double best_ms = std::numeric_limits<double>::infinity();
+  // Only the AVX-512 kernels are timed: this path runs on AVX-512 VNNI CPUs only
+  // (int8_direct_conv_available), where the SSE4.1 and AVX2 kernels and the im2col + GEMM one were
+  // never the fastest (none of an 8-bit MobileNetV2's 49 geometries on a Zen 5 took one); they are
+  // 5 of the 8 candidates of a 1x1 convolution and 3 of the 4 of a 3x3 one.
   do {
-    if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0) {  // oneDNN's reference loops
+    const std::string impl = pd.impl_info_str();
+    if (impl.rfind("ref", 0) != 0 && impl.find("avx512") != std::string::npos) {
       const double ms = time_candidate(pd, made->src, made->dst);
       if (ms < best_ms) best_ms = ms, best = index;
-    } else if (reference < 0) {
+    } else if (impl.rfind("ref", 0) == 0 && reference < 0) {  // oneDNN's reference loops
       reference = index;
     }
     ++index;
