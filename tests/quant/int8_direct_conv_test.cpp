@@ -7,6 +7,12 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <omp.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "reference_conv.h"
 
 namespace lpdt::quant {
@@ -82,6 +88,55 @@ TEST(Int8DirectConv, WritesNothingPastItsOutput) {
         << c.kernel << " on " << c.size << "x" << c.size << ": written past the output";
     EXPECT_TRUE(at::equal(acc.narrow(0, 0, outputs).view({g.positions(), g.out_channels}),
                           reference_conv(x, c.in_channels, x_zero, w, w_zero, g)));
+  }
+}
+
+// Threads meeting new geometries together, as passes on worker threads do at a run's start: each
+// at one OpenMP thread, each time the candidates of the same fresh geometries in its own order
+// (an 8-bit MobileNetV2's stem and 1x1 layers at batch 8), then computes its own codes. Every
+// thread's sums are exact and nothing is written past them. Timing side by side once let a
+// candidate write outside its buffers (int8_direct_conv.cpp, timing_mutex).
+TEST(Int8DirectConv, ThreadsMeetingNewGeometriesTogetherGetExactSums) {
+  if (!int8_direct_conv_available()) GTEST_SKIP() << "needs oneDNN and AVX-512 VNNI";
+  struct Case {
+    std::int64_t in_channels, out_channels, kernel, size;
+  };
+  // Not used by the other tests of this file: the primitives are made (and timed) here.
+  const std::vector<Case> cases = {Case{3, 32, 3, 30}, Case{24, 144, 1, 30}, Case{144, 24, 1, 30},
+                                   Case{32, 192, 1, 14}, Case{96, 576, 1, 6}, Case{576, 96, 1, 6}};
+  constexpr int kThreads = 3;
+  constexpr std::int32_t kGuardValue = 0x5A5A5A5A;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      omp_set_num_threads(1);
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        const Case& c = cases[(i + static_cast<std::size_t>(t)) % cases.size()];
+        ConvGeometry g = test_geometry(8, c.in_channels, c.out_channels, c.kernel, 1,
+                                       (c.kernel - 1) / 2);
+        g.height = g.width = c.size;
+        at::Tensor x = at::randint(0, 256, {g.batch * g.height * g.width * c.in_channels}, at::kByte);
+        at::Tensor w = at::randint(-128, 128, {c.out_channels * c.in_channels * c.kernel * c.kernel},
+                                   at::kChar);
+        const auto x_zero = static_cast<std::uint8_t>(7 + 30 * t);
+        const auto w_zero = static_cast<std::int8_t>(t - 1);
+        const std::int64_t outputs = g.positions() * g.out_channels, guard = 1 << 12;
+        at::Tensor acc = at::full({outputs + guard}, kGuardValue, at::kInt);
+        int8_direct_conv_s32(x.data_ptr<std::uint8_t>(), c.in_channels, x_zero,
+                             w.data_ptr<std::int8_t>(), w_zero, g, acc.data_ptr<std::int32_t>());
+        const at::Tensor slow = reference_conv(x, c.in_channels, x_zero, w, w_zero, g);
+        if (!at::equal(acc.narrow(0, 0, outputs).view({g.positions(), g.out_channels}), slow) ||
+            !at::equal(acc.narrow(0, outputs, guard), at::full({guard}, kGuardValue, at::kInt))) {
+          failures[static_cast<std::size_t>(t)] += std::to_string(c.in_channels) + " -> " +
+                                                   std::to_string(c.out_channels) + "; ";
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(failures[static_cast<std::size_t>(t)], "") << "thread " << t << ": wrong sums";
   }
 }
 
