@@ -15,6 +15,7 @@
 
 #include "lpdt/core/error.h"
 #include "lpdt/core/file_text.h"
+#include "lpdt/core/string_literal.h"
 #include "lpdt/exp/toml_error_text.h"
 
 namespace lpdt {
@@ -81,39 +82,6 @@ std::string format_number(double value) {
     return std::to_string(static_cast<std::int64_t>(value));
   }
   return format_float(value);
-}
-
-// A TOML basic string: "text" with the escapes TOML requires.
-std::string quote(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof(buffer), "\\u%04x", static_cast<unsigned>(c));
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 // Text safe inside a one-line TOML comment.
@@ -238,7 +206,7 @@ std::string format_node(const toml::node& node) {
     case toml::node_type::floating_point:
       return format_float(node.as_floating_point()->get());
     case toml::node_type::string:
-      return quote(node.as_string()->get());
+      return double_quoted_literal(node.as_string()->get());
     case toml::node_type::array: {
       std::vector<std::string> parts;
       for (const toml::node& element : *node.as_array()) parts.push_back(format_node(element));
@@ -350,7 +318,7 @@ std::string format_config_value(const ConfigValue& value) {
     std::string operator()(bool v) const { return v ? "true" : "false"; }
     std::string operator()(std::int64_t v) const { return std::to_string(v); }
     std::string operator()(double v) const { return format_float(v); }
-    std::string operator()(const std::string& v) const { return quote(v); }
+    std::string operator()(const std::string& v) const { return double_quoted_literal(v); }
     std::string operator()(const std::vector<std::int64_t>& v) const {
       std::vector<std::string> parts;
       for (const auto x : v) parts.push_back(std::to_string(x));
@@ -455,7 +423,7 @@ std::optional<std::string> KeySpec::check(const ConfigValue& value) const {
       }
       std::string message = "is not an accepted value: expected " + expectation();
       if (const auto suggestion = closest(text, choices_)) {
-        message += "; did you mean " + quote(*suggestion) + "?";
+        message += "; did you mean " + double_quoted_literal(*suggestion) + "?";
       }
       return message;
     }
@@ -721,9 +689,9 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
       table = toml::parse(file_text, *path);
     } catch (const toml::parse_error& error) {
       const auto& begin = error.source().begin;
-      throw ConfigError(*path + ":" + std::to_string(begin.line) + ":" +
-                        std::to_string(begin.column) + ": TOML syntax error: " +
-                        toml_error_text(error.description(), file_text, begin.line));
+      throw ConfigError(
+          *path + ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column) +
+          ": TOML syntax error: " + toml_error_text(error.description(), file_text, begin.line));
     }
 
     // toml++ iterates keys in sorted order: collect (line, message) and report in file order.
@@ -799,13 +767,14 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
       parse_problem = std::string(error.description());
     }
     std::optional<ConfigValue> value;
-    std::string shown = quote(value_text);
+    std::string shown = double_quoted_literal(value_text);
     std::string got = "got a string";
     if (spec.type() == ConfigType::kString) {
       const bool quoted = !value_text.empty() && (value_text[0] == '"' || value_text[0] == '\'');
       if (quoted && parsed && (*parsed)["v"].is_string()) {
         value = ConfigValue((*parsed)["v"].as_string()->get());
-        shown = quote((*parsed)["v"].as_string()->get());  // the string, not its quoted text
+        // The string, not its quoted text.
+        shown = double_quoted_literal((*parsed)["v"].as_string()->get());
       } else if (quoted) {
         // A quote opens a TOML string: one that does not close is a mistake (an unbalanced
         // quote in the shell), not a name that starts with a quote character.

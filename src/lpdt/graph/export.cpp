@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "lpdt/core/string_literal.h"
 #include "lpdt/graph/periodic_schedule.h"
 #include "lpdt/graph/spectral.h"
 #include "lpdt/graph/topology.h"
@@ -19,33 +20,6 @@ std::string number(double value, const char* format = "%.17g") {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), format, value);
   return buffer;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += "\\u00" + number(static_cast<unsigned char>(c), "%02x");
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string dot_string(const std::string& s) {
@@ -90,9 +64,9 @@ std::string spectral_json(const SpectralInfo& info, const std::string& indent) {
 std::string topology_members(const Topology& t, const std::string& indent) {
   const std::int64_t n = t.num_nodes();
   std::string out;
-  out += indent + "\"name\": " + json_string(t.name()) + ",\n";
-  out += indent + "\"label\": " + json_string(t.label()) + ",\n";
-  out += indent + "\"mixing\": " + json_string(t.mixing()) + ",\n";
+  out += indent + "\"name\": " + double_quoted_literal(t.name()) + ",\n";
+  out += indent + "\"label\": " + double_quoted_literal(t.label()) + ",\n";
+  out += indent + "\"mixing\": " + double_quoted_literal(t.mixing()) + ",\n";
   out += indent + "\"num_nodes\": " + std::to_string(n) + ",\n";
   out += indent + "\"num_edges\": " + std::to_string(t.num_edges()) + ",\n";
   auto flag = [&](const char* key, bool value) {
@@ -197,8 +171,8 @@ std::string to_json(const Topology& t) {
 std::string to_json(const TopologySchedule& schedule) {
   if (schedule.is_static()) return to_json(schedule.at(0));
   std::string out = "{\n";
-  out += "  \"name\": " + json_string(schedule.name()) + ",\n";
-  out += "  \"label\": " + json_string(schedule.label()) + ",\n";
+  out += "  \"name\": " + double_quoted_literal(schedule.name()) + ",\n";
+  out += "  \"label\": " + double_quoted_literal(schedule.label()) + ",\n";
   out += "  \"num_nodes\": " + std::to_string(schedule.num_nodes()) + ",\n";
   out += "  \"period\": " + std::to_string(schedule.period()) + ",\n";
   // The gap of the product over one period, W_{p-1} ... W_0.
