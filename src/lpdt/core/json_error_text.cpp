@@ -3,6 +3,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "lpdt/core/error.h"
+
 namespace lpdt {
 
 std::string json_error_text(const std::exception& error) {
@@ -12,7 +14,9 @@ std::string json_error_text(const std::exception& error) {
   }
   constexpr const char* kParseErrorAt = "parse error at ";
   if (text.rfind(kParseErrorAt, 0) == 0) text = text.substr(std::strlen(kParseErrorAt));
-  return text;
+  // The parser quotes what it last read ("last read: '...'") as raw bytes: DEL and bytes that
+  // are not UTF-8 from a damaged file.
+  return printable(text);
 }
 
 namespace {
@@ -54,7 +58,9 @@ std::string json_excerpt(const nlohmann::json& value, std::size_t max_chars) {
     out.resize(cut);
     out += "...";
   }
-  return out;
+  // JSON text escapes control characters but not DEL, and a string the parser was told to take
+  // as it is may hold bytes that are not UTF-8.
+  return printable(out);
 }
 
 }  // namespace lpdt

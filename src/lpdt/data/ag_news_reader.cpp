@@ -49,7 +49,7 @@ std::vector<TextSample> read_ag_news_csv(const std::string& path, AgNewsBackslas
     }
     const std::string& index = r.fields[0];
     if (index.size() != 1 || index[0] < '1' || index[0] > '0' + kAgNewsClasses) {
-      throw UserError(where + "class index \"" + index + "\" is not one of 1, 2, 3, 4");
+      throw UserError(where + "class index \"" + printable(index) + "\" is not one of 1, 2, 3, 4");
     }
     samples.push_back(TextSample{handle_backslashes(r.fields[1] + " " + r.fields[2], backslash),
                                  static_cast<int64_t>(index[0] - '1')});

@@ -86,13 +86,13 @@ std::vector<TextSample> read_sentlen(const std::string& path, Split split,
     } else if (split_field == "te") {
       wanted = split == Split::kTest;
     } else {
-      throw UserError(where + "split \"" + std::string(split_field) +
+      throw UserError(where + "split \"" + printable(split_field) +
                       "\" is not one of tr, va, te");
     }
     const std::string_view label_field = fields[1];
     if (label_field.size() != 1 || label_field[0] < '0' ||
         label_field[0] >= '0' + kSentLenClasses) {
-      throw UserError(where + "label \"" + std::string(label_field) +
+      throw UserError(where + "label \"" + printable(label_field) +
                       "\" is not a length bin 0..5");
     }
     const int64_t file_label = label_field[0] - '0';

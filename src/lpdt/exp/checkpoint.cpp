@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "lpdt/build_info.h"
 #include "lpdt/core/error.h"
@@ -74,6 +75,12 @@ void write_synced(const fs::path& path, const std::string& bytes) {
   if (::close(fd) != 0) {
     throw UserError("cannot sync checkpoint '" + path.string() + "': " + std::strerror(errno));
   }
+}
+
+// The first line of a library's message, fit to quote: LibTorch's can run to a dozen lines of
+// source excerpt holding the damaged bytes themselves.
+std::string first_line(std::string_view message) {
+  return printable_excerpt(message.substr(0, message.find('\n')), 200);
 }
 
 std::string corrupt(const fs::path& file, const std::string& what) {
@@ -239,7 +246,14 @@ TrainingState read_checkpoint(const fs::path& file) {
   } catch (const nlohmann::json::exception& e) {
     throw UserError(corrupt(file, json_error_text(e)));
   } catch (const c10::Error& e) {
-    throw UserError(corrupt(file, e.what_without_backtrace()));
+    throw UserError(corrupt(file, first_line(e.what_without_backtrace())));
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // LibTorch's archive reader has errors of its own beside c10::Error: TorchScript's parser
+    // (torch::jit::ErrorReport, "Unexpected token in code import") for a damaged record of the
+    // archive, and std::bad_alloc for a size a damaged record claims.
+    throw UserError(corrupt(file, first_line(e.what())));
   }
   return state;
 }

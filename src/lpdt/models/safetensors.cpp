@@ -111,7 +111,7 @@ class Reader {
     throw UserError("safetensors file '" + path_ + "': " + what);
   }
   [[noreturn]] void fail_tensor(const std::string& name, const std::string& what) const {
-    fail("tensor '" + name + "': " + what);
+    fail("tensor '" + printable(name) + "': " + what);
   }
 
   SafetensorsFile read() {
@@ -295,7 +295,7 @@ class Reader {
       if (e.begin < covered) {
         std::ostringstream msg;
         msg << "data_offsets [" << e.begin << ", " << e.end << "] overlap tensor '"
-            << previous->name << "' [" << previous->begin << ", " << previous->end << "]";
+            << printable(previous->name) << "' [" << previous->begin << ", " << previous->end << "]";
         fail_tensor(e.name, msg.str());
       }
       if (e.begin > covered) {
