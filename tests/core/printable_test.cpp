@@ -84,5 +84,13 @@ TEST(Printable, ExcerptCutsLongTextAndSaysHowLong) {
   EXPECT_EQ(printable_excerpt("\x01\x02\x03", 2), "\\x01\\x02... (3 bytes)");
 }
 
+TEST(Printable, LinesKeepTheirBreaksAndEscapeTheRest) {
+  EXPECT_EQ(printable_lines("one\ntwo"), "one\ntwo");
+  EXPECT_EQ(printable_lines("a\tb\n\x7F\r\n"), "a\\x09b\n\\x7F\\x0D\n");
+  EXPECT_EQ(printable_lines("\n\n"), "\n\n");
+  EXPECT_EQ(printable_lines(""), "");
+  EXPECT_EQ(printable_lines("\xC3\xA9\n\xC3"), "\xC3\xA9\n\\xC3");  // UTF-8 kept, a cut one not
+}
+
 }  // namespace
 }  // namespace lpdt

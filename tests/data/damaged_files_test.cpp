@@ -56,16 +56,16 @@ TEST(DamagedFiles, IdxImagesAndLabels) {
   TempDir dir;
   const std::string images = dir.file("train-images-idx3-ubyte");
   const std::string labels = dir.file("train-labels-idx1-ubyte");
-  const auto images_out = expect_damage_read_or_refused(
-      "IDX images", idx_images(6, 5, 4), kTrials, 1, [&](const Bytes& bytes) {
-        write_bytes(images, bytes);
-        read_idx_images(images, "fashion-mnist");
-      });
-  const auto labels_out = expect_damage_read_or_refused(
-      "IDX labels", idx_labels(12), kTrials, 2, [&](const Bytes& bytes) {
-        write_bytes(labels, bytes);
-        read_idx_labels(labels, "fashion-mnist");
-      });
+  const auto images_out = expect_damage_read_or_refused("IDX images", idx_images(6, 5, 4), kTrials,
+                                                        1, [&](const Bytes& bytes) {
+                                                          write_bytes(images, bytes);
+                                                          read_idx_images(images, "fashion-mnist");
+                                                        });
+  const auto labels_out = expect_damage_read_or_refused("IDX labels", idx_labels(12), kTrials, 2,
+                                                        [&](const Bytes& bytes) {
+                                                          write_bytes(labels, bytes);
+                                                          read_idx_labels(labels, "fashion-mnist");
+                                                        });
   // The damage reaches the readers' checks (a header changed, the file cut or lengthened).
   EXPECT_GT(images_out.refused, kTrials / 4);
   EXPECT_GT(labels_out.refused, kTrials / 4);
@@ -98,20 +98,22 @@ TEST(DamagedFiles, JpegImages) {
   const torch::Tensor smooth =
       (torch::arange(24 * 32, torch::kInt).reshape({1, 24, 32}) % 251).to(torch::kUInt8);
   const std::vector<std::pair<std::string, Bytes>> images = {
-      {"colour JPEG", testing::encode_jpeg(torch::cat({smooth, smooth.flip(1), smooth.flip(2)}), 90)},
+      {"colour JPEG",
+       testing::encode_jpeg(torch::cat({smooth, smooth.flip(1), smooth.flip(2)}), 90)},
       {"grayscale JPEG", testing::encode_jpeg(smooth, 75)},
       {"JPEG with restart markers",
        testing::encode_jpeg(torch::cat({smooth, smooth, smooth.flip(2)}), 90, 1)},
   };
   std::uint64_t seed = 10;
   for (const auto& [what, valid] : images) {
-    const auto out = expect_damage_read_or_refused(what, valid, kTrials, seed++, [&](const Bytes& b) {
-      const JpegInfo info = read_jpeg_info(b.data(), b.size(), "image.jpg");
-      EXPECT_GT(info.height * info.width, 0);
-      const torch::Tensor full = decode_jpeg(b, "image.jpg");
-      EXPECT_EQ(full.size(0), 3);
-      decode_jpeg(b, "image.jpg", 8);
-    });
+    const auto out =
+        expect_damage_read_or_refused(what, valid, kTrials, seed++, [&](const Bytes& b) {
+          const JpegInfo info = read_jpeg_info(b.data(), b.size(), "image.jpg");
+          EXPECT_GT(info.height * info.width, 0);
+          const torch::Tensor full = decode_jpeg(b, "image.jpg");
+          EXPECT_EQ(full.size(0), 3);
+          decode_jpeg(b, "image.jpg", 8);
+        });
     EXPECT_GT(out.refused, kTrials / 4) << what;
   }
 }
@@ -123,10 +125,11 @@ TEST(DamagedFiles, AgNewsCsv) {
       "\"3\",\"Wall St. Bears Claw Back\",\"Reuters - Short-sellers, \"\"the\"\" ultra-cynics.\"\n"
       "\"4\",\"Carlyle Looks\",\"Reuters - Private investment firm\\Carlyle Group.\"\n"
       "1,plain,\"two\nlines\"\r\n");
-  const auto out = expect_damage_read_or_refused("AG News CSV", valid, kTrials, 20, [&](const Bytes& b) {
-    write_bytes(path, b);
-    read_ag_news_csv(path);
-  });
+  const auto out =
+      expect_damage_read_or_refused("AG News CSV", valid, kTrials, 20, [&](const Bytes& b) {
+        write_bytes(path, b);
+        read_ag_news_csv(path);
+      });
   EXPECT_GT(out.refused, kTrials / 4);
 }
 
@@ -136,13 +139,16 @@ TEST(DamagedFiles, SentLenProbingFile) {
   const Bytes valid = text_bytes(
       "tr\t0\tone two three four five\n"
       "va\t1\ta b c d e f g h i\n"
-      "te\t3\t" + std::string(60, 'w') + " x y z\r\n"
+      "te\t3\t" +
+      std::string(60, 'w') +
+      " x y z\r\n"
       "tr\t2\ts t u v w x y z a b c d e f\n");
-  const auto out = expect_damage_read_or_refused("SentLen file", valid, kTrials, 21, [&](const Bytes& b) {
-    write_bytes(path, b);
-    read_sentlen(path, Split::kTrain);
-    read_sentlen(path, Split::kTest, SentLenOptions().labels(SentLenLabels::kRecompute));
-  });
+  const auto out =
+      expect_damage_read_or_refused("SentLen file", valid, kTrials, 21, [&](const Bytes& b) {
+        write_bytes(path, b);
+        read_sentlen(path, Split::kTrain);
+        read_sentlen(path, Split::kTest, SentLenOptions().labels(SentLenLabels::kRecompute));
+      });
   EXPECT_GT(out.refused, kTrials / 10);
 }
 
@@ -151,11 +157,12 @@ TEST(DamagedFiles, WordPieceVocabulary) {
   const std::string path = dir.file("vocab.txt");
   const Bytes valid =
       text_bytes("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n,\n.\nhello\n##lo\nworld\n\xC3\xA9t\xC3\xA9\n");
-  const auto out = expect_damage_read_or_refused("vocab.txt", valid, kTrials, 22, [&](const Bytes& b) {
-    write_bytes(path, b);
-    const WordPieceTokenizer tokenizer = WordPieceTokenizer::from_file(path);
-    tokenizer.encode("hello, world: the \xC3\xA9t\xC3\xA9 hellolo");
-  });
+  const auto out =
+      expect_damage_read_or_refused("vocab.txt", valid, kTrials, 22, [&](const Bytes& b) {
+        write_bytes(path, b);
+        const WordPieceTokenizer tokenizer = WordPieceTokenizer::from_file(path);
+        tokenizer.encode("hello, world: the \xC3\xA9t\xC3\xA9 hellolo");
+      });
   EXPECT_GT(out.refused, kTrials / 10);
 }
 

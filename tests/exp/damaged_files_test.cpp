@@ -28,9 +28,9 @@ class DamagedFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("lpdt_damaged_" + std::string(
-                                  ::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-            "_" + std::to_string(::getpid()));
+           ("lpdt_damaged_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -108,11 +108,11 @@ TEST_F(DamagedFiles, RunSummaries) {
   write_all(path, Bytes(text.begin(), text.end()));
   ASSERT_NO_THROW(read_run_summary(path));
   constexpr int kTrials = 1500;
-  const auto out = expect_damage_read_or_refused(
-      "summary.json", Bytes(text.begin(), text.end()), kTrials, 42, [&](const Bytes& bytes) {
-        write_all(path, bytes);
-        read_run_summary(path);
-      });
+  const auto out = expect_damage_read_or_refused("summary.json", Bytes(text.begin(), text.end()),
+                                                 kTrials, 42, [&](const Bytes& bytes) {
+                                                   write_all(path, bytes);
+                                                   read_run_summary(path);
+                                                 });
   EXPECT_GT(out.refused, kTrials / 4);
 }
 
@@ -124,11 +124,11 @@ TEST_F(DamagedFiles, ExperimentAndSweepConfigurations) {
   constexpr int kTrials = 400;
   std::uint64_t seed = 50;
   for (const char* name : {"quickstart.toml", "fmnist_resnet20_lp_vs_fp.toml"}) {
-    const auto out = expect_damage_read_or_refused(
-        name, read_all(configs / name), kTrials, seed++, [&](const Bytes& bytes) {
-          write_all(path, bytes);
-          load_experiment_config(path.string(), {});
-        });
+    const auto out = expect_damage_read_or_refused(name, read_all(configs / name), kTrials, seed++,
+                                                   [&](const Bytes& bytes) {
+                                                     write_all(path, bytes);
+                                                     load_experiment_config(path.string(), {});
+                                                   });
     EXPECT_GT(out.refused, kTrials / 10) << name;
   }
   const fs::path sweep_path = dir_ / "sweep.toml";

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <random>
@@ -60,7 +61,8 @@ inline DamagedCopy damaged_copy(const Bytes& valid, std::mt19937_64& rng) {
       }
       case 2: {
         // Cuts near the end are the commonest damage (an interrupted copy).
-        const std::size_t keep = rng() % 2 ? at : b.size() - below(std::min<std::size_t>(b.size(), 16));
+        const std::size_t keep =
+            rng() % 2 ? at : b.size() - below(std::min<std::size_t>(b.size(), 16));
         b.resize(keep);
         copy.damage += "cut to " + std::to_string(keep) + " bytes";
         break;
@@ -97,9 +99,18 @@ inline DamagedCopy damaged_copy(const Bytes& valid, std::mt19937_64& rng) {
         break;
       }
       case 8: {
-        static constexpr std::uint64_t kExtremes[] = {
-            0, 1, 0x7F, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
-            0x7FFFFFFFFFFFFFFFull, 0xFFFFFFFFFFFFFFFFull, 0x100000000ull};
+        static constexpr std::uint64_t kExtremes[] = {0,
+                                                      1,
+                                                      0x7F,
+                                                      0xFF,
+                                                      0x7FFF,
+                                                      0xFFFF,
+                                                      0x7FFFFFFF,
+                                                      0x80000000,
+                                                      0xFFFFFFFF,
+                                                      0x7FFFFFFFFFFFFFFFull,
+                                                      0xFFFFFFFFFFFFFFFFull,
+                                                      0x100000000ull};
         const std::size_t width = std::size_t{2} << (rng() % 3);  // 2, 4 or 8 bytes
         if (b.size() < width) break;
         const std::size_t where = below(b.size() - width + 1);
@@ -125,38 +136,47 @@ struct DamageOutcomes {
 
 // Feeds `trials` damaged copies of `valid` (seeded by `seed`) to `read`; each must return or
 // throw UserError. Anything else is a test failure naming the seed, the trial and the damage.
-// `what` names the format in those failures.
-inline DamageOutcomes expect_damage_read_or_refused(
-    const std::string& what, const Bytes& valid, int trials, std::uint64_t seed,
-    const std::function<void(const Bytes&)>& read) {
+// `what` names the format in those failures. The environment variable LPDT_DAMAGE_TRIAL_FACTOR
+// (a whole number, default 1) multiplies `trials` for a longer search than the test suite's:
+// the first copies are the same as the suite's, the others new. The counts returned are those
+// of the first `trials` copies, whatever the factor.
+inline DamageOutcomes expect_damage_read_or_refused(const std::string& what, const Bytes& valid,
+                                                    int trials, std::uint64_t seed,
+                                                    const std::function<void(const Bytes&)>& read) {
   std::mt19937_64 rng(seed);
   DamageOutcomes outcomes;
-  for (int trial = 0; trial < trials; ++trial) {
+  int factor = 1;
+  if (const char* text = std::getenv("LPDT_DAMAGE_TRIAL_FACTOR")) {
+    factor = std::atoi(text);
+    if (factor < 1) {
+      ADD_FAILURE() << "LPDT_DAMAGE_TRIAL_FACTOR = '" << text << "': expected a whole number >= 1";
+      return outcomes;
+    }
+  }
+  DamageOutcomes beyond;  // copies past the first `trials`
+  const bool failed_before = ::testing::Test::HasFailure();
+  for (int trial = 0; trial < trials * factor; ++trial) {
+    DamageOutcomes& counts = trial < trials ? outcomes : beyond;
     const DamagedCopy copy = damaged_copy(valid, rng);
     const std::string where = what + ", seed " + std::to_string(seed) + ", trial " +
                               std::to_string(trial) + " (" + copy.damage + ")";
     try {
       read(copy.bytes);
-      ++outcomes.read;
+      ++counts.read;
     } catch (const UserError& e) {
-      ++outcomes.refused;
+      ++counts.refused;
       // A refusal says what is wrong, in text a terminal shows as it is: bytes quoted from the
       // damaged file are escaped (core/error.h, printable), never written raw.
       const std::string message = e.what();
       EXPECT_GT(message.size(), 10u) << where;
-      std::size_t line_start = 0;
-      while (line_start <= message.size()) {
-        const std::size_t line_end = std::min(message.find('\n', line_start), message.size());
-        const std::string line = message.substr(line_start, line_end - line_start);
-        EXPECT_EQ(printable(line), line) << where << ": raw bytes in the message";
-        line_start = line_end + 1;
-      }
+      EXPECT_EQ(printable_lines(message), message) << where << ": raw bytes in the message";
     } catch (const std::exception& e) {
       ADD_FAILURE() << where << ": not a UserError: " << e.what();
     } catch (...) {
       ADD_FAILURE() << where << ": an exception that is not a std::exception";
     }
-    if (::testing::Test::HasFailure()) return outcomes;  // the first failure is the useful one
+    // The first failure is the useful one.
+    if (!failed_before && ::testing::Test::HasFailure()) return outcomes;
   }
   return outcomes;
 }

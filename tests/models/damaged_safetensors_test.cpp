@@ -19,8 +19,8 @@ namespace {
 using mutation_testing::Bytes;
 
 TEST(DamagedSafetensors, AreReadOrRefused) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("lpdt_damaged_safetensors_" + std::to_string(::getpid()));
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("lpdt_damaged_safetensors_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string valid_path = (dir / "valid.safetensors").string();
   const std::string path = (dir / "damaged.safetensors").string();

@@ -23,7 +23,7 @@ int fail(const char* kind, const std::exception& e, int code, bool every_rank_al
   const bool alike = every_rank_alike || code == 2;
   if (rank > 0 && alike) return code;
   std::cerr << "lpdt: " << (rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string())
-            << kind << e.what() << "\n";
+            << kind << lpdt::printable_lines(e.what()) << "\n";
   if (!alike) lpdt::dist::abort_job(code);
   return code;
 }

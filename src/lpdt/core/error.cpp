@@ -66,6 +66,18 @@ std::string printable_excerpt(std::string_view text, std::size_t most_bytes) {
   return out;
 }
 
+std::string printable_lines(std::string_view text) {
+  std::string out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find('\n', start);
+    out += printable(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return out;
+    out += '\n';
+    start = end + 1;
+  }
+}
+
 void fail_internal(const char* condition, const char* file, int line, const std::string& message) {
   throw InternalError(std::string("internal error: ") + condition + " failed at " + file + ":" +
                       std::to_string(line) + ": " + message);

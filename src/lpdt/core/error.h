@@ -43,6 +43,10 @@ std::string printable(std::string_view text);
 // The same for a part of a file that may be long (a line of a damaged table): at most
 // most_bytes of it, then "... (N bytes)".
 std::string printable_excerpt(std::string_view text, std::size_t most_bytes = 80);
+// `printable` line by line: the line breaks of a message of several lines kept. What `lpdt`
+// prints of an error, so that text a library quotes from a damaged file raw reaches the
+// terminal escaped too.
+std::string printable_lines(std::string_view text);
 
 [[noreturn]] void fail_internal(const char* condition, const char* file, int line,
                                 const std::string& message);

@@ -10,6 +10,9 @@
 #include <limits>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -19,13 +22,17 @@
 #include "lpdt/core/file_text.h"
 #include "lpdt/core/json_error_text.h"
 #include "lpdt/exp/config_difference.h"
+#include "lpdt/models/safetensors.h"
 
 namespace lpdt::exp {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr std::array<char, 8> kMagic = {'L', 'P', 'D', 'T', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t kVersion = 1;
+// Version 2 holds the tensors as a safetensors section; version 1 held a LibTorch archive, still
+// read (checkpoint.h).
+constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kVersionWithTorchArchive = 1;
 
 void put_u32(std::string& out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
@@ -88,6 +95,44 @@ std::string corrupt(const fs::path& file, const std::string& what) {
          "); resume from an intact copy or start the run again";
 }
 
+// The tensors of a checkpoint by name; a name the JSON part lists and the section lacks is a
+// corrupt file.
+struct TensorSection {
+  std::function<at::Tensor(const std::string&)> get;
+};
+
+// Version 2: a safetensors section, read by the strict reader of pretrained weights
+// (models/safetensors.h): every size checked against the bytes there are before anything is
+// allocated. Its errors become the checkpoint's "corrupt" error.
+TensorSection safetensors_section(std::string_view blob, const fs::path& file) {
+  auto tensors = std::make_shared<std::map<std::string, at::Tensor>>();
+  try {
+    *tensors = models::parse_safetensors(blob, "tensor section").tensors;
+  } catch (const UserError& e) {
+    throw UserError(corrupt(file, e.what()));
+  }
+  return {[tensors, file](const std::string& name) {
+    const auto it = tensors->find(name);
+    if (it == tensors->end()) {
+      throw UserError(corrupt(file, "no tensor '" + printable(name) + "' in the tensor section"));
+    }
+    return it->second;
+  }};
+}
+
+// Version 1: a LibTorch archive (torch::serialize). Kept to resume runs checkpointed before
+// version 2; LibTorch reads it by importing a TorchScript module, whose parser a damaged archive
+// that still matches the checksum can crash, which is why version 2 does not use it.
+TensorSection torch_archive_section(std::string_view blob) {
+  auto archive = std::make_shared<torch::serialize::InputArchive>();
+  archive->load_from(blob.data(), blob.size());
+  return {[archive](const std::string& name) {
+    at::Tensor t;
+    archive->read(name, t);
+    return t;
+  }};
+}
+
 }  // namespace
 
 void write_checkpoint(const fs::path& file, const TrainingState& state) {
@@ -104,22 +149,22 @@ void write_checkpoint(const fs::path& file, const TrainingState& state) {
   meta["buffers"] = state.buffers.size();
   meta["build"] = {{"version", build_info::kVersion}, {"git_revision", build_info::kGitRevision}};
   std::vector<std::string> optimizer_names;
-  torch::serialize::OutputArchive archive;
-  archive.write("params", state.params.cpu());
+  std::map<std::string, at::Tensor> tensors = {{"params", state.params},
+                                               {"torch_rng_state", state.torch_rng_state}};
   for (std::size_t i = 0; i < state.buffers.size(); ++i) {
-    archive.write("buffer." + std::to_string(i), state.buffers[i].cpu());
+    tensors.emplace("buffer." + std::to_string(i), state.buffers[i]);
   }
   for (const auto& [name, tensor] : state.optimizer) {
     optimizer_names.push_back(name);
-    archive.write("optimizer." + name, tensor.cpu());
+    tensors.emplace("optimizer." + name, tensor);
   }
   meta["optimizer"] = optimizer_names;
-  archive.write("torch_rng_state", state.torch_rng_state);
-  std::ostringstream tensors;
-  archive.save_to(tensors);
 
   const std::string json = meta.dump();
-  const std::string blob = tensors.str();
+  std::string target = "checkpoint '";  // (in steps: GCC 12 warns on `"'" + file.string()`)
+  target += file.string();
+  target += "'";
+  const std::string blob = models::safetensors_bytes(tensors, {}, target);
   std::string bytes(kMagic.begin(), kMagic.end());
   put_u32(bytes, kVersion);
   put_u64(bytes, json.size());
@@ -173,10 +218,10 @@ TrainingState read_checkpoint(const fs::path& file) {
     throw UserError(corrupt(file, std::to_string(bytes.size()) + " bytes"));
   }
   const auto version = static_cast<std::uint32_t>(get_le(bytes, 8, 4));
-  if (version != kVersion) {
+  if (version != kVersion && version != kVersionWithTorchArchive) {
     throw UserError("checkpoint '" + file.string() + "' has format version " +
-                    std::to_string(version) + "; this lpdt reads version " +
-                    std::to_string(kVersion));
+                    std::to_string(version) + "; this lpdt reads versions " +
+                    std::to_string(kVersionWithTorchArchive) + " and " + std::to_string(kVersion));
   }
   const std::uint32_t stored_crc = static_cast<std::uint32_t>(get_le(bytes, bytes.size() - 4, 4));
   if (crc_of(bytes.data(), bytes.size() - 4) != stored_crc) {
@@ -229,20 +274,21 @@ TrainingState read_checkpoint(const fs::path& file) {
     }
     state.config = meta.at("config");
     state.data = meta.value("data", nlohmann::json());
-    torch::serialize::InputArchive archive;
-    archive.load_from(bytes.data() + blob_at, blob_size);
-    archive.read("params", state.params);
+    const std::string_view blob(bytes.data() + blob_at, blob_size);
+    const TensorSection tensors = version == kVersionWithTorchArchive
+                                      ? torch_archive_section(blob)
+                                      : safetensors_section(blob, file);
+    state.params = tensors.get("params");
     const auto buffers = meta.at("buffers").get<std::size_t>();
     state.buffers.resize(buffers);
     for (std::size_t i = 0; i < buffers; ++i) {
-      archive.read("buffer." + std::to_string(i), state.buffers[i]);
+      state.buffers[i] = tensors.get("buffer." + std::to_string(i));
     }
     for (const auto& name : meta.at("optimizer")) {
-      at::Tensor t;
-      archive.read("optimizer." + name.get<std::string>(), t);
-      state.optimizer.emplace(name.get<std::string>(), t);
+      state.optimizer.emplace(name.get<std::string>(),
+                              tensors.get("optimizer." + name.get<std::string>()));
     }
-    archive.read("torch_rng_state", state.torch_rng_state);
+    state.torch_rng_state = tensors.get("torch_rng_state");
   } catch (const nlohmann::json::exception& e) {
     throw UserError(corrupt(file, json_error_text(e)));
   } catch (const c10::Error& e) {

@@ -6,8 +6,11 @@
 // One file, RUN_DIR/checkpoint.lpdt, replaced atomically (written to a temporary file, synced,
 // renamed): a run killed while writing keeps its previous checkpoint intact. Layout:
 //   u8[8] magic "LPDTCKPT" | u32 format version | u64 n | n bytes of JSON (scalars, the byte
-//   ledger, the epoch summaries, the resolved configuration) | u64 m | m bytes of a LibTorch
-//   archive (the tensors) | u32 CRC-32 of every preceding byte.
+//   ledger, the epoch summaries, the resolved configuration) | u64 m | m bytes of tensors |
+//   u32 CRC-32 of every preceding byte.
+// The tensors are a safetensors section (models/safetensors.h) in format version 2, named
+// "params", "buffer.<i>", "optimizer.<name>" and "torch_rng_state"; version 1 (checkpoints
+// written before 2026-11-29) held a LibTorch archive instead, which is still read.
 #include <ATen/ATen.h>
 
 #include <cstdint>

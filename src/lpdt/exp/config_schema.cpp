@@ -764,7 +764,7 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
       parsed = toml::parse("v = " + value_text);
       if (parsed->size() != 1 || !parsed->contains("v")) parsed.reset();
     } catch (const toml::parse_error& error) {
-      parse_problem = std::string(error.description());
+      parse_problem = printable(error.description());
     }
     std::optional<ConfigValue> value;
     std::string shown = double_quoted_literal(value_text);

@@ -1,5 +1,7 @@
 #include "lpdt/exp/sweep.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -7,11 +9,10 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "lpdt/core/error.h"
 #include "lpdt/core/file_text.h"
@@ -158,10 +159,12 @@ std::string csv_field(const std::string& text) {
 }
 
 // The grid values of the cell at (row, column), in grid order.
-std::vector<std::string> cell_grid_values(const SweepSpec& spec, const std::vector<std::string>& row,
+std::vector<std::string> cell_grid_values(const SweepSpec& spec,
+                                          const std::vector<std::string>& row,
                                           const std::vector<std::string>& column) {
   std::vector<std::string> values(spec.grid.size());
-  for (std::size_t r = 0; r < spec.rows.size(); ++r) values[axis_index(spec, spec.rows[r])] = row[r];
+  for (std::size_t r = 0; r < spec.rows.size(); ++r)
+    values[axis_index(spec, spec.rows[r])] = row[r];
   for (std::size_t c = 0; c < spec.columns.size(); ++c) {
     values[axis_index(spec, spec.columns[c])] = column[c];
   }
@@ -210,10 +213,11 @@ void check_metrics_computed(const SweepSpec& spec, const SweepPoint& point,
   if (config.eval.per_node || config.eval.protocol == EvalConfig::Protocol::kReference) return;
   for (const std::string& metric : spec.metrics) {
     if (is_node_accuracy_metric(metric)) {
-      throw ConfigError(spec.file.string() + ": metrics names '" + metric + "', but run " +
-                        point.name +
+      throw ConfigError(spec.file.string() + ": metrics names '" + printable(metric) +
+                        "', but run " + point.name +
                         " sets eval.per_node = false, so it does not evaluate the nodes' own "
-                        "models: set eval.per_node = true, or drop '" + metric + "' from metrics");
+                        "models: set eval.per_node = true, or drop '" +
+                        printable(metric) + "' from metrics");
     }
   }
 }
@@ -248,9 +252,9 @@ SweepSpec load_sweep(const fs::path& file) {
   try {
     root = toml::parse(file_text, file.string());
   } catch (const toml::parse_error& e) {
-    throw ConfigError(file.string() + ":" + std::to_string(e.source().begin.line) +
-                      ": not valid TOML: " +
-                      toml_error_text(e.description(), file_text, e.source().begin.line));
+    throw ConfigError(
+        file.string() + ":" + std::to_string(e.source().begin.line) +
+        ": not valid TOML: " + toml_error_text(e.description(), file_text, e.source().begin.line));
   }
   SweepSpec spec;
   spec.file = file;
@@ -299,7 +303,7 @@ SweepSpec load_sweep(const fs::path& file) {
           std::string names;
           for (const std::string& name : known) names += (names.empty() ? "" : ", ") + name;
           fail(file, node->source(),
-               "metrics names '" + metric +
+               "metrics names '" + printable(metric) +
                    "', which is not a number of summary.json \"final\"; "
                    "expected some of: " +
                    names);
@@ -313,7 +317,7 @@ SweepSpec load_sweep(const fs::path& file) {
         // but set the same key, so one value would silently replace the other.
         if (name.empty() || name.find_first_of(" \t\r\n") != std::string::npos) {
           fail(file, value->source(),
-               "[" + key + "] key '" + name +
+               "[" + key + "] key '" + printable(name) +
                    "' is empty or holds spaces: write the dotted key alone, e.g. \"optim.lr\"");
         }
         if (key == "set") {
@@ -331,7 +335,8 @@ SweepSpec load_sweep(const fs::path& file) {
         const auto* values = value->as_array();
         if (values == nullptr || values->empty()) {
           fail(file, value->source(),
-               "grid key '" + name + "' must be a non-empty list of values, e.g. [0.0, 0.4]");
+               "grid key '" + printable(name) +
+                   "' must be a non-empty list of values, e.g. [0.0, 0.4]");
         }
         SweepAxis axis{name, {}, {}, {}};
         if (name.find('+') == std::string::npos) {
@@ -343,7 +348,7 @@ SweepSpec load_sweep(const fs::path& file) {
           if (name.front() == '+' || name.back() == '+' ||
               std::count(axis.linked_keys.begin(), axis.linked_keys.end(), "") > 0) {
             fail(file, value->source(),
-                 "grid key '" + name +
+                 "grid key '" + printable(name) +
                      "' links an empty key: join two or more keys with single '+', e.g. "
                      "\"model.precision+comm.message_values\"");
           }
@@ -351,7 +356,8 @@ SweepSpec load_sweep(const fs::path& file) {
             const auto* tuple = v.as_array();
             if (tuple == nullptr || tuple->size() != axis.linked_keys.size()) {
               fail(file, v.source(),
-                   "grid key '" + name + "' links " + std::to_string(axis.linked_keys.size()) +
+                   "grid key '" + printable(name) + "' links " +
+                       std::to_string(axis.linked_keys.size()) +
                        " keys: each value must be a list of " +
                        std::to_string(axis.linked_keys.size()) + " values, e.g. [1.0, 1.0]");
             }
@@ -371,7 +377,7 @@ SweepSpec load_sweep(const fs::path& file) {
           for (std::size_t j = 0; j < i; ++j) {
             if (value_identity((*values)[i]) == value_identity((*values)[j])) {
               fail(file, (*values)[i].source(),
-                   "grid key '" + name + "' lists " +
+                   "grid key '" + printable(name) + "' lists " +
                        (axis.values[i] == axis.values[j]
                             ? axis.values[i] + " twice"
                             : axis.values[j] + " and " + axis.values[i] + ", one value twice"));
@@ -385,7 +391,7 @@ SweepSpec load_sweep(const fs::path& file) {
       if (table_section == nullptr) fail(file, node->source(), "[table] must be a table");
     } else {
       fail(file, node->source(),
-           "unknown sweep key '" + key +
+           "unknown sweep key '" + printable(key) +
                "' (expected base, out_dir, seeds, metrics, [set], [grid], [table])");
     }
   }
@@ -399,8 +405,8 @@ SweepSpec load_sweep(const fs::path& file) {
     if (spec.base) {
       const std::uint64_t base_seed = load_experiment_config(spec.base, {}).run.seed;
       if (base_seed != default_seed) {
-        throw ConfigError(file.string() + ": its base '" + *spec.base + "' sets run.seed = " +
-                          std::to_string(base_seed) +
+        throw ConfigError(file.string() + ": its base '" + *spec.base +
+                          "' sets run.seed = " + std::to_string(base_seed) +
                           ", which the sweep would replace by its seeds (default [" +
                           std::to_string(default_seed) + "]): write seeds = [" +
                           std::to_string(base_seed) + "] in the sweep file");
@@ -416,7 +422,7 @@ SweepSpec load_sweep(const fs::path& file) {
     if (keys.empty()) keys = {axis.key};
     for (const std::string& key : keys) {
       if (!varied.insert(key).second) {
-        throw ConfigError(file.string() + ": grid key '" + key +
+        throw ConfigError(file.string() + ": grid key '" + printable(key) +
                           "' is varied by two [grid] entries; name it in one");
       }
     }
@@ -424,11 +430,11 @@ SweepSpec load_sweep(const fs::path& file) {
   for (const std::string& assignment : spec.set) {
     const std::string key = assignment.substr(0, assignment.find('='));
     if (varied.count(key) != 0) {
-      throw ConfigError(file.string() + ": [set] fixes '" + key +
+      throw ConfigError(file.string() + ": [set] fixes '" + printable(key) +
                         "', which [grid] varies; remove it from one of them");
     }
     if (key == "run.seed" || key == "run.out_dir" || key == "run.name") {
-      throw ConfigError(file.string() + ": [set] key '" + key +
+      throw ConfigError(file.string() + ": [set] key '" + printable(key) +
                         "' is set by the sweep for each run (seeds = [...] for seeds, out_dir "
                         "for the folder; run names come from the grid values)");
     }
@@ -438,7 +444,7 @@ SweepSpec load_sweep(const fs::path& file) {
     if (keys.empty()) keys = {axis.key};
     for (const std::string& key : keys) {
       if (key == "run.seed" || key == "run.out_dir" || key == "run.name") {
-        throw ConfigError(file.string() + ": grid key '" + key +
+        throw ConfigError(file.string() + ": grid key '" + printable(key) +
                           "' is set by the sweep (use seeds = [...] for seeds)");
       }
     }
@@ -458,7 +464,8 @@ SweepSpec load_sweep(const fs::path& file) {
         spec.columns = string_list(file, *node, "table.columns");
         columns_given = true;
       } else {
-        fail(file, node->source(), "unknown [table] key '" + key + "' (expected rows, columns)");
+        fail(file, node->source(),
+             "unknown [table] key '" + printable(key) + "' (expected rows, columns)");
       }
     }
     // One side given: the other holds the grid keys it leaves out (the defaults above could
@@ -479,15 +486,16 @@ SweepSpec load_sweep(const fs::path& file) {
   placed.insert(spec.columns.begin(), spec.columns.end());
   for (const std::string& key : placed) {
     if (axis_index(spec, key) == spec.grid.size()) {
-      throw ConfigError(file.string() + ": [table] names '" + key + "', which is not a [grid] key");
+      throw ConfigError(file.string() + ": [table] names '" + printable(key) +
+                        "', which is not a [grid] key");
     }
     if (placed.count(key) > 1) {
-      throw ConfigError(file.string() + ": [table] places '" + key + "' twice");
+      throw ConfigError(file.string() + ": [table] places '" + printable(key) + "' twice");
     }
   }
   for (const auto& axis : spec.grid) {
     if (!placed.count(axis.key)) {
-      throw ConfigError(file.string() + ": [table] leaves grid key '" + axis.key +
+      throw ConfigError(file.string() + ": [table] leaves grid key '" + printable(axis.key) +
                         "' out: add it to rows or columns");
     }
   }
@@ -497,8 +505,8 @@ SweepSpec load_sweep(const fs::path& file) {
     try {
       sweep_point_config(spec, point);
     } catch (const ConfigError& e) {
-      throw ConfigError(file.string() + ": the run " + point.name + " is not a valid experiment: " +
-                        e.what());
+      throw ConfigError(file.string() + ": the run " + point.name +
+                        " is not a valid experiment: " + e.what());
     }
   }
   // Run names are folder-safe forms of the values: two points must not share one, or their runs
@@ -594,7 +602,8 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
       check_resumable(summary.at("config"), wanted, dir / "summary.json", /*data_checked=*/false);
     } catch (const ConfigError& e) {
       throw ConfigError(spec.file.string() + ": its finished run differs from the sweep file " +
-                        "now (" + e.what() + "). To run the changed sweep, give it another "
+                        "now (" + e.what() +
+                        "). To run the changed sweep, give it another "
                         "out_dir, or delete its runs; to add epochs, raise only run.epochs");
     }
     const int trained = trained_epochs->get<int>();
@@ -761,7 +770,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
     }
     if (dry_run) continue;
     try {
-      train(config, [&](const std::string& line) { progress("  " + line); }, options);
+      train(
+          config, [&](const std::string& line) { progress("  " + line); }, options);
     } catch (const TrainingDiverged& e) {
       // A grid point past the stable range is a result, not the end of the sweep.
       progress("  " + std::string(e.what()));
@@ -800,10 +810,11 @@ std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec) {
         for (const auto& [file, final] : finals[values]) {
           if (final.contains(metric) && final.at(metric).is_null() &&
               is_node_accuracy_metric(metric)) {
-            throw UserError(file.string() + " (a run of " + spec.file.string() + ") has \"final\"." +
-                            metric + " = null: it ran with eval.per_node = false and did not "
-                            "evaluate the nodes' own models (drop '" + metric +
-                            "' from metrics, or train with eval.per_node = true)");
+            throw UserError(
+                file.string() + " (a run of " + spec.file.string() + ") has \"final\"." + metric +
+                " = null: it ran with eval.per_node = false and did not "
+                "evaluate the nodes' own models (drop '" +
+                printable(metric) + "' from metrics, or train with eval.per_node = true)");
           }
           if (!final.contains(metric) || !final.at(metric).is_number()) {
             throw UserError(file.string() + " (a run of " + spec.file.string() +
@@ -888,8 +899,8 @@ std::vector<SweepTable> aggregate_sweep_by_epoch(const SweepSpec& spec) {
 
 std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table) {
   std::ostringstream out;
-  out << "**" << table.metric << "** (mean ± sample standard deviation over seeds (n); " << spec.file.filename().string()
-      << ")\n\n|";
+  out << "**" << table.metric << "** (mean ± sample standard deviation over seeds (n); "
+      << spec.file.filename().string() << ")\n\n|";
   for (const auto& key : table.row_keys) out << " " << key << " |";
   for (const auto& column : table.column_labels) {
     std::string name;
@@ -898,7 +909,8 @@ std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table)
     out << " " << name << " |";
   }
   out << "\n|";
-  for (std::size_t i = 0; i < table.row_keys.size() + table.column_labels.size(); ++i) out << "---|";
+  for (std::size_t i = 0; i < table.row_keys.size() + table.column_labels.size(); ++i)
+    out << "---|";
   out << "\n";
   for (std::size_t r = 0; r < table.row_labels.size(); ++r) {
     out << "|";

@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <optional>
 
+#include "lpdt/core/error.h"
+
 namespace lpdt {
 namespace {
 
@@ -67,17 +69,19 @@ std::optional<std::string_view> key_written_on(std::string_view line) {
 
 std::string toml_error_text(std::string_view description, std::string_view source_text,
                             std::uint32_t line) {
+  // toml++ quotes what it saw ("expected 'true', saw 'tr\x7F'") as raw bytes of the file:
+  // escaped for the terminal (core/error.h).
   std::string text(description);
   constexpr std::string_view kRedefine = "cannot redefine existing ";
   const std::size_t at = text.find(kRedefine);
-  if (at == std::string::npos) return text;
+  if (at == std::string::npos) return printable(text);
   // "... cannot redefine existing <type> '<key>'": the key is what follows the first quote after
   // the type, to the end.
   const std::size_t open = text.find('\'', at + kRedefine.size());
-  if (open == std::string::npos) return text;
+  if (open == std::string::npos) return printable(text);
   const std::optional<std::string_view> key = key_written_on(line_of(source_text, line));
-  if (!key || key->empty()) return text;
-  return text.substr(0, open) + "'" + std::string(*key) + "'";
+  if (!key || key->empty()) return printable(text);
+  return printable(text.substr(0, open) + "'" + std::string(*key) + "'");
 }
 
 }  // namespace lpdt

@@ -103,19 +103,17 @@ struct DuplicateKeyFinder {
   bool parse_error(std::size_t, const std::string&, const json::exception&) { return false; }
 };
 
+// Parses the bytes of a whole file; `source` begins every error ("safetensors file 'x'").
 class Reader {
  public:
-  explicit Reader(std::string path) : path_(std::move(path)) {}
+  explicit Reader(std::string source) : source_(std::move(source)) {}
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw UserError("safetensors file '" + path_ + "': " + what);
-  }
+  [[noreturn]] void fail(const std::string& what) const { throw UserError(source_ + ": " + what); }
   [[noreturn]] void fail_tensor(const std::string& name, const std::string& what) const {
     fail("tensor '" + printable(name) + "': " + what);
   }
 
-  SafetensorsFile read() {
-    const std::vector<char> bytes = read_all();
+  SafetensorsFile parse(std::string_view bytes) const {
     if (bytes.size() < 8) {
       std::ostringstream msg;
       msg << "is " << bytes.size() << " bytes long, too short for the 8-byte header size";
@@ -165,21 +163,6 @@ class Reader {
   }
 
  private:
-  std::vector<char> read_all() const {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path_, ec)) {
-      throw UserError("safetensors file '" + path_ + "' does not exist or is not a file");
-    }
-    std::ifstream in(path_, std::ios::binary | std::ios::ate);
-    if (!in) throw UserError("cannot open safetensors file '" + path_ + "'");
-    const std::streamoff size = in.tellg();
-    std::vector<char> bytes(static_cast<std::size_t>(size));
-    in.seekg(0);
-    if (size > 0 && !in.read(bytes.data(), size)) {
-      throw UserError("cannot read safetensors file '" + path_ + "'");
-    }
-    return bytes;
-  }
 
   std::vector<Entry> parse_header(const char* begin, const char* end,
                                   std::map<std::string, std::string>& metadata) const {
@@ -315,19 +298,37 @@ class Reader {
     }
   }
 
-  std::string path_;
+  std::string source_;
 };
+
+// The format's first 8 bytes: the header's size, a little-endian u64.
+std::string size_field(std::uint64_t header_size) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((header_size >> (8 * i)) & 0xFF);
+  return out;
+}
+
+std::vector<char> read_all(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw UserError("safetensors file '" + path + "' does not exist or is not a file");
+  }
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw UserError("cannot open safetensors file '" + path + "'");
+  const std::streamoff size = in.tellg();
+  std::vector<char> bytes(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (size > 0 && !in.read(bytes.data(), size)) {
+    throw UserError("cannot read safetensors file '" + path + "'");
+  }
+  return bytes;
+}
 
 void write_all(const std::string& path, const std::string& header,
                const std::vector<at::Tensor>& data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw UserError("cannot write safetensors file '" + path + "'");
-  std::array<char, 8> size_bytes{};
-  for (int i = 0; i < 8; ++i) {
-    size_bytes[i] =
-        static_cast<char>((static_cast<std::uint64_t>(header.size()) >> (8 * i)) & 0xFF);
-  }
-  out.write(size_bytes.data(), 8);
+  out.write(size_field(header.size()).data(), 8);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   for (const at::Tensor& t : data) {
     out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
@@ -336,12 +337,15 @@ void write_all(const std::string& path, const std::string& header,
   if (!out) throw UserError("cannot write safetensors file '" + path + "' (disk full?)");
 }
 
-}  // namespace
+// What a file holds: the header (compact JSON, padded) and each tensor's contiguous CPU data, in
+// name order. `target` names what is written in errors ("safetensors file 'x'").
+struct Layout {
+  std::string header;
+  std::vector<at::Tensor> data;
+};
 
-SafetensorsFile read_safetensors(const std::string& path) { return Reader(path).read(); }
-
-void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+Layout layout_of(const std::map<std::string, at::Tensor>& tensors,
+                 const std::map<std::string, std::string>& metadata, const std::string& target) {
   // The header in the reference writer's layout: compact JSON, __metadata__ first, padded with
   // spaces so that the buffer starts 8-byte aligned.
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
@@ -350,17 +354,16 @@ void write_safetensors(const std::string& path, const std::map<std::string, at::
   std::uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     if (name == kMetadataKey) {
-      throw UserError("cannot write safetensors file '" + path +
-                      "': '__metadata__' is reserved and cannot name a tensor");
+      throw UserError("cannot write " + target +
+                      ": '__metadata__' is reserved and cannot name a tensor");
     }
     if (!tensor.defined()) {
-      throw UserError("cannot write safetensors file '" + path + "': tensor '" + name +
-                      "' is undefined");
+      throw UserError("cannot write " + target + ": tensor '" + name + "' is undefined");
     }
     const DtypeRow* dtype = dtype_by_type(tensor.scalar_type());
     if (dtype == nullptr) {
       std::ostringstream msg;
-      msg << "cannot write safetensors file '" << path << "': tensor '" << name << "' has dtype "
+      msg << "cannot write " << target << ": tensor '" << name << "' has dtype "
           << tensor.scalar_type()
           << ", expected one of float64 float32 float16 bfloat16 int64 int32 int16 int8 uint8 "
              "bool";
@@ -377,14 +380,44 @@ void write_safetensors(const std::string& path, const std::map<std::string, at::
   try {
     text = header.dump();
   } catch (const nlohmann::json::exception& e) {
-    throw UserError("cannot write safetensors file '" + path +
-                    "': a tensor name or metadata string is not valid UTF-8 (" + json_error_text(e) + ")");
+    throw UserError("cannot write " + target +
+                    ": a tensor name or metadata string is not valid UTF-8 (" + json_error_text(e) +
+                    ")");
   }
   text.append((8 - text.size() % 8) % 8, ' ');
+  return Layout{std::move(text), std::move(data)};
+}
 
+}  // namespace
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  const std::vector<char> bytes = read_all(path);
+  return parse_safetensors(std::string_view(bytes.data(), bytes.size()),
+                           "safetensors file '" + path + "'");
+}
+
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& source) {
+  return Reader(source).parse(bytes);
+}
+
+std::string safetensors_bytes(const std::map<std::string, at::Tensor>& tensors,
+                              const std::map<std::string, std::string>& metadata,
+                              const std::string& target) {
+  const Layout layout = layout_of(tensors, metadata, target);
+  std::string out = size_field(layout.header.size());
+  out += layout.header;
+  for (const at::Tensor& t : layout.data) {
+    out.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  }
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  const Layout layout = layout_of(tensors, metadata, "safetensors file '" + path + "'");
   const std::string temporary = path + ".tmp";
   try {
-    write_all(temporary, text, data);
+    write_all(temporary, layout.header, layout.data);
   } catch (...) {
     std::error_code ec;
     std::filesystem::remove(temporary, ec);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace lpdt::models {
 
@@ -35,6 +36,10 @@ struct SafetensorsFile {
 // UserError for a missing or unreadable file and for any violation of the format.
 SafetensorsFile read_safetensors(const std::string& path);
 
+// The same rules on a file's bytes held in memory (a section of a larger file: the tensors of a
+// checkpoint). `source` begins every error, e.g. "safetensors file 'x.safetensors'".
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& source);
+
 // Writes `tensors` (any device and layout; one of the dtypes above) in name order, the header
 // compact JSON padded with spaces to a multiple of 8 bytes as the reference writer does. The bytes
 // go to `path` + ".tmp", which is then renamed over `path`: a failed write never destroys an
@@ -42,5 +47,11 @@ SafetensorsFile read_safetensors(const std::string& path);
 // failure.
 void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// The bytes write_safetensors would write, in memory. `target` names them in errors ("cannot
+// write <target>: ...").
+std::string safetensors_bytes(const std::map<std::string, at::Tensor>& tensors,
+                              const std::map<std::string, std::string>& metadata,
+                              const std::string& target);
 
 }  // namespace lpdt::models
