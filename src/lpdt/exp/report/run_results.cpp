@@ -119,7 +119,7 @@ double bounded_number(const CsvFile& csv, std::size_t row, const std::string& co
                                             (!bounds.whole || value == std::floor(value));
   if (!fits) {
     throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[row]) +
-                    ", column " + column + ": '" + printable_excerpt(field) +
+                    ", column " + printable(column) + ": '" + printable_excerpt(field) +
                     "' is out of range (expected " +
                     bounds.expected + (empty_allowed ? ", or empty" : "") + ")");
   }
@@ -367,7 +367,8 @@ RunResults read_run_files(const fs::path& dir) {
       // another's.
       if (bounded_number(csv, r, "node", kCount) != static_cast<double>(r)) {
         throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[r]) +
-                        ", column node: '" + csv.rows[r][node_column] + "' where node " + std::to_string(r) +
+                        ", column node: '" + printable_excerpt(csv.rows[r][node_column]) +
+                        "' where node " + std::to_string(r) +
                         " was expected (one row per node, in order from 0)");
       }
       std::vector<double> counts;
@@ -416,7 +417,8 @@ CsvFile read_csv(const fs::path& path, const std::vector<std::string>& required)
     if (fields.size() != csv.header.size()) {
       throw UserError("'" + path.string() + "' line " + std::to_string(number) + ": " +
                       std::to_string(fields.size()) + " columns, expected " +
-                      std::to_string(csv.header.size()) + " (" + join(csv.header, ",") + ")");
+                      std::to_string(csv.header.size()) + " (the header: " +
+                      printable_excerpt(join(csv.header, ","), 200) + ")");
     }
     csv.rows.push_back(std::move(fields));
     csv.line_numbers.push_back(number);
@@ -431,7 +433,7 @@ CsvFile read_csv(const fs::path& path, const std::vector<std::string>& required)
 double csv_number(const CsvFile& csv, std::size_t row, const std::string& column) {
   const auto it = std::find(csv.header.begin(), csv.header.end(), column);
   if (it == csv.header.end() || row >= csv.rows.size()) {
-    throw UserError("'" + csv.path.string() + "' has no column '" + column + "'");
+    throw UserError("'" + csv.path.string() + "' has no column '" + printable(column) + "'");
   }
   const std::string& field = csv.rows[row][it - csv.header.begin()];
   double value = 0;
@@ -441,7 +443,7 @@ double csv_number(const CsvFile& csv, std::size_t row, const std::string& column
   const auto [ptr, ec] = std::from_chars(begin, end, value);
   if (ec != std::errc() || ptr != end || begin == end) {
     throw UserError("'" + csv.path.string() + "' line " + std::to_string(csv.line_numbers[row]) +
-                    ", column " + column + ": '" + printable_excerpt(field) + "' is " +
+                    ", column " + printable(column) + ": '" + printable_excerpt(field) + "' is " +
                     (ec == std::errc::result_out_of_range && ptr == end
                          ? "beyond the range of a double (about 1e308)"
                          : "not a number"));
