@@ -12,6 +12,7 @@
 #include "jpeg_test_util.h"
 #include "lib/byte_mutations.h"
 #include "lpdt/data/ag_news_reader.h"
+#include "lpdt/data/cifar_reader.h"
 #include "lpdt/data/idx_reader.h"
 #include "lpdt/data/jpeg_decoder.h"
 #include "lpdt/data/sentlen_reader.h"
@@ -116,6 +117,57 @@ TEST(DamagedFiles, JpegImages) {
         });
     EXPECT_GT(out.refused, kTrials / 4) << what;
   }
+}
+
+// CIFAR's binary batches have no header: the damage that matters cuts or lengthens a file (no
+// longer a whole number of records) or changes a label byte. A gzipped batch that is read holds
+// exactly the original records.
+TEST(DamagedFiles, CifarBatchesPlainAndGzipped) {
+  TempDir dir;
+  const auto batch = [](int records, int label_bytes) {
+    Bytes b;
+    for (int r = 0; r < records; ++r) {
+      for (int l = 0; l < label_bytes; ++l) b.push_back(static_cast<std::uint8_t>((r + l) % 10));
+      for (int i = 0; i < 3072; ++i) b.push_back(static_cast<std::uint8_t>((7 * i + r) % 256));
+    }
+    return b;
+  };
+  constexpr int kCifarTrials = 600;
+  for (const char* sub : {"cifar10", "cifar10_gz", "cifar100"}) {
+    std::filesystem::create_directories(dir.file(sub));
+  }
+  const std::string plain = dir.file("cifar10/test_batch.bin");
+  const auto out10 = expect_damage_read_or_refused(
+      "CIFAR-10 batch", batch(3, 1), kCifarTrials, 4, [&](const Bytes& bytes) {
+        write_bytes(plain, bytes);
+        load_cifar10(dir.file("cifar10"), Split::kTest);
+      });
+  EXPECT_GT(out10.refused, kCifarTrials / 10);
+
+  const std::string original_gz = dir.file("original.gz");
+  testing::write_gzip(original_gz, batch(3, 1));
+  write_bytes(dir.file("cifar10_gz/test_batch.bin.gz"), read_bytes(original_gz));
+  const Dataset original = load_cifar10(dir.file("cifar10_gz"), Split::kTest);
+  int changed_but_read = 0;
+  const auto out_gz = expect_damage_read_or_refused(
+      "gzipped CIFAR-10 batch", read_bytes(original_gz), kCifarTrials, 5, [&](const Bytes& bytes) {
+        write_bytes(dir.file("cifar10_gz/test_batch.bin.gz"), bytes);
+        const Dataset read = load_cifar10(dir.file("cifar10_gz"), Split::kTest);
+        if (!read.images.sizes().equals(original.images.sizes()) ||
+            !torch::equal(read.images, original.images) ||
+            !torch::equal(read.labels, original.labels)) {
+          ++changed_but_read;
+        }
+      });
+  EXPECT_EQ(changed_but_read, 0) << "damaged gzip data read as other records";
+  EXPECT_GT(out_gz.refused, kCifarTrials / 2);
+
+  const auto out100 = expect_damage_read_or_refused(
+      "CIFAR-100 batch", batch(2, 2), kCifarTrials, 6, [&](const Bytes& bytes) {
+        write_bytes(dir.file("cifar100/test.bin"), bytes);
+        load_cifar100(dir.file("cifar100"), Split::kTest);
+      });
+  EXPECT_GT(out100.refused, kCifarTrials / 10);
 }
 
 TEST(DamagedFiles, AgNewsCsv) {
