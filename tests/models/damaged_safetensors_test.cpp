@@ -11,6 +11,8 @@
 #include <string>
 
 #include "lib/byte_mutations.h"
+#include "lpdt/models/model.h"
+#include "lpdt/models/pretrained.h"
 #include "lpdt/models/safetensors.h"
 
 namespace lpdt::models {
@@ -48,6 +50,48 @@ TEST(DamagedSafetensors, AreReadOrRefused) {
         for (const auto& [name, tensor] : file.tensors) {
           EXPECT_TRUE(tensor.is_contiguous()) << name;
         }
+      });
+  EXPECT_GT(out.refused, kTrials / 2);
+  std::filesystem::remove_all(dir);
+}
+
+// Loading damaged pretrained weights into a tiny DistilBERT: the weights load, or a UserError
+// names what does not fit (a shape, a missing tensor, a non-finite value).
+TEST(DamagedSafetensors, PretrainedWeightsLoadOrAreRefused) {
+  ModelOptions options;
+  options.arch = "transformer";
+  options.num_classes = 4;
+  options.transformer.vocab_size = 30;
+  options.transformer.max_positions = 12;
+  options.transformer.hidden = 8;
+  options.transformer.layers = 2;
+  options.transformer.heads = 2;
+  options.transformer.ffn_hidden = 16;
+  const auto model = make_model(options);
+  std::map<std::string, at::Tensor> tensors;
+  torch::manual_seed(2);
+  for (const LayerSegment& segment : model->layout().segments) {
+    tensors["distilbert." + segment.name] = torch::randn(segment.shape);
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("lpdt_damaged_pretrained_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string valid_path = (dir / "valid.safetensors").string();
+  const std::string path = (dir / "model.safetensors").string();
+  write_safetensors(valid_path, tensors);
+  std::ifstream in(valid_path, std::ios::binary);
+  const Bytes valid{std::istreambuf_iterator<char>(in), {}};
+  const at::Tensor fresh = model->init_params(5);
+
+  constexpr int kTrials = 1000;
+  const auto out = mutation_testing::expect_damage_read_or_refused(
+      "pretrained DistilBERT weights", valid, kTrials, 31, [&](const Bytes& bytes) {
+        std::ofstream(path, std::ios::binary | std::ios::trunc)
+            .write(reinterpret_cast<const char*>(bytes.data()),
+                   static_cast<std::streamsize>(bytes.size()));
+        at::Tensor params = fresh.clone();
+        load_pretrained(*model, path, params);
+        EXPECT_EQ(params.sizes(), fresh.sizes());
       });
   EXPECT_GT(out.refused, kTrials / 2);
   std::filesystem::remove_all(dir);
