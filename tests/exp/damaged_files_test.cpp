@@ -36,16 +36,6 @@ class DamagedFiles : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static Bytes read_all(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return Bytes{std::istreambuf_iterator<char>(in), {}};
-  }
-  static void write_all(const fs::path& path, const Bytes& bytes) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc)
-        .write(reinterpret_cast<const char*>(bytes.data()),
-               static_cast<std::streamsize>(bytes.size()));
-  }
-
   fs::path dir_;
 };
 
@@ -72,10 +62,10 @@ TrainingState small_state() {
 TEST_F(DamagedFiles, Checkpoints) {
   const fs::path valid_path = dir_ / "valid.lpdt";
   write_checkpoint(valid_path, small_state());
-  const Bytes valid = read_all(valid_path);
+  const Bytes valid = mutation_testing::read_file_bytes(valid_path);
   const fs::path path = dir_ / kCheckpointFile;
   const auto read = [&](const Bytes& bytes) {
-    write_all(path, bytes);
+    mutation_testing::write_file_bytes(path, bytes);
     read_checkpoint(path);
   };
   constexpr int kTrials = 1500;
@@ -105,12 +95,12 @@ TEST_F(DamagedFiles, RunSummaries) {
             "bytes_sent_per_node": [1000, 2000]}
 })";
   const fs::path path = dir_ / "summary.json";
-  write_all(path, Bytes(text.begin(), text.end()));
+  mutation_testing::write_file_bytes(path, Bytes(text.begin(), text.end()));
   ASSERT_NO_THROW(read_run_summary(path));
   constexpr int kTrials = 1500;
   const auto out = expect_damage_read_or_refused("summary.json", Bytes(text.begin(), text.end()),
                                                  kTrials, 42, [&](const Bytes& bytes) {
-                                                   write_all(path, bytes);
+                                                   mutation_testing::write_file_bytes(path, bytes);
                                                    read_run_summary(path);
                                                  });
   EXPECT_GT(out.refused, kTrials / 4);
@@ -124,18 +114,19 @@ TEST_F(DamagedFiles, ExperimentAndSweepConfigurations) {
   constexpr int kTrials = 400;
   std::uint64_t seed = 50;
   for (const char* name : {"quickstart.toml", "fmnist_resnet20_lp_vs_fp.toml"}) {
-    const auto out = expect_damage_read_or_refused(name, read_all(configs / name), kTrials, seed++,
-                                                   [&](const Bytes& bytes) {
-                                                     write_all(path, bytes);
-                                                     load_experiment_config(path.string(), {});
-                                                   });
+    const auto out =
+        expect_damage_read_or_refused(name, mutation_testing::read_file_bytes(configs / name),
+                                      kTrials, seed++, [&](const Bytes& bytes) {
+                                        mutation_testing::write_file_bytes(path, bytes);
+                                        load_experiment_config(path.string(), {});
+                                      });
     EXPECT_GT(out.refused, kTrials / 10) << name;
   }
   const fs::path sweep_path = dir_ / "sweep.toml";
   const auto out = expect_damage_read_or_refused(
-      "sweep", read_all(configs / "sweeps" / "lp_vs_fp_fmnist_ring8.toml"), kTrials, seed,
-      [&](const Bytes& bytes) {
-        write_all(sweep_path, bytes);
+      "sweep", mutation_testing::read_file_bytes(configs / "sweeps" / "lp_vs_fp_fmnist_ring8.toml"),
+      kTrials, seed, [&](const Bytes& bytes) {
+        mutation_testing::write_file_bytes(sweep_path, bytes);
         load_sweep(sweep_path);
       });
   EXPECT_GT(out.refused, kTrials / 10);

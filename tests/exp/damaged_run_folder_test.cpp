@@ -44,20 +44,14 @@ TEST(DamagedRunFolder, ReportPagesAreWrittenOrRefused) {
   std::uint64_t seed = 60;
   int refused = 0;
   for (const fs::path& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    const Bytes valid{std::istreambuf_iterator<char>(in), {}};
-    in.close();
+    const Bytes valid = mutation_testing::read_file_bytes(file);
     const auto outcomes = mutation_testing::expect_damage_read_or_refused(
         file.filename().string(), valid, kTrials, seed++, [&](const Bytes& bytes) {
-          std::ofstream(file, std::ios::binary | std::ios::trunc)
-              .write(reinterpret_cast<const char*>(bytes.data()),
-                     static_cast<std::streamsize>(bytes.size()));
+          mutation_testing::write_file_bytes(file, bytes);
           report::run_report_html(report::read_run(dir));
         });
     refused += outcomes.refused;
-    std::ofstream(file, std::ios::binary | std::ios::trunc)
-        .write(reinterpret_cast<const char*>(valid.data()),
-               static_cast<std::streamsize>(valid.size()));
+    mutation_testing::write_file_bytes(file, valid);
   }
   // The damage reaches the readers' checks (the report reads every table and JSON file).
   EXPECT_GT(refused, kTrials * static_cast<int>(files.size()) / 10);

@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -127,6 +129,19 @@ inline DamagedCopy damaged_copy(const Bytes& valid, std::mt19937_64& rng) {
     }
   }
   return copy;
+}
+
+// A file's bytes (empty for a file that cannot be read: the test's own copy, which exists).
+inline Bytes read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes{std::istreambuf_iterator<char>(in), {}};
+}
+
+// Replaces `path` with `bytes`.
+inline void write_file_bytes(const std::string& path, const Bytes& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
 }
 
 struct DamageOutcomes {

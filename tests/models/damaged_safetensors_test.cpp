@@ -14,6 +14,7 @@
 #include "lpdt/models/model.h"
 #include "lpdt/models/pretrained.h"
 #include "lpdt/models/safetensors.h"
+#include "tiny_distilbert.h"
 
 namespace lpdt::models {
 namespace {
@@ -36,16 +37,13 @@ TEST(DamagedSafetensors, AreReadOrRefused) {
                      {"scalar", torch::tensor(2.5f).reshape({})},
                      {"empty", torch::zeros({0, 2})}},
                     {{"format", "pt"}});
-  std::ifstream in(valid_path, std::ios::binary);
-  const Bytes valid{std::istreambuf_iterator<char>(in), {}};
+  const Bytes valid = mutation_testing::read_file_bytes(valid_path);
   ASSERT_GT(valid.size(), 100u);
 
   constexpr int kTrials = 3000;
   const auto out = mutation_testing::expect_damage_read_or_refused(
       "safetensors", valid, kTrials, 30, [&](const Bytes& bytes) {
-        std::ofstream(path, std::ios::binary | std::ios::trunc)
-            .write(reinterpret_cast<const char*>(bytes.data()),
-                   static_cast<std::streamsize>(bytes.size()));
+        mutation_testing::write_file_bytes(path, bytes);
         const SafetensorsFile file = read_safetensors(path);
         for (const auto& [name, tensor] : file.tensors) {
           EXPECT_TRUE(tensor.is_contiguous()) << name;
@@ -58,16 +56,7 @@ TEST(DamagedSafetensors, AreReadOrRefused) {
 // Loading damaged pretrained weights into a tiny DistilBERT: the weights load, or a UserError
 // names what does not fit (a shape, a missing tensor, a non-finite value).
 TEST(DamagedSafetensors, PretrainedWeightsLoadOrAreRefused) {
-  ModelOptions options;
-  options.arch = "transformer";
-  options.num_classes = 4;
-  options.transformer.vocab_size = 30;
-  options.transformer.max_positions = 12;
-  options.transformer.hidden = 8;
-  options.transformer.layers = 2;
-  options.transformer.heads = 2;
-  options.transformer.ffn_hidden = 16;
-  const auto model = make_model(options);
+  const auto model = make_model(testing::tiny_distilbert());
   std::map<std::string, at::Tensor> tensors;
   torch::manual_seed(2);
   for (const LayerSegment& segment : model->layout().segments) {
@@ -79,16 +68,13 @@ TEST(DamagedSafetensors, PretrainedWeightsLoadOrAreRefused) {
   const std::string valid_path = (dir / "valid.safetensors").string();
   const std::string path = (dir / "model.safetensors").string();
   write_safetensors(valid_path, tensors);
-  std::ifstream in(valid_path, std::ios::binary);
-  const Bytes valid{std::istreambuf_iterator<char>(in), {}};
+  const Bytes valid = mutation_testing::read_file_bytes(valid_path);
   const at::Tensor fresh = model->init_params(5);
 
   constexpr int kTrials = 1000;
   const auto out = mutation_testing::expect_damage_read_or_refused(
       "pretrained DistilBERT weights", valid, kTrials, 31, [&](const Bytes& bytes) {
-        std::ofstream(path, std::ios::binary | std::ios::trunc)
-            .write(reinterpret_cast<const char*>(bytes.data()),
-                   static_cast<std::streamsize>(bytes.size()));
+        mutation_testing::write_file_bytes(path, bytes);
         at::Tensor params = fresh.clone();
         load_pretrained(*model, path, params);
         EXPECT_EQ(params.sizes(), fresh.sizes());

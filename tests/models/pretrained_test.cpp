@@ -14,6 +14,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/models/model.h"
 #include "lpdt/models/safetensors.h"
+#include "tiny_distilbert.h"
 
 namespace lpdt::models {
 namespace {
@@ -21,18 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-ModelOptions tiny_distilbert() {
-  ModelOptions options;
-  options.arch = "transformer";
-  options.num_classes = 4;
-  options.transformer.vocab_size = 30;
-  options.transformer.max_positions = 12;
-  options.transformer.hidden = 8;
-  options.transformer.layers = 2;
-  options.transformer.heads = 2;
-  options.transformer.ffn_hidden = 16;
-  return options;
-}
+using testing::tiny_distilbert;
 
 std::string temp_file(const std::string& name) {
   return (fs::temp_directory_path() / ("lpdt_pretrained_" + name + "_" +
