@@ -144,6 +144,19 @@ inline void write_file_bytes(const std::string& path, const Bytes& bytes) {
              static_cast<std::streamsize>(bytes.size()));
 }
 
+// LPDT_DAMAGE_TRIAL_FACTOR (a whole number, default 1): how many times the suite's trials a
+// seeded random test runs, for a longer search. 0 and a test failure when it is not a number >= 1.
+inline int trial_factor() {
+  const char* text = std::getenv("LPDT_DAMAGE_TRIAL_FACTOR");
+  if (text == nullptr) return 1;
+  const int factor = std::atoi(text);
+  if (factor < 1) {
+    ADD_FAILURE() << "LPDT_DAMAGE_TRIAL_FACTOR = '" << text << "': expected a whole number >= 1";
+    return 0;
+  }
+  return factor;
+}
+
 struct DamageOutcomes {
   int read = 0;     // damaged copies the reader accepted
   int refused = 0;  // damaged copies refused with a UserError
@@ -151,23 +164,17 @@ struct DamageOutcomes {
 
 // Feeds `trials` damaged copies of `valid` (seeded by `seed`) to `read`; each must return or
 // throw UserError. Anything else is a test failure naming the seed, the trial and the damage.
-// `what` names the format in those failures. The environment variable LPDT_DAMAGE_TRIAL_FACTOR
-// (a whole number, default 1) multiplies `trials` for a longer search than the test suite's:
-// the first copies are the same as the suite's, the others new. The counts returned are those
+// `what` names the format in those failures. LPDT_DAMAGE_TRIAL_FACTOR (trial_factor) multiplies
+// `trials` for a longer search than the test suite's: the first copies are the same as the
+// suite's, the others new. The counts returned are those
 // of the first `trials` copies, whatever the factor.
 inline DamageOutcomes expect_damage_read_or_refused(const std::string& what, const Bytes& valid,
                                                     int trials, std::uint64_t seed,
                                                     const std::function<void(const Bytes&)>& read) {
   std::mt19937_64 rng(seed);
   DamageOutcomes outcomes;
-  int factor = 1;
-  if (const char* text = std::getenv("LPDT_DAMAGE_TRIAL_FACTOR")) {
-    factor = std::atoi(text);
-    if (factor < 1) {
-      ADD_FAILURE() << "LPDT_DAMAGE_TRIAL_FACTOR = '" << text << "': expected a whole number >= 1";
-      return outcomes;
-    }
-  }
+  const int factor = trial_factor();
+  if (factor < 1) return outcomes;
   DamageOutcomes beyond;  // copies past the first `trials`
   const bool failed_before = ::testing::Test::HasFailure();
   for (int trial = 0; trial < trials * factor; ++trial) {
