@@ -7,7 +7,8 @@
 # killed rank is survived; more ranks than nodes is a clear error; a diverged run stops on every
 # rank; a configuration error of one rank alone, and a rank that cannot start for want of its
 # --resume folder or its data, are reported by rank 0; a rank killed while its
-# message to rank 0 is on the way is survived.
+# message to rank 0 is on the way is survived, and that run resumed under mpirun equals it
+# resumed in-process, the dead nodes' rows included.
 # Usage: mpi_test.sh path/to/lpdt path/to/checkpoint_equal
 set -u
 lpdt="$1"
@@ -201,6 +202,21 @@ else
   tail -10 "$work/killed.log"
 fi
 wait "$job" 2>/dev/null
+
+# That run, which lost rank 1 for real, resumed for two more epochs under mpirun (rank 1 started
+# again, its nodes 4 .. 7 dead from the checkpoint on, trained on rows nobody mixes) and in-process
+# from a copy: the same state value for value, the dead nodes' rows zeros in both (docs/mpi.md).
+if compgen -G "$work/killed/*/checkpoint.lpdt" >/dev/null &&
+  grep -q '"dead_nodes"' "$work"/killed/*/summary.json 2>/dev/null; then
+  cp -r "$work/killed" "$work/killed_copy"
+  check "real death: resumed under mpirun" logged "$work/killed_resumed_mpi.log" \
+    "${mpirun[@]}" -np 2 "$lpdt" train --resume "$(dirname "$work"/killed/*/checkpoint.lpdt)" \
+    --set run.epochs=8
+  check "real death: resumed in-process" logged "$work/killed_resumed_sim.log" "$lpdt" train \
+    --resume "$(dirname "$work"/killed_copy/*/checkpoint.lpdt)" --set run.epochs=8
+  check "real death: resumed under mpirun = in-process" "$equal" \
+    "$work"/killed/*/checkpoint.lpdt "$work"/killed_copy/*/checkpoint.lpdt
+fi
 
 # Ranks started with different settings (an MPMD launch): a configuration error naming the key
 # and both values, exit code 2, before any training.

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "lpdt/core/error.h"
@@ -136,6 +137,47 @@ TEST_F(CheckpointFormat, ATensorTheSectionLacksIsNamed) {
     EXPECT_NE(message.find(file.string()), std::string::npos) << message;
     EXPECT_NE(message.find("corrupt"), std::string::npos) << message;
   }
+}
+
+// A dead node's rows (docs/results.md): exactly the named rows of every [n, ...] tensor become
+// zeros, whatever their dtype; other rows, 0-d tensors and tensors of another length stay.
+TEST(CheckpointRows, ZeroNodeRowsZeroesExactlyTheNamedNodesRows) {
+  torch::manual_seed(5);
+  TrainingState state;
+  state.params = torch::randn({5, 6}) + 10;  // no zero anywhere
+  state.buffers = {torch::randint(1, 100, {5, 2, 3}, torch::kLong), torch::randn({3, 2}) + 10};
+  state.optimizer = {{"momentum", torch::randn({5, 6}) + 10},
+                     {"rounds", torch::tensor(7, torch::kLong)},
+                     {"ps", torch::rand({5}, torch::kDouble) + 1}};
+  TrainingState before = state;
+  before.params = state.params.clone();
+  for (auto& b : before.buffers) b = b.clone();
+  for (auto& [name, t] : before.optimizer) t = t.clone();
+
+  const std::set<std::int64_t> dead{1, 4};
+  zero_node_rows(state, dead);
+  const auto check_rows = [&](const at::Tensor& got, const at::Tensor& was,
+                              const std::string& what) {
+    SCOPED_TRACE(what);
+    for (std::int64_t r = 0; r < got.size(0); ++r) {
+      if (dead.count(r)) {
+        EXPECT_EQ(got[r].count_nonzero().item<std::int64_t>(), 0) << "row " << r;
+      } else {
+        EXPECT_TRUE(torch::equal(got[r], was[r])) << "row " << r;
+      }
+    }
+  };
+  check_rows(state.params, before.params, "params");
+  check_rows(state.buffers[0], before.buffers[0], "buffer 0");
+  EXPECT_TRUE(torch::equal(state.buffers[1], before.buffers[1]))
+      << "a [3, 2] buffer is not per node";
+  check_rows(state.optimizer.at("momentum"), before.optimizer.at("momentum"), "momentum");
+  check_rows(state.optimizer.at("ps"), before.optimizer.at("ps"), "ps");
+  EXPECT_EQ(state.optimizer.at("rounds").item<std::int64_t>(), 7);
+
+  zero_node_rows(state, {});  // nothing dead: nothing changes
+  check_rows(state.params, before.params, "params after an empty set");
+  EXPECT_THROW(zero_node_rows(state, {5}), std::exception) << "node 5 of 5";
 }
 
 }  // namespace

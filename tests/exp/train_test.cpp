@@ -447,6 +447,30 @@ INSTANTIATE_TEST_SUITE_P(Checkpoint, ResumeCase, ::testing::Values(false, true),
                            return info.param ? std::string("WithFaults") : std::string("Plain");
                          });
 
+// Every per-node tensor of `state` ([n, ...]: parameters, buffers, optimizer rows) holds zeros
+// in row `node`, and node 0's parameters are not all zero (the check can tell).
+void expect_rows_zero(const TrainingState& state, std::int64_t node, const std::string& where) {
+  const std::int64_t n = state.params.size(0);
+  const auto row_is_zero = [&](const at::Tensor& t) {
+    return torch::equal(t.select(0, node), torch::zeros_like(t.select(0, node)));
+  };
+  EXPECT_TRUE(row_is_zero(state.params)) << where << ": params";
+  const at::Tensor node0 = state.params.select(0, 0);
+  EXPECT_FALSE(torch::equal(node0, torch::zeros_like(node0)))
+      << where << ": node 0's params are all zero too";
+  for (std::size_t i = 0; i < state.buffers.size(); ++i) {
+    if (state.buffers[i].dim() >= 1 && state.buffers[i].size(0) == n) {
+      EXPECT_TRUE(row_is_zero(state.buffers[i])) << where << ": buffer " << i;
+    }
+  }
+  for (const auto& [name, tensor] : state.optimizer) {
+    if (name.rfind("fault_", 0) == 0) continue;  // held messages: per edge, not per node
+    if (tensor.dim() >= 1 && tensor.size(0) == n) {
+      EXPECT_TRUE(row_is_zero(tensor)) << where << ": optimizer '" << name << "'";
+    }
+  }
+}
+
 // A rank of a multi-process run that dies for real (no fault injected) leaves a checkpoint that
 // lists its nodes dead with no faults configured. Resumed in-process (or on one rank), those
 // nodes stay dead: the run continues exactly as the uninterrupted one in which they died. Here
@@ -468,6 +492,7 @@ TEST(Train, NodesDeadAtTheCheckpointStayDeadWithoutInjectedFaults) {
   const fs::path file = part.run_dir / kCheckpointFile;
   TrainingState state = read_checkpoint(file);
   ASSERT_EQ(state.fault_counts.at("dead_nodes").size(), 1u);
+  expect_rows_zero(state, 3, "the checkpoint of the run in which node 3 died");
   state.config = to_json(make(1, false));
   write_checkpoint(file, state);
 
@@ -484,9 +509,12 @@ TEST(Train, NodesDeadAtTheCheckpointStayDeadWithoutInjectedFaults) {
   EXPECT_EQ(resumed.epochs[1].train_loss, full.epochs[1].train_loss);
   EXPECT_EQ(resumed.epochs[1].evaluation.consensus_distance,
             full.epochs[1].evaluation.consensus_distance);
-  // The survivors' whole state, bit for bit.
+  // The survivors' whole state, bit for bit; the dead node's rows zeros in both, although the
+  // resumed run trained them from zeros with a push-sum weight of 0.
   const TrainingState a = read_checkpoint(full.run_dir / kCheckpointFile);
   const TrainingState b = read_checkpoint(resumed.run_dir / kCheckpointFile);
+  expect_rows_zero(a, 3, "the uninterrupted run's last checkpoint");
+  expect_rows_zero(b, 3, "the resumed run's last checkpoint");
   const auto survivors = [](const at::Tensor& t) { return t.narrow(0, 0, 3); };
   EXPECT_TRUE(torch::equal(survivors(a.params), survivors(b.params)));
   for (const auto& [name, tensor] : a.optimizer) {

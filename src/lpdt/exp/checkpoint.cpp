@@ -135,6 +135,21 @@ TensorSection torch_archive_section(std::string_view blob) {
 
 }  // namespace
 
+void zero_node_rows(TrainingState& state, const std::set<std::int64_t>& nodes) {
+  if (nodes.empty()) return;
+  const std::int64_t n = state.params.size(0);
+  for (const std::int64_t node : nodes) {
+    LPDT_CHECK(node >= 0 && node < n, "zero_node_rows: node outside the checkpoint's nodes");
+  }
+  const at::Tensor rows = at::tensor(std::vector<std::int64_t>(nodes.begin(), nodes.end()));
+  const auto zero_rows = [&](at::Tensor& t) {
+    if (t.defined() && t.dim() >= 1 && t.size(0) == n) t.index_fill_(0, rows.to(t.device()), 0);
+  };
+  zero_rows(state.params);
+  for (at::Tensor& b : state.buffers) zero_rows(b);
+  for (auto& [name, t] : state.optimizer) zero_rows(t);
+}
+
 void write_checkpoint(const fs::path& file, const TrainingState& state) {
   nlohmann::json meta;
   meta["epochs_done"] = state.epochs_done;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -39,6 +40,11 @@ struct TrainingState {
   nlohmann::json config;                          // to_json(ExperimentConfig) of the run
   nlohmann::json data;  // data_fingerprint (exp/data_fingerprint.h); null in older checkpoints
 };
+
+// Sets the rows of `nodes` to zero in the parameters [n, P], every buffer [n, ...] and every
+// optimizer tensor [n, ...] of `state` (n = params.size(0)): a dead node's rows in a checkpoint
+// (docs/results.md). An internal error (LPDT_CHECK) for a node outside 0 .. n-1.
+void zero_node_rows(TrainingState& state, const std::set<std::int64_t>& nodes);
 
 // Writes `state` to `file` atomically. UserError if it cannot be written.
 void write_checkpoint(const std::filesystem::path& file, const TrainingState& state);

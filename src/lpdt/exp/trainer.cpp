@@ -1560,9 +1560,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     for (const auto& [name, tensor] : optimizer.state()) {
       state.optimizer[name] = tensor.dim() == 0 ? tensor.clone() : all_rows(tensor);
     }
-    if (config.faults.any()) {  // (without injected faults, nothing is ever held back)
-      for (auto& [name, tensor] : all_held_messages()) state.optimizer[name] = tensor;
-    }
+    std::map<std::string, at::Tensor> held;
+    if (config.faults.any()) held = all_held_messages();  // (without injected faults, none)
     {
       auto generator = at::detail::getDefaultCPUGenerator();
       std::lock_guard<std::mutex> lock(generator.mutex());
@@ -1571,6 +1570,18 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     const auto ledger_now = whole_ledger();
     const std::optional<algo::FaultCounts> counts_now = whole_fault_counts();
     if (!leader) return;
+    // A dead node's rows are zeros in every checkpoint (docs/results.md), whoever computed them:
+    // the simulator's dead node trains on alone, a rank started again after a real death trains
+    // its dead nodes on rows nobody mixes (possibly no longer finite), and a dead rank sends none.
+    // The held messages are per edge, not per node, and stay as they are.
+    std::set<std::int64_t> dead_now;
+    if (counts_now) {
+      for (const auto& [node, seen] : counts_now->dead_nodes) dead_now.insert(node);
+    }
+    for (std::int64_t i = 0; i < n; ++i) dead_now.insert(i);
+    for (const std::int64_t i : survivors()) dead_now.erase(i);
+    zero_node_rows(state, dead_now);
+    for (auto& [name, tensor] : held) state.optimizer[name] = tensor;
     state.ledger = ledger_now->to_json();
     if (counts_now) state.fault_counts = fault_counts_to_json(*counts_now);
     state.epochs = epochs_to_json(result.epochs);
