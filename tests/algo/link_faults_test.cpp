@@ -7,6 +7,7 @@
 #include <torch/utils.h>
 
 #include <cmath>
+#include <limits>
 
 #include "graphs.h"
 #include "lpdt/algo/decentralized_optimizer.h"
@@ -250,6 +251,84 @@ TEST(LinkFaults, SurvivorsOfADeadNodeConserveTheirMassAndAgree) {
       EXPECT_EQ(received[out_neighbour], (5 * 3 + 295 * 2) * message) << algorithm << out_neighbour;
     }
     EXPECT_EQ(received[6], 300 * 3 * message) << algorithm;  // hears from 5, 4, 2
+  }
+}
+
+// The dead-peer rule as a matrix (docs/faults.md): a live receiver's entry of a dead node is 0
+// and its diagonal takes the share it sent the dead node; a dead node's row is e_d; every column
+// still sums to 1; nothing changes while no node is dead.
+TEST(LinkFaults, SurvivingMixingDropsTheDeadNodesEdges) {
+  const auto w = exponential8();
+  const std::int64_t n = w.size(0);
+  FaultOptions f;
+  f.kill_nodes = {3, 6};
+  f.kill_step = 2;
+  LinkFaults faults(FaultPlan(f), NodeRange::all(n), /*choco=*/false, /*kills_from_plan=*/true);
+  EXPECT_TRUE(faults.surviving_mixing(w).is_same(w)) << "no node dead yet";
+  ExchangedRound heard;
+  heard.messages = torch::zeros({n, 4});
+  heard.push_sum_weights = torch::ones({n});
+  faults.begin_round(2, w, heard);
+  const auto got = faults.surviving_mixing(w);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      float expected = w[i][j].item<float>();
+      if (i == 3 || i == 6) {
+        expected = i == j ? 1.0f : 0.0f;
+      } else if (j == 3 || j == 6) {
+        expected = 0.0f;
+      } else if (i == j) {
+        expected += w[3][i].item<float>() + w[6][i].item<float>();
+      }
+      EXPECT_EQ(got[i][j].item<float>(), expected) << "W'[" << i << "][" << j << "]";
+    }
+  }
+  EXPECT_TRUE(torch::allclose(got.sum(0), torch::ones({n}))) << "columns sum to 1";
+  EXPECT_TRUE(faults.surviving_mixing(w).is_same(got)) << "kept while nothing changes";
+}
+
+// The survivors' arithmetic holds no term of a dead node: with the dead node's rows (its model,
+// push-sum weight, Choco's copies of its xh) made garbage after its death, the survivors' models
+// and weights are the same bit for bit. (Before, Choco mixed the dead node's copy with the old W
+// and took it back in a correction: exact only to rounding, and NaN through a NaN copy.)
+TEST(LinkFaults, ADeadNodesRowsDoNotReachTheSurvivors) {
+  for (const char* algorithm : {"choco", "deepsqueeze", "dpsgd"}) {
+    const auto layout = small_layout();
+    const auto w = exponential8();
+    const std::int64_t n = w.size(0), p = layout.total_numel;
+    DecentralizedOptions o;
+    o.algorithm(algorithm).eta(0.5).momentum(0.9).weight_decay(1e-4);
+    if (std::string(algorithm) != "dpsgd") {
+      o.compressor(compress::CompressorOptions().name("topk").keep_fraction(0.3));
+    }
+    FaultOptions f;
+    f.kill_nodes = {3};
+    f.kill_step = 4;
+    const bool choco = std::string(algorithm) == "choco";
+    DecentralizedOptimizer a(o, n, layout), b(o, n, layout);
+    a.set_faults(faults_for(f, n, choco));
+    b.set_faults(faults_for(f, n, choco));
+    torch::manual_seed(21);
+    auto xa = torch::randn({n, p});
+    auto xb = xa.clone();
+    auto ledger_a = a.make_ledger(), ledger_b = b.make_ledger();
+    const auto alive = torch::tensor({0, 1, 2, 4, 5, 6, 7}, torch::kLong);
+    for (std::int64_t round = 0; round < 30; ++round) {
+      if (round == 8) {  // node 3 has been dead for 4 rounds: garbage in all of its rows of b
+        xb[3].fill_(std::numeric_limits<float>::quiet_NaN());
+        for (auto& [name, tensor] : b.state()) {
+          if (tensor.dim() >= 1 && tensor.size(0) == n) tensor[3].fill_(name == "ps" ? 0.0 : 1e30);
+        }
+      }
+      const auto grad = torch::randn_like(xa);
+      a.step(xa, grad, w, 0.1, round, ledger_a);
+      b.step(xb, grad, w, 0.1, round, ledger_b);
+    }
+    EXPECT_TRUE(torch::equal(xa.index_select(0, alive), xb.index_select(0, alive))) << algorithm;
+    EXPECT_TRUE(torch::equal(a.push_sum_weights().index_select(0, alive),
+                             b.push_sum_weights().index_select(0, alive)))
+        << algorithm;
+    EXPECT_TRUE(torch::isfinite(xb.index_select(0, alive)).all().item<bool>()) << algorithm;
   }
 }
 

@@ -140,7 +140,8 @@ TEST_F(CheckpointFormat, ATensorTheSectionLacksIsNamed) {
 }
 
 // A dead node's rows (docs/results.md): exactly the named rows of every [n, ...] tensor become
-// zeros, whatever their dtype; other rows, 0-d tensors and tensors of another length stay.
+// zeros, whatever their dtype, in copies; other rows, 0-d tensors and tensors of another length
+// stay, and the tensors the state held before are not written to.
 TEST(CheckpointRows, ZeroNodeRowsZeroesExactlyTheNamedNodesRows) {
   torch::manual_seed(5);
   TrainingState state;
@@ -155,7 +156,12 @@ TEST(CheckpointRows, ZeroNodeRowsZeroesExactlyTheNamedNodesRows) {
   for (auto& [name, t] : before.optimizer) t = t.clone();
 
   const std::set<std::int64_t> dead{1, 4};
+  const at::Tensor live_params = state.params;  // an in-process run's live tensors
+  const at::Tensor live_momentum = state.optimizer.at("momentum");
   zero_node_rows(state, dead);
+  EXPECT_TRUE(torch::equal(live_params, before.params)) << "the live parameters were written to";
+  EXPECT_TRUE(torch::equal(live_momentum, before.optimizer.at("momentum")))
+      << "the live momentum was written to";
   const auto check_rows = [&](const at::Tensor& got, const at::Tensor& was,
                               const std::string& what) {
     SCOPED_TRACE(what);

@@ -59,6 +59,12 @@ TEST(GraphedSteps, ObstaclesAreNamed) {
   t.lr_changes_every_step = true;
   EXPECT_NE(cuda_graph_obstacle(t).find("cosine"), std::string::npos);
   t = capturable;
+  t.faults = true;
+  EXPECT_NE(cuda_graph_obstacle(t).find("injected faults"), std::string::npos);
+  t = capturable;
+  t.dead_nodes = true;  // a resumed run's nodes dead at its checkpoint, no fault injected
+  EXPECT_NE(cuda_graph_obstacle(t).find("dead at the checkpoint"), std::string::npos);
+  t = capturable;
   t.adam = true;
   EXPECT_NE(cuda_graph_obstacle(t).find("Adam"), std::string::npos);
 }

@@ -140,11 +140,16 @@ void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing, 
                                        metrics::ByteLedger& ledger) {
   LPDT_CHECK(ledger.mode() == accounting_ && ledger.num_nodes() == num_nodes_,
              "byte ledger mode / node count differs from the optimizer's");
-  const ConsensusStep consensus_step(mixing, options_.eta(), nodes_);  // L = eta (W - I)
   const compress::Compressed sent = gossip_->prepare(z, round);
   ExchangedRound heard =
       exchange_->exchange(sent, push_sum_.weights(), host_mixing(mixing), round, algorithm_);
   if (faults_) faults_->begin_round(round, host_mixing(mixing), heard);
+  // L = eta (W - I), with W without the edges of dead nodes (algo/link_faults.h).
+  at::Tensor live_mixing = mixing;
+  if (faults_ && !faults_->dead_nodes().empty()) {
+    live_mixing = faults_->surviving_mixing(host_mixing(mixing)).to(mixing.device());
+  }
+  const ConsensusStep consensus_step(live_mixing, options_.eta(), nodes_);
   gossip_->combine(z, heard.messages, consensus_step);
   push_sum_.mix(consensus_step, heard.push_sum_weights);  // ps <- ps + eta (W ps - ps)  (spec 5.1)
   if (faults_) {

@@ -88,26 +88,13 @@ void LinkFaults::begin_round(std::int64_t round, const at::Tensor& mixing, Excha
   };
   const auto all_ps = heard.push_sum_weights.cpu();
   for (std::int64_t i = hosted_.first; i < hosted_.end(); ++i) {
-    if (dead(i)) {
-      // A dead node (the simulator's) keeps its state: its row of W becomes the identity.
-      for (std::int64_t j = 0; j < n; ++j) {
-        const float wij = w[i][j];
-        const float delta = (j == i ? 1.0f : 0.0f) - wij;
-        if (delta != 0) adjust(i, j, delta, delta);
-      }
-      continue;
-    }
+    // A dead node's edges are dropped in surviving_mixing, which the combine takes as W.
+    if (dead(i)) continue;
     for (std::int64_t j = 0; j < n; ++j) {
       if (j == i) continue;
       const float wij = w[i][j];
       if (dead(j)) {
-        if (wij > 0) {
-          adjust(i, j, -wij, -wij);  // the receiver hears nothing from a dead node
-          ++counts_.dead_edge_rounds;
-        }
-        // The sender keeps the share of a dead out-neighbour (W stays column-stochastic).
-        const float wji = w[j][i];
-        if (wji > 0) adjust(i, i, wji, wji);
+        if (wij > 0) ++counts_.dead_edge_rounds;  // the receiver hears nothing from it
         continue;
       }
       if (wij <= 0 || !plan_.options().any_link_fault()) continue;
@@ -142,6 +129,36 @@ void LinkFaults::begin_round(std::int64_t round, const at::Tensor& mixing, Excha
       }
     }
   }
+}
+
+const at::Tensor& LinkFaults::surviving_mixing(const at::Tensor& mixing) {
+  LPDT_CHECK(mixing.is_cpu() && mixing.dim() == 2 && mixing.size(0) == hosted_.total &&
+                 mixing.size(1) == hosted_.total && mixing.scalar_type() == at::kFloat,
+             "LinkFaults: mixing must be the [n, n] float32 CPU matrix of the round");
+  if (dead_.empty()) return mixing;
+  if (surviving_.defined() && surviving_source_.is_same(mixing) &&
+      surviving_dead_count_ == dead_.size()) {
+    return surviving_;  // dead nodes only join the set, so its size tells whether it changed
+  }
+  const std::int64_t n = hosted_.total;
+  surviving_ = mixing.clone();
+  const auto w = mixing.accessor<float, 2>();  // w[i][j]: edge j -> i
+  auto out = surviving_.accessor<float, 2>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (dead(i)) {  // a dead node keeps its state: its row is e_i
+      for (std::int64_t j = 0; j < n; ++j) out[i][j] = j == i ? 1.0f : 0.0f;
+      continue;
+    }
+    for (const std::int64_t d : dead_) {
+      out[i][d] = 0.0f;  // the receiver hears nothing from a dead node
+      // The sender keeps the share it would have sent the dead node (the column still sums
+      // to 1). Added in the order of the dead nodes, on every process alike.
+      if (w[d][i] > 0) out[i][i] += w[d][i];
+    }
+  }
+  surviving_source_ = mixing;
+  surviving_dead_count_ = dead_.size();
+  return surviving_;
 }
 
 void LinkFaults::correct(at::Tensor& z, const at::Tensor& mixed, at::Tensor& ps,

@@ -17,7 +17,11 @@
 //    conserved and every x_i = z_i / ps_i keeps converging to the same weighted average. The
 //    rule is local (each node changes its own row and diagonal only), so the survivors agree
 //    without a round of agreement.
-// All of this is a correction added after the fault-free combine:
+// The dead-peer rule is a change of W itself (surviving_mixing), which the combine and the
+// push-sum mix take in place of W: a survivor's sums then hold no term of a dead node at all, so
+// nothing of the dead node's rows (Choco's copies of its xh, stale or never finite) reaches the
+// survivors, not even in the last bit. The late messages are a correction added after the
+// combine:
 //   z  += eta (Dz M + late),   ps += eta (Dps ps_all + late ps)
 // with D the change of W (sparse) and M what the algorithm mixes (its messages, or Choco's xh).
 #include <ATen/ATen.h>
@@ -65,6 +69,12 @@ class LinkFaults {
   // [n, P]; ps: hosted push-sum weights [count]; all_ps: every weight before the round [n].
   void correct(at::Tensor& z, const at::Tensor& mixed, at::Tensor& ps, const at::Tensor& all_ps,
                double eta);
+
+  // This round's W [n, n] (CPU, float32) with the dead-peer rule applied to every node dead
+  // now: for a live receiver i and a dead node d, W'_id = 0 and W'_ii += W_di; a dead node's
+  // row is e_d (its state stays as it is). Column-stochastic where W is. The same tensor while
+  // neither W nor the dead nodes change; W itself while no node is dead.
+  const at::Tensor& surviving_mixing(const at::Tensor& mixing);
 
   bool dead(std::int64_t node) const { return dead_.count(node) > 0; }
   const std::set<std::int64_t>& dead_nodes() const { return dead_; }
@@ -114,6 +124,9 @@ class LinkFaults {
     if (entry.first <= sent_round) entry = {sent_round, weight};
   }
   FaultCounts counts_;
+  // surviving_mixing's last result and what it was made from.
+  at::Tensor surviving_source_, surviving_;
+  std::size_t surviving_dead_count_ = 0;
   // This round's corrections.
   std::vector<std::int64_t> rows_, cols_;  // D entries, rows global
   std::vector<float> numerator_delta_, push_sum_delta_;

@@ -142,8 +142,9 @@ void zero_node_rows(TrainingState& state, const std::set<std::int64_t>& nodes) {
     LPDT_CHECK(node >= 0 && node < n, "zero_node_rows: node outside the checkpoint's nodes");
   }
   const at::Tensor rows = at::tensor(std::vector<std::int64_t>(nodes.begin(), nodes.end()));
+  // Out of place: an in-process run's state holds its live training tensors, not copies.
   const auto zero_rows = [&](at::Tensor& t) {
-    if (t.defined() && t.dim() >= 1 && t.size(0) == n) t.index_fill_(0, rows.to(t.device()), 0);
+    if (t.defined() && t.dim() >= 1 && t.size(0) == n) t = t.index_fill(0, rows.to(t.device()), 0);
   };
   zero_rows(state.params);
   for (at::Tensor& b : state.buffers) zero_rows(b);

@@ -43,7 +43,9 @@ struct TrainingState {
 
 // Sets the rows of `nodes` to zero in the parameters [n, P], every buffer [n, ...] and every
 // optimizer tensor [n, ...] of `state` (n = params.size(0)): a dead node's rows in a checkpoint
-// (docs/results.md). An internal error (LPDT_CHECK) for a node outside 0 .. n-1.
+// (docs/results.md). Those tensors are replaced by zeroed copies: the tensors `state` held
+// before (an in-process run's live training state) are not written to. An internal error
+// (LPDT_CHECK) for a node outside 0 .. n-1.
 void zero_node_rows(TrainingState& state, const std::set<std::int64_t>& nodes);
 
 // Writes `state` to `file` atomically. UserError if it cannot be written.

@@ -42,6 +42,9 @@ std::string cuda_graph_obstacle(const StepTraits& step) {
     return "the cosine schedule changes the learning rate, a captured constant, every step";
   }
   if (step.faults) return "injected faults decide on the host, every round, which messages arrive";
+  if (step.dead_nodes) {
+    return "nodes dead at the checkpoint: the host drops their edges every round";
+  }
   if (step.adam) {
     return "Adam's bias corrections 1 - beta^t, captured constants, change every step";
   }

@@ -45,6 +45,9 @@ struct StepTraits {
   bool sparse_wire_size = false;       // sparse messages counted as encoded: sizes read every round
   bool lr_changes_every_step = false;  // a cosine schedule: one graph per step would never replay
   bool faults = false;  // injected faults: the host decides every round which messages arrive
+  // Nodes dead at a resumed run's checkpoint (a rank lost for real, no fault injected): the host
+  // applies the dead-peer rule every round (algo/link_faults.h).
+  bool dead_nodes = false;
   bool adam = false;    // Adam / AdamW: bias corrections 1 - beta^t are host scalars of step t
 };
 // Why the trainer's step cannot be captured, "" when it can.

@@ -1327,6 +1327,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                               config.ledger.accounting == LedgerConfig::Accounting::kLpdt;
     traits.lr_changes_every_step = config.optim.schedule == OptimConfig::Schedule::kCosine;
     traits.faults = config.faults.any();
+    traits.dead_nodes =
+        optimizer.faults() != nullptr && !optimizer.faults()->dead_nodes().empty();
     traits.adam = config.optim.optimizer != OptimConfig::Optimizer::kSgd;
     graph_obstacle = cuda_graph_obstacle(traits);
     if (!graph_obstacle.empty()) {
