@@ -38,6 +38,17 @@ TEST(ScalingBench, RowsAreConsistent) {
   EXPECT_EQ(rows[1].nodes, 40);
   // 40 nodes hold 40 copies of the parameters, momentum and Choco's public copies.
   EXPECT_GT(rows[1].state_mib, rows[0].state_mib);
+  // And so does their checkpoint, written and read back: 40 times one node's, but for the few
+  // KiB every checkpoint holds (the generator's state, the JSON part).
+  for (const auto& r : rows) {
+    EXPECT_GT(r.checkpoint_mib, 0.0);
+    EXPECT_GT(r.checkpoint_write_ms, 0.0);
+    EXPECT_GT(r.checkpoint_read_ms, 0.0);
+    EXPECT_GE(r.checkpoint_peak_rss_growth_mib, 0.0);
+  }
+  const double ratio = rows[1].checkpoint_mib / rows[0].checkpoint_mib;
+  EXPECT_GT(ratio, 30.0);
+  EXPECT_LE(ratio, 40.0);
 }
 
 // The first steps touch the step's memory for the first time; their faults are counted apart

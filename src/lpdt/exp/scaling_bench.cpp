@@ -3,8 +3,11 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "lpdt/algo/decentralized_optimizer.h"
@@ -12,6 +15,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/core/runtime.h"
 #include "lpdt/exp/bench_stats.h"
+#include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/image_bench_model.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/topology.h"
@@ -24,6 +28,51 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kMiB = 1024.0 * 1024.0;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Writes the state as the trainer does at an epoch's end into a folder of TMPDIR, reads it back,
+// and fills r's checkpoint figures. The folder is removed.
+void time_checkpoint(const at::Tensor& x, const std::vector<at::Tensor>& buffers,
+                     algo::DecentralizedOptimizer& optimizer, const metrics::ByteLedger& ledger,
+                     ScalingResult& r) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("lpdt-bench-checkpoint-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / kCheckpointFile;
+  const double peak_before = peak_resident_bytes();
+  try {
+    TrainingState state;
+    state.epochs_done = 1;
+    state.params = x;
+    state.buffers = buffers;
+    for (const auto& [name, tensor] : optimizer.state()) {
+      state.optimizer[name] = tensor.dim() == 0 ? tensor.clone() : tensor;
+    }
+    state.torch_rng_state = at::detail::getDefaultCPUGenerator().get_state();
+    state.ledger = ledger.to_json();
+    state.epochs = nlohmann::json::array();
+    state.config = nlohmann::json::object();
+    auto start = Clock::now();
+    write_checkpoint(file, state);
+    r.checkpoint_write_ms = ms_since(start);
+    r.checkpoint_mib = static_cast<double>(fs::file_size(file)) / kMiB;
+    start = Clock::now();
+    const TrainingState read = read_checkpoint(file);
+    r.checkpoint_read_ms = ms_since(start);
+    LPDT_CHECK(read.params.sizes() == x.sizes(), "bench --scaling: the checkpoint read back differs");
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+    throw;
+  }
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  r.checkpoint_peak_rss_growth_mib = (peak_resident_bytes() - peak_before) / kMiB;
+}
 
 }  // namespace
 
@@ -50,7 +99,8 @@ std::vector<ScalingResult> run_scaling_bench(
   progress(line);
   progress(
       "nodes  ms/step  ms/node-step    img/s  state MiB  peak RSS MiB  faults/step  heap "
-      "growth KiB/step  warm-up faults/step");
+      "growth KiB/step  warm-up faults/step  checkpoint MiB  write ms (sync)  read back ms  "
+      "peak RSS +MiB");
 
   std::vector<ScalingResult> results;
   for (const std::int64_t n : options.nodes) {
@@ -114,11 +164,14 @@ std::vector<ScalingResult> run_scaling_bench(
     r.heap_growth_per_step_kib = (heap_bytes_in_use() - heap_before) / 1024.0 / steps;
     r.state_mib = heap_bytes_in_use() / kMiB;
     r.peak_rss_mib = peak_resident_bytes() / kMiB;
+    time_checkpoint(x, buffers, optimizer, ledger, r);
     std::snprintf(line, sizeof line,
-                  "%5lld  %7.1f  %12.3f  %7.0f  %9.1f  %12.1f  %11.0f  %20.1f  %19.0f",
+                  "%5lld  %7.1f  %12.3f  %7.0f  %9.1f  %12.1f  %11.0f  %20.1f  %19.0f  %14.1f  "
+                  "%14.1f  %13.1f  %17.1f",
                   static_cast<long long>(n), r.step_ms, r.ms_per_node_step, r.images_per_s,
                   r.state_mib, r.peak_rss_mib, r.page_faults_per_step, r.heap_growth_per_step_kib,
-                  r.warmup_page_faults_per_step);
+                  r.warmup_page_faults_per_step, r.checkpoint_mib, r.checkpoint_write_ms,
+                  r.checkpoint_read_ms, r.checkpoint_peak_rss_growth_mib);
     progress(line);
     results.push_back(r);
   }
@@ -140,7 +193,11 @@ std::vector<ScalingResult> run_scaling_bench(
                            {"peak_rss_mib", r.peak_rss_mib},
                            {"page_faults_per_step", r.page_faults_per_step},
                            {"heap_growth_per_step_kib", r.heap_growth_per_step_kib},
-                           {"warmup_page_faults_per_step", r.warmup_page_faults_per_step}});
+                           {"warmup_page_faults_per_step", r.warmup_page_faults_per_step},
+                           {"checkpoint_mib", r.checkpoint_mib},
+                           {"checkpoint_write_ms", r.checkpoint_write_ms},
+                           {"checkpoint_read_ms", r.checkpoint_read_ms},
+                           {"checkpoint_peak_rss_growth_mib", r.checkpoint_peak_rss_growth_mib}});
     }
     write_bench_json(options.json_path, std::move(j), runtime, "bench --scaling");
   }

@@ -2,7 +2,8 @@
 // `lpdt bench --scaling`: how the node-batched engine's step time and memory grow with the number
 // of nodes in one process. One full training step per measurement, as the trainer runs it:
 // forward and backward in passes of the automatic size (grouped convolutions), local SGD with
-// Nesterov momentum and one Choco-SGD round on a directed ring (sparse mixing on the CPU).
+// Nesterov momentum and one Choco-SGD round on a directed ring (sparse mixing on the CPU). Then
+// one checkpoint of that state, written and read back.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -36,6 +37,15 @@ struct ScalingResult {
   double page_faults_per_step = 0;         // minor faults per timed step: the steady state
   double heap_growth_per_step_kib = 0;     // ~0 when steps reuse their memory
   double warmup_page_faults_per_step = 0;  // per warm-up step (first touches); 0 without warm-up
+  // One checkpoint of the state after the timed steps (every node's parameters, buffers and
+  // optimizer state, as the trainer writes it at an epoch's end), written and synced to a
+  // temporary folder in TMPDIR (default /tmp), then read back.
+  double checkpoint_mib = 0;       // the file's size
+  double checkpoint_write_ms = 0;  // exp::write_checkpoint, fsync and rename included
+  double checkpoint_read_ms = 0;   // exp::read_checkpoint
+  // How far the write and the read raised the process's peak resident set: a lower bound on
+  // the memory they take beyond the training state (0 where an earlier peak was higher).
+  double checkpoint_peak_rss_growth_mib = 0;
 };
 
 std::vector<ScalingResult> run_scaling_bench(
