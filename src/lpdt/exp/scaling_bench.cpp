@@ -59,10 +59,13 @@ void time_checkpoint(const at::Tensor& x, const std::vector<at::Tensor>& buffers
     auto start = Clock::now();
     write_checkpoint(file, state);
     r.checkpoint_write_ms = ms_since(start);
+    const double peak_after_write = peak_resident_bytes();
+    r.checkpoint_write_peak_rss_growth_mib = (peak_after_write - peak_before) / kMiB;
     r.checkpoint_mib = static_cast<double>(fs::file_size(file)) / kMiB;
     start = Clock::now();
     const TrainingState read = read_checkpoint(file);
     r.checkpoint_read_ms = ms_since(start);
+    r.checkpoint_read_peak_rss_growth_mib = (peak_resident_bytes() - peak_after_write) / kMiB;
     LPDT_CHECK(read.params.sizes() == x.sizes(), "bench --scaling: the checkpoint read back differs");
   } catch (...) {
     std::error_code ignored;
@@ -71,7 +74,6 @@ void time_checkpoint(const at::Tensor& x, const std::vector<at::Tensor>& buffers
   }
   std::error_code ignored;
   fs::remove_all(dir, ignored);
-  r.checkpoint_peak_rss_growth_mib = (peak_resident_bytes() - peak_before) / kMiB;
 }
 
 }  // namespace
@@ -99,8 +101,8 @@ std::vector<ScalingResult> run_scaling_bench(
   progress(line);
   progress(
       "nodes  ms/step  ms/node-step    img/s  state MiB  peak RSS MiB  faults/step  heap "
-      "growth KiB/step  warm-up faults/step  checkpoint MiB  write ms (sync)  read back ms  "
-      "peak RSS +MiB");
+      "growth KiB/step  warm-up faults/step  checkpoint MiB  write ms (sync)  write peak RSS "
+      "+MiB  read back ms  read peak RSS +MiB");
 
   std::vector<ScalingResult> results;
   for (const std::int64_t n : options.nodes) {
@@ -167,11 +169,12 @@ std::vector<ScalingResult> run_scaling_bench(
     time_checkpoint(x, buffers, optimizer, ledger, r);
     std::snprintf(line, sizeof line,
                   "%5lld  %7.1f  %12.3f  %7.0f  %9.1f  %12.1f  %11.0f  %20.1f  %19.0f  %14.1f  "
-                  "%14.1f  %13.1f  %17.1f",
+                  "%14.1f  %19.1f  %13.1f  %18.1f",
                   static_cast<long long>(n), r.step_ms, r.ms_per_node_step, r.images_per_s,
                   r.state_mib, r.peak_rss_mib, r.page_faults_per_step, r.heap_growth_per_step_kib,
                   r.warmup_page_faults_per_step, r.checkpoint_mib, r.checkpoint_write_ms,
-                  r.checkpoint_read_ms, r.checkpoint_peak_rss_growth_mib);
+                  r.checkpoint_write_peak_rss_growth_mib, r.checkpoint_read_ms,
+                  r.checkpoint_read_peak_rss_growth_mib);
     progress(line);
     results.push_back(r);
   }
@@ -197,7 +200,10 @@ std::vector<ScalingResult> run_scaling_bench(
                            {"checkpoint_mib", r.checkpoint_mib},
                            {"checkpoint_write_ms", r.checkpoint_write_ms},
                            {"checkpoint_read_ms", r.checkpoint_read_ms},
-                           {"checkpoint_peak_rss_growth_mib", r.checkpoint_peak_rss_growth_mib}});
+                           {"checkpoint_write_peak_rss_growth_mib",
+                            r.checkpoint_write_peak_rss_growth_mib},
+                           {"checkpoint_read_peak_rss_growth_mib",
+                            r.checkpoint_read_peak_rss_growth_mib}});
     }
     write_bench_json(options.json_path, std::move(j), runtime, "bench --scaling");
   }

@@ -43,9 +43,11 @@ struct ScalingResult {
   double checkpoint_mib = 0;       // the file's size
   double checkpoint_write_ms = 0;  // exp::write_checkpoint, fsync and rename included
   double checkpoint_read_ms = 0;   // exp::read_checkpoint
-  // How far the write and the read raised the process's peak resident set: a lower bound on
-  // the memory they take beyond the training state (0 where an earlier peak was higher).
-  double checkpoint_peak_rss_growth_mib = 0;
+  // How far the write, then the read, raised the process's peak resident set: a lower bound on
+  // the memory each takes beyond the training state (0 where an earlier peak was higher; the
+  // read's counts only what rose above the write's).
+  double checkpoint_write_peak_rss_growth_mib = 0;
+  double checkpoint_read_peak_rss_growth_mib = 0;
 };
 
 std::vector<ScalingResult> run_scaling_bench(

@@ -324,28 +324,28 @@ std::vector<char> read_all(const std::string& path) {
   return bytes;
 }
 
-void write_all(const std::string& path, const std::string& header,
-               const std::vector<at::Tensor>& data) {
+void write_all(const std::string& path, const SafetensorsPieces& pieces) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw UserError("cannot write safetensors file '" + path + "'");
-  out.write(size_field(header.size()).data(), 8);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  for (const at::Tensor& t : data) {
+  out.write(pieces.head.data(), static_cast<std::streamsize>(pieces.head.size()));
+  for (const at::Tensor& t : pieces.data) {
     out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
   }
   out.flush();
   if (!out) throw UserError("cannot write safetensors file '" + path + "' (disk full?)");
 }
 
-// What a file holds: the header (compact JSON, padded) and each tensor's contiguous CPU data, in
-// name order. `target` names what is written in errors ("safetensors file 'x'").
-struct Layout {
-  std::string header;
-  std::vector<at::Tensor> data;
-};
+}  // namespace
 
-Layout layout_of(const std::map<std::string, at::Tensor>& tensors,
-                 const std::map<std::string, std::string>& metadata, const std::string& target) {
+std::uint64_t SafetensorsPieces::size() const {
+  std::uint64_t total = head.size();
+  for (const at::Tensor& t : data) total += t.nbytes();
+  return total;
+}
+
+SafetensorsPieces safetensors_pieces(const std::map<std::string, at::Tensor>& tensors,
+                                     const std::map<std::string, std::string>& metadata,
+                                     const std::string& target) {
   // The header in the reference writer's layout: compact JSON, __metadata__ first, padded with
   // spaces so that the buffer starts 8-byte aligned.
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
@@ -385,10 +385,10 @@ Layout layout_of(const std::map<std::string, at::Tensor>& tensors,
                     ")");
   }
   text.append((8 - text.size() % 8) % 8, ' ');
-  return Layout{std::move(text), std::move(data)};
+  std::string head = size_field(text.size());
+  head += text;
+  return SafetensorsPieces{std::move(head), std::move(data)};
 }
-
-}  // namespace
 
 SafetensorsFile read_safetensors(const std::string& path) {
   const std::vector<char> bytes = read_all(path);
@@ -403,10 +403,11 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& sou
 std::string safetensors_bytes(const std::map<std::string, at::Tensor>& tensors,
                               const std::map<std::string, std::string>& metadata,
                               const std::string& target) {
-  const Layout layout = layout_of(tensors, metadata, target);
-  std::string out = size_field(layout.header.size());
-  out += layout.header;
-  for (const at::Tensor& t : layout.data) {
+  const SafetensorsPieces pieces = safetensors_pieces(tensors, metadata, target);
+  std::string out;
+  out.reserve(pieces.size());
+  out += pieces.head;
+  for (const at::Tensor& t : pieces.data) {
     out.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
   }
   return out;
@@ -414,10 +415,11 @@ std::string safetensors_bytes(const std::map<std::string, at::Tensor>& tensors,
 
 void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  const Layout layout = layout_of(tensors, metadata, "safetensors file '" + path + "'");
+  const SafetensorsPieces pieces =
+      safetensors_pieces(tensors, metadata, "safetensors file '" + path + "'");
   const std::string temporary = path + ".tmp";
   try {
-    write_all(temporary, layout.header, layout.data);
+    write_all(temporary, pieces);
   } catch (...) {
     std::error_code ec;
     std::filesystem::remove(temporary, ec);

@@ -17,6 +17,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lpdt::models {
 
@@ -47,6 +48,20 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& sou
 // failure.
 void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// What write_safetensors writes, in pieces: `head` (the header's size as a little-endian u64,
+// then the header) followed by the bytes of each tensor of `data` in turn (contiguous CPU
+// tensors, in name order; the inputs themselves where they already are). For writers that stream
+// the bytes (checkpoints) instead of copying them into one string. `target` names them in
+// errors, as below.
+struct SafetensorsPieces {
+  std::string head;
+  std::vector<at::Tensor> data;
+  std::uint64_t size() const;  // bytes in all
+};
+SafetensorsPieces safetensors_pieces(const std::map<std::string, at::Tensor>& tensors,
+                                     const std::map<std::string, std::string>& metadata,
+                                     const std::string& target);
 
 // The bytes write_safetensors would write, in memory. `target` names them in errors ("cannot
 // write <target>: ...").
