@@ -91,6 +91,59 @@ TEST(SpectralTest, OnePeerExponentialAveragesExactlyOverAPeriod) {
   EXPECT_LT(gap6, 1.0 - 1e-6);
 }
 
+// The general solvers' answers, for comparison with the fast paths: moduli of geev's
+// eigenvalues sorted in decreasing order, and sigma_2 from the SVD.
+at::Tensor general_moduli(const at::Tensor& w) {
+  return std::get<0>(at::linalg_eigvals(w.to(at::kDouble)).abs().sort(0, /*descending=*/true));
+}
+double general_sigma2(const at::Tensor& w) {
+  const std::int64_t n = w.size(0);
+  const at::Tensor w64 = w.to(at::kDouble);
+  return at::linalg_svdvals(w64 - at::full({n, n}, 1.0 / static_cast<double>(n), w64.options()))[0]
+      .item<double>();
+}
+
+// Random column-stochastic circulants, non-symmetric: the DFT's eigenvalues and sigma_2 are
+// geev's and the SVD's.
+TEST(SpectralTest, CirculantEigenvaluesEqualTheGeneralSolvers) {
+  at::manual_seed(17);
+  for (const std::int64_t n : {2, 3, 7, 16, 33}) {
+    at::Tensor c = at::rand({n}, at::kDouble);
+    c.mul_(at::rand({n}, at::kDouble).gt(0.5));  // sparse offsets, as graphs have
+    c[0] = c[0] + 0.5;                           // a self-loop
+    c.div_(c.sum());
+    at::Tensor w = at::empty({n, n}, at::kDouble);
+    for (std::int64_t j = 0; j < n; ++j) w.select(1, j).copy_(at::roll(c, {j}, {0}));
+    ASSERT_TRUE(is_circulant(w)) << n;
+    const at::Tensor fast = eigenvalue_moduli(w);
+    EXPECT_LT((fast - general_moduli(w)).abs().max().item<double>(), kEigenTolerance) << n;
+    const SpectralInfo info = spectral_info(w);
+    EXPECT_NEAR(info.lambda2_modulus, general_moduli(w)[1].item<double>(), kEigenTolerance) << n;
+    ASSERT_TRUE(info.sigma2.has_value()) << n;
+    EXPECT_NEAR(*info.sigma2, general_sigma2(w), kEigenTolerance) << n;
+  }
+}
+
+// Which mixing matrices take the DFT: the rings, the exponential graph and the complete graph
+// are circulant; a torus, a random digraph and a circulant with one weight moved are not. A
+// symmetric doubly stochastic W's sigma_2 (|lambda_2|) is the SVD's.
+TEST(SpectralTest, CirculantTopologiesAreRecognised) {
+  for (const auto& w : {ring(16).mixing_matrix(), directed_ring(16).mixing_matrix(),
+                        exponential(16).mixing_matrix(), complete(16).mixing_matrix()}) {
+    EXPECT_TRUE(is_circulant(w));
+  }
+  EXPECT_FALSE(is_circulant(torus(4, 5).mixing_matrix()));
+  EXPECT_FALSE(is_circulant(random_digraph(RandomGraphOptions(12, 7)).mixing_matrix()));
+  at::Tensor moved = directed_ring(8).mixing_matrix().to(at::kDouble).clone();
+  moved[3][3] = moved[3][3] - 0.25;
+  moved[4][3] = moved[4][3] + 0.25;  // still column-stochastic, no longer circulant
+  EXPECT_FALSE(is_circulant(moved));
+  EXPECT_LT((eigenvalue_moduli(moved) - general_moduli(moved)).abs().max().item<double>(),
+            kEigenTolerance);
+  const at::Tensor torus45 = torus(4, 5).mixing_matrix();
+  EXPECT_NEAR(*spectral_info(torus45).sigma2, general_sigma2(torus45), kEigenTolerance);
+}
+
 TEST(SpectralTest, SingleNode) {
   const SpectralInfo info = spectral_info(complete(1));
   EXPECT_EQ(info.spectral_gap, 1.0);

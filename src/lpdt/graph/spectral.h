@@ -10,6 +10,11 @@
 // ||W x - mean(x) 1|| <= sigma_2 ||x - mean(x) 1|| (equal to |lambda_2| when W is symmetric).
 // For a time-varying schedule the gap is that of the product over one period,
 // W_{p-1} ... W_1 W_0 (per period, not per step).
+//
+// A circulant W (is_circulant) is diagonal in the Fourier basis: its eigenvalues are the DFT of
+// its first column, lambda_k = sum_m c_m e^{-2 pi i m k / n}, found in O(n log n) where geev
+// takes O(n^3) (4.4 s for a 1,024-node directed ring on a 2-core CPU, 23.5 s at 2,048; its
+// sigma_2 is then a max over the same eigenvalues, and a symmetric W's is |lambda_2|).
 #include <ATen/core/Tensor.h>
 
 #include <optional>
@@ -40,5 +45,12 @@ at::Tensor period_product(const TopologySchedule& schedule);
 
 // Moduli of the eigenvalues of `w` ([n, n]), sorted in decreasing order: [n] float64.
 at::Tensor eigenvalue_moduli(const at::Tensor& w);
+
+// Entries of a circulant W may differ by this much (float32 weights cast to float64 are exact).
+inline constexpr double kCirculantTolerance = 1e-12;
+// Whether `w` ([n, n]) is circulant, W_ij = c_{(i - j) mod n}: every node mixes the nodes at the
+// same offsets with the same weights (rings, directed rings, the exponential graph, the complete
+// graph, and the product of such over a period).
+bool is_circulant(const at::Tensor& w);
 
 }  // namespace lpdt::graph
