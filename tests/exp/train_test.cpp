@@ -44,6 +44,32 @@ ExperimentConfig small_synthetic_run(const fs::path& out) {
        "optim.lr=0.05", "optim.warmup=\"none\"", "optim.schedule=\"constant\"", "data.skew=0.5"});
 }
 
+// Per-node evaluation that outweighs the training is said when the run starts and kept with the
+// run's warnings; a run whose nodes train on enough batches has no such warning.
+TEST(Train, PerNodeEvaluationThatOutweighsTrainingIsAWarning) {
+  const fs::path out = fresh_dir("eval-cost");
+  ExperimentConfig config = small_synthetic_run(out);  // 640 training and 640 test samples
+  config.run.epochs = 1;
+  const auto warned = [](const TrainResult& result) {
+    std::ifstream in(result.run_dir / "summary.json");
+    const nlohmann::json summary = nlohmann::json::parse(in);
+    for (const auto& w : summary.at("warnings")) {
+      if (w.get<std::string>().find("eval.per_node = true") != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(warned(train(config, [](const std::string&) {})))
+      << "4 nodes: 10 batches a node, the evaluation under half the training";
+  config.graph.nodes = 32;  // 20 samples a node: one batch of 16, 640 test samples
+  std::vector<std::string> lines;
+  const TrainResult many = train(config, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_TRUE(warned(many));
+  bool said = false;
+  for (const auto& line : lines) said = said || line.find("warning: eval.per_node") == 0;
+  EXPECT_TRUE(said);
+  fs::remove_all(out);
+}
+
 TEST(Train, SyntheticRunWritesRunFolderAndLearns) {
   const fs::path out = fresh_dir("train");
   std::vector<std::string> lines;

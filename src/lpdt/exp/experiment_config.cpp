@@ -513,7 +513,10 @@ void add_keys(ConfigSchema& s) {
             "Gossip-only rounds before the final evaluation of eval.protocol = reference.")
       .at_least(0)
       .at_most(kMaxGossipRounds);
-  s.add_bool("eval.per_node", d.eval.per_node, "Also evaluate and report every node's model.");
+  s.add_bool("eval.per_node", d.eval.per_node,
+             "Also evaluate and report every node's model, each over the whole test split: at "
+             "many nodes, where each trains on a few batches an epoch, most of a run's time (a "
+             "warning says so when it starts).");
 
   // [ledger]
   s.add_string("ledger.accounting", name_of(d.ledger.accounting),

@@ -44,6 +44,7 @@
 #include "lpdt/exp/progress_meter.h"
 #include "lpdt/exp/run_folder.h"
 #include "lpdt/exp/settings_without_effect.h"
+#include "lpdt/exp/evaluation_cost_warning.h"
 #include "lpdt/exp/slow_setting_warnings.h"
 #include "lpdt/graph/export.h"
 #include "lpdt/graph/factory.h"
@@ -1182,7 +1183,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   }
 
   const double gap = graph::spectral_gap(*topology);
-  say(format("lpdt %s (%s): %s, %lld nodes on %s (spectral gap %.4f), %s, %lld params/node",
+  // Large rings have gaps of 1e-5 and below: four decimals would print them as 0.
+  say(format(gap >= 1e-3 ? "lpdt %s (%s): %s, %lld nodes on %s (spectral gap %.4f), %s, %lld "
+                           "params/node"
+                         : "lpdt %s (%s): %s, %lld nodes on %s (spectral gap %.3g), %s, %lld "
+                           "params/node",
              build_info::kVersion, build_info::kGitRevision, dataset_name.c_str(),
              static_cast<long long>(n), topology->label().c_str(), gap, model->name().c_str(),
              static_cast<long long>(model->num_params())));
@@ -1227,6 +1232,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       config.run.max_steps_per_epoch > 0
           ? std::min<std::int64_t>(config.run.max_steps_per_epoch, loader.steps_per_epoch())
           : loader.steps_per_epoch();
+  if (const auto warning = evaluation_cost_warning(
+          config, static_cast<std::int64_t>(test_set.size()), steps_per_epoch)) {
+    say("warning: " + *warning);
+    warnings.push_back(*warning);
+  }
   if (!config.faults.kill_nodes.empty() &&
       config.faults.kill_step >= steps_per_epoch * config.run.epochs) {
     const std::string warning = "faults.kill_step = " + std::to_string(config.faults.kill_step) +
