@@ -1047,6 +1047,12 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
         std::lock_guard<std::mutex> lock(generator.mutex());
         generator.set_state(resumed->torch_rng_state);
       }
+      // The run has its state now: the checkpoint's copy of it (all n nodes' rows, the size of
+      // the file) is not read again, and would otherwise be held until the run ends.
+      resumed->params = at::Tensor();
+      resumed->buffers.clear();
+      resumed->optimizer.clear();
+      resumed->torch_rng_state = at::Tensor();
     } catch (const UserError& e) {
       if (!cluster.distributed()) throw;
       share_start_error(e, cluster);
