@@ -111,6 +111,35 @@ TEST_F(CheckpointFormat, Version2KeepsEveryTensorBitForBit) {
   expect_same_state(read_checkpoint(file), state);
 }
 
+// The writer checksums and writes each tensor 8 MiB at a time straight from its memory: a
+// tensor of several chunks and a partial last one, between small ones, reads back bit for bit
+// (the reader checks the CRC over the whole file), and a byte flipped in its third chunk is
+// found.
+TEST_F(CheckpointFormat, TensorsLongerThanAWriteChunkRoundTrip) {
+  TrainingState state = fixture_state();
+  torch::manual_seed(12);
+  state.params = torch::randn({3, 2'000'003});  // 22.9 MiB: two whole 8 MiB chunks and a part
+  state.optimizer["momentum"] = torch::randn({3, 2'000'003});
+  const fs::path file = dir_ / kCheckpointFile;
+  write_checkpoint(file, state);
+  expect_same_state(read_checkpoint(file), state);
+  std::string bytes = read_all(file);
+  ASSERT_GT(bytes.size(), 45u << 20);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x10);
+  write_all(file, bytes);
+  EXPECT_THROW(
+      {
+        try {
+          read_checkpoint(file);
+        } catch (const UserError& e) {
+          EXPECT_NE(std::string(e.what()).find("checksum mismatch"), std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      UserError);
+}
+
 // A JSON part naming an optimizer tensor the tensor section does not hold (the name changed in
 // the JSON, the checksum written again): a corrupt checkpoint, naming the tensor.
 TEST_F(CheckpointFormat, ATensorTheSectionLacksIsNamed) {
