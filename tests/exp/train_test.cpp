@@ -556,6 +556,88 @@ TEST(Train, NodesDeadAtTheCheckpointStayDeadWithoutInjectedFaults) {
   fs::remove_all(out);
 }
 
+// Every other kind of state a run carries across a checkpoint, one at a time: the 8-bit layers'
+// running ranges and their stochastic-rounding streams (both backends), DeepSqueeze's error
+// feedback, quasi-global momentum, Adam's moments and step counts, a time-varying topology,
+// random-k's index draws, and dropout (LibTorch's generator). Checkpoint after 2 epochs, resume
+// to 3: the same numbers and the same final state, bit for bit, as 3 epochs in one go.
+struct ResumeKind {
+  const char* name;
+  std::vector<std::string> overrides;
+};
+
+class ResumeKindCase : public ::testing::TestWithParam<ResumeKind> {};
+
+TEST_P(ResumeKindCase, ResumedRunIsBitIdenticalToAnUninterruptedOne) {
+  const fs::path out = fresh_dir(std::string("resume-kind-") + GetParam().name);
+  const auto make = [&](int epochs) {
+    std::vector<std::string> overrides = {
+        "run.out_dir=\"" + out.string() + "\"", "run.name=\"kind\"",
+        "run.epochs=" + std::to_string(epochs), "run.log_every=0", "data.dataset=\"synthetic\"",
+        "data.synthetic_samples_per_class=32", "data.synthetic_size=12", "data.batch_size=8",
+        "data.eval_batch_size=64", "model.arch=\"mlp\"", "model.norm=\"none\"",
+        "graph.nodes=4", "optim.lr=0.05", "optim.schedule=\"constant\"", "data.skew=0.5",
+        "data.augment=true"};
+    for (const std::string& o : GetParam().overrides) overrides.push_back(o);
+    return load_experiment_config(std::nullopt, overrides);
+  };
+  const auto quiet = [](const std::string&) {};
+  const TrainResult full = train(make(3), quiet);
+  const TrainResult part = train(make(2), quiet);
+  TrainOptions resume;
+  resume.resume_dir = part.run_dir;
+  const TrainResult resumed = train(make(3), quiet, resume);
+  ASSERT_EQ(resumed.epochs.size(), 3u);
+  for (std::size_t e = 0; e < 3; ++e) {
+    EXPECT_EQ(resumed.epochs[e].train_loss, full.epochs[e].train_loss) << "epoch " << e + 1;
+    EXPECT_EQ(resumed.epochs[e].evaluation.node_accuracy, full.epochs[e].evaluation.node_accuracy)
+        << "epoch " << e + 1;
+    EXPECT_EQ(resumed.epochs[e].evaluation.consensus_distance,
+              full.epochs[e].evaluation.consensus_distance)
+        << "epoch " << e + 1;
+  }
+  EXPECT_EQ(resumed.bytes_sent_per_node, full.bytes_sent_per_node);
+  const TrainingState a = read_checkpoint(full.run_dir / kCheckpointFile);
+  const TrainingState b = read_checkpoint(resumed.run_dir / kCheckpointFile);
+  EXPECT_TRUE(torch::equal(a.params, b.params));
+  ASSERT_EQ(a.buffers.size(), b.buffers.size());
+  for (std::size_t i = 0; i < a.buffers.size(); ++i) {
+    EXPECT_TRUE(torch::equal(a.buffers[i], b.buffers[i])) << "buffer " << i;
+  }
+  ASSERT_EQ(a.optimizer.size(), b.optimizer.size());
+  for (const auto& [name, tensor] : a.optimizer) {
+    EXPECT_TRUE(torch::equal(tensor, b.optimizer.at(name))) << name;
+  }
+  EXPECT_TRUE(torch::equal(a.torch_rng_state, b.torch_rng_state));
+  fs::remove_all(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Checkpoint, ResumeKindCase,
+    ::testing::Values(
+        ResumeKind{"int8_integer",
+                   {"model.arch=\"resnet\"", "model.depth=8", "model.norm=\"evonorm\"",
+                    "model.precision=\"int8\"", "quant.backend=\"integer\""}},
+        ResumeKind{"int8_simulated",
+                   {"model.arch=\"resnet\"", "model.depth=8", "model.norm=\"evonorm\"",
+                    "model.precision=\"int8\"", "quant.backend=\"simulated\""}},
+        ResumeKind{"deep_squeeze_topk",
+                   {"algo.name=\"deep-squeeze\"", "algo.compressor=\"topk\"",
+                    "algo.keep_fraction=0.2", "algo.consensus_step=0.5"}},
+        ResumeKind{"qgm", {"algo.qgm=true"}},
+        ResumeKind{"adam", {"optim.optimizer=\"adam\"", "optim.lr=0.003"}},
+        ResumeKind{"one_peer_exponential",
+                   {"graph.topology=\"one-peer-exponential\"", "algo.name=\"deep-squeeze\""}},
+        ResumeKind{"randomk",
+                   {"algo.compressor=\"randomk\"", "algo.keep_fraction=0.3",
+                    "algo.consensus_step=0.5"}},
+        ResumeKind{"transformer_dropout",
+                   {"data.dataset=\"synthetic-text\"", "model.arch=\"transformer\"",
+                    "model.dropout=0.3", "model.transformer_hidden=32",
+                    "model.transformer_layers=1", "model.transformer_ffn=64",
+                    "data.max_length=24", "optim.optimizer=\"adamw\"", "optim.lr=0.001"}}),
+    [](const ::testing::TestParamInfo<ResumeKind>& info) { return std::string(info.param.name); });
+
 // Stopped after its last epoch's checkpoint but before summary.json (here: during the reference
 // protocol's gossip-only rounds): --resume finishes it with the uninterrupted run's final figures.
 // A finished run (summary.json) is not resumed again.
