@@ -89,6 +89,34 @@ TEST(LayerConsensus, AgreeingNodesHaveDistanceZero) {
   }
 }
 
+// Both are computed a block of columns at a time (32 MiB of float64 by default): blocks of one
+// column, of a few columns across segment boundaries and of the whole give the same figures to
+// float64 rounding, on the definition's test rows.
+TEST(LayerConsensus, BlocksOfColumnsGiveTheSameFigures) {
+  const LayerLayout layout = three_layers();
+  const std::int64_t n = 5;
+  at::manual_seed(9);
+  const at::Tensor x = at::randn({n, layout.total_numel}) * 3 + 1;
+  const double whole = consensus_distance(x, std::int64_t{1} << 30);
+  const auto layers = layer_consensus(x, layout, std::int64_t{1} << 30);
+  for (const std::int64_t block_values : {std::int64_t{1}, n, 3 * n, 7 * n + 2}) {
+    EXPECT_NEAR(consensus_distance(x, block_values), whole, kTolerance * whole) << block_values;
+    const auto blocked = layer_consensus(x, layout, block_values);
+    ASSERT_EQ(blocked.size(), layers.size());
+    for (std::size_t s = 0; s < layers.size(); ++s) {
+      EXPECT_NEAR(blocked[s].distance, layers[s].distance, kTolerance * layers[s].distance)
+          << block_values << " " << layers[s].name;
+      EXPECT_NEAR(blocked[s].mean_node_norm, layers[s].mean_node_norm,
+                  kTolerance * layers[s].mean_node_norm)
+          << block_values << " " << layers[s].name;
+      EXPECT_NEAR(blocked[s].average_norm, layers[s].average_norm,
+                  kTolerance * layers[s].average_norm)
+          << block_values << " " << layers[s].name;
+    }
+  }
+  EXPECT_THROW(consensus_distance(x, 0), std::exception);
+}
+
 TEST(LayerConsensus, RejectsRowsOfTheWrongWidth) {
   const LayerLayout layout = three_layers();
   EXPECT_THROW(layer_consensus(at::zeros({2, layout.total_numel + 1}), layout), std::exception);

@@ -1,38 +1,65 @@
 #include "lpdt/algo/consensus.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "lpdt/core/error.h"
 
 namespace lpdt::algo {
 
-double consensus_distance(const at::Tensor& x) {
-  LPDT_CHECK(x.dim() == 2 && x.size(0) > 0, "consensus_distance: x must be [n, P]");
-  const at::Tensor xd = x.to(at::kDouble);
-  return (xd - xd.mean(0, /*keepdim=*/true)).pow(2).sum(1).mean().item<double>();
+namespace {
+
+// Columns [begin, end) of x in blocks of at most `block_values` values: f(first column, the
+// block as float64 [n, width]).
+template <typename F>
+void for_each_block(const at::Tensor& x, std::int64_t begin, std::int64_t end,
+                    std::int64_t block_values, F f) {
+  const std::int64_t width = std::max<std::int64_t>(1, block_values / std::max<std::int64_t>(1, x.size(0)));
+  for (std::int64_t c = begin; c < end; c += width) {
+    f(c, x.narrow(1, c, std::min(width, end - c)).to(at::kDouble));
+  }
 }
 
-std::vector<LayerConsensus> layer_consensus(const at::Tensor& x, const LayerLayout& layout) {
+}  // namespace
+
+double consensus_distance(const at::Tensor& x, std::int64_t block_values) {
+  LPDT_CHECK(x.dim() == 2 && x.size(0) > 0, "consensus_distance: x must be [n, P]");
+  LPDT_CHECK(block_values > 0, "consensus_distance: block_values must be positive");
+  // Each node's squared distance, summed over the blocks' columns.
+  at::Tensor per_node = at::zeros({x.size(0)}, x.options().dtype(at::kDouble));
+  for_each_block(x, 0, x.size(1), block_values, [&](std::int64_t, const at::Tensor& xd) {
+    per_node.add_((xd - xd.mean(0, /*keepdim=*/true)).pow(2).sum(1));
+  });
+  return per_node.mean().item<double>();
+}
+
+std::vector<LayerConsensus> layer_consensus(const at::Tensor& x, const LayerLayout& layout,
+                                            std::int64_t block_values) {
   LPDT_CHECK(x.dim() == 2 && x.size(0) > 0 && x.size(1) == layout.total_numel,
              "layer_consensus: x must be [n, P] with P the layout's total_numel");
-  const at::Tensor xd = x.detach().to(at::kDouble).cpu();
-  const at::Tensor mean = xd.mean(0, /*keepdim=*/true);  // [1, P]
-  // Per column: sum over nodes of the squared deviation, then the per-node squares; one pass
-  // each over [n, P], then segment sums of [P]-vectors.
-  const at::Tensor deviation_sq = (xd - mean).pow(2).mean(0);  // [P]: mean_i (x_i - x_bar)^2
-  const at::Tensor node_sq = xd.pow(2);                        // [n, P]
-  const at::Tensor mean_sq = mean.squeeze(0).pow(2);           // [P]
+  LPDT_CHECK(block_values > 0, "layer_consensus: block_values must be positive");
+  const at::Tensor xs = x.detach();
   std::vector<LayerConsensus> layers;
   layers.reserve(layout.segments.size());
   for (const LayerSegment& segment : layout.segments) {
+    // Over the segment's columns: sum_c mean_i (x_ic - x_bar_c)^2, each node's sum_c x_ic^2, and
+    // sum_c x_bar_c^2.
+    double distance = 0;
+    double mean_sq = 0;
+    at::Tensor node_sq = at::zeros({x.size(0)}, xs.options().dtype(at::kDouble));
+    for_each_block(xs, segment.offset, segment.offset + segment.numel, block_values,
+                   [&](std::int64_t, const at::Tensor& xd) {
+                     const at::Tensor mean = xd.mean(0, /*keepdim=*/true);  // [1, width]
+                     distance += (xd - mean).pow(2).mean(0).sum().item<double>();
+                     node_sq.add_(xd.pow(2).sum(1));
+                     mean_sq += mean.pow(2).sum().item<double>();
+                   });
     LayerConsensus layer;
     layer.name = segment.name;
     layer.numel = segment.numel;
-    layer.distance = deviation_sq.narrow(0, segment.offset, segment.numel).sum().item<double>();
-    layer.mean_node_norm =
-        node_sq.narrow(1, segment.offset, segment.numel).sum(1).sqrt().mean().item<double>();
-    layer.average_norm =
-        std::sqrt(mean_sq.narrow(0, segment.offset, segment.numel).sum().item<double>());
+    layer.distance = distance;
+    layer.mean_node_norm = node_sq.sqrt().mean().item<double>();
+    layer.average_norm = std::sqrt(mean_sq);
     layer.relative_distance =
         layer.mean_node_norm > 0 ? std::sqrt(layer.distance) / layer.mean_node_norm : 0.0;
     layers.push_back(std::move(layer));

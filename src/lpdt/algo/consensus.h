@@ -10,9 +10,15 @@
 
 namespace lpdt::algo {
 
+// Both functions below convert to float64 a block of columns at a time, at most this many
+// values (32 MiB): the whole [n, P] at once took 1.2 GB more memory and 1.6 s per evaluation at
+// 1,024 LeNet-5 nodes (docs/benchmarks.md, "Scaling with the node count", 2026-11-29).
+inline constexpr std::int64_t kConsensusBlockValues = std::int64_t{1} << 22;
+
 // mean_i ||x_i - x_bar||^2 with x_bar = mean_i x_i; x: [n, P] (de-biased parameters). Computed in
-// float64. (Lives in algo/ for now; metrics/ may take it over.)
-double consensus_distance(const at::Tensor& x);
+// float64, `block_values` values at a time (tests set it small). (Lives in algo/ for now;
+// metrics/ may take it over.)
+double consensus_distance(const at::Tensor& x, std::int64_t block_values = kConsensusBlockValues);
 
 // One parameter tensor's share of the consensus distance, and the sizes that explain it: a layer
 // whose weights grow (mean_node_norm) disagrees more in absolute terms even when its nodes'
@@ -27,7 +33,8 @@ struct LayerConsensus {
 };
 
 // Per segment of `layout`, in layout order. x: [n, P] with P = layout.total_numel, any float
-// dtype and device; computed in float64.
-std::vector<LayerConsensus> layer_consensus(const at::Tensor& x, const LayerLayout& layout);
+// dtype and device; computed in float64, `block_values` values at a time.
+std::vector<LayerConsensus> layer_consensus(const at::Tensor& x, const LayerLayout& layout,
+                                            std::int64_t block_values = kConsensusBlockValues);
 
 }  // namespace lpdt::algo

@@ -1744,7 +1744,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       // Which layers disagree, and whether because their weights grew (docs/results.md).
       if (layers_csv.is_open()) {
         const at::Tensor alive_x =
-            all_x.index_select(0, at::tensor(alive, at::kLong).to(all_x.device()));
+            static_cast<std::int64_t>(alive.size()) == n
+                ? all_x  // (a copy of every row would be as large as the parameters)
+                : all_x.index_select(0, at::tensor(alive, at::kLong).to(all_x.device()));
         layers_csv.precision(9);
         for (const algo::LayerConsensus& layer : algo::layer_consensus(alive_x, model->layout())) {
           layers_csv << summary.epoch << "," << layer.name << "," << layer.numel << ","
