@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -109,6 +110,33 @@ TEST_F(CheckpointFormat, Version2KeepsEveryTensorBitForBit) {
   EXPECT_EQ(static_cast<unsigned char>(bytes[8]), 2);
   EXPECT_EQ(bytes.find("PK\x03\x04"), std::string::npos) << "no LibTorch (zip) archive";
   expect_same_state(read_checkpoint(file), state);
+}
+
+// The tensor section starts at a multiple of 64 bytes into the file (spaces pad the JSON part),
+// so a read views the tensors in the file's bytes instead of copying them: they lie within one
+// buffer of the file's size, each aligned to its element size.
+TEST_F(CheckpointFormat, TheTensorSectionIsAlignedAndReadInPlace) {
+  TrainingState state = fixture_state();
+  torch::manual_seed(13);
+  for (const std::int64_t width : {1, 5, 63, 64, 1000}) {  // JSON parts of other lengths
+    state.params = torch::randn({3, width});
+    state.optimizer["momentum"] = torch::randn({3, width});
+    state.epochs = nlohmann::json::array({{{"epoch", width}}});
+    const fs::path file = dir_ / kCheckpointFile;
+    write_checkpoint(file, state);
+    const std::string bytes = read_all(file);
+    std::uint64_t json_size = 0;
+    for (int i = 0; i < 8; ++i) {
+      json_size |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[12 + i])) << (8 * i);
+    }
+    EXPECT_EQ((20 + json_size + 8) % 64, 0u) << width;
+    const TrainingState read = read_checkpoint(file);
+    expect_same_state(read, state);
+    const auto* a = static_cast<const char*>(read.params.data_ptr());
+    const auto* b = static_cast<const char*>(read.optimizer.at("momentum").data_ptr());
+    EXPECT_LT(static_cast<std::size_t>(std::abs(a - b)), bytes.size()) << width << ": not one buffer";
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a) % read.params.element_size(), 0u) << width;
+  }
 }
 
 // The writer checksums and writes each tensor 8 MiB at a time straight from its memory: a

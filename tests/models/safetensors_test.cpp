@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -116,6 +118,45 @@ TEST(Safetensors, RoundTripOfEveryDtype) {
 //   F16 1.0 = 00 3c; BF16 -2.0 = 00 c0; U8 200; BOOL 1 0.
 // The header lists "b" before "a" and the buffer holds them in the other order, with spaces
 // around the JSON: the reader must go by data_offsets, not by order.
+// In place: the tensors whose data is aligned view the owner's bytes (no copy), equal to the
+// copied ones, and stay readable after every other reference to the bytes is gone; bytes that
+// start one byte off their alignment are copied instead, with the same values.
+TEST(Safetensors, InPlaceTensorsViewTheBytesWhereAligned) {
+  torch::manual_seed(4);
+  const std::map<std::string, at::Tensor> tensors = {
+      {"a", torch::randn({5, 8})},  // 160 bytes: b and c start 8-byte aligned too
+      {"b", torch::randint(-1000, 1000, {3}, torch::kLong)},
+      {"c", torch::randn({4}, torch::kDouble)}};
+  const std::string file = safetensors_bytes(tensors, {}, "test bytes");
+  auto owned = std::make_shared<std::string>(file);
+  const std::string_view view(*owned);
+  const char* begin = owned->data();
+  const char* end = begin + owned->size();
+  SafetensorsFile in_place = parse_safetensors_in_place(view, owned, "in place");
+  const auto inside = [&](const at::Tensor& t) {
+    const auto* p = static_cast<const char*>(t.data_ptr());
+    return p >= begin && p < end;
+  };
+  for (const auto& [name, t] : tensors) {
+    ASSERT_TRUE(in_place.tensors.count(name)) << name;
+    EXPECT_TRUE(inside(in_place.tensors.at(name))) << name << " was copied";
+    EXPECT_TRUE(torch::equal(in_place.tensors.at(name), t)) << name;
+  }
+  owned.reset();  // the tensors' deleters keep the bytes alive
+  for (const auto& [name, t] : tensors) {
+    EXPECT_TRUE(torch::equal(in_place.tensors.at(name), t)) << name << " after the owner went";
+  }
+  // One byte off: every multi-byte tensor is misaligned, so copied.
+  auto shifted = std::make_shared<std::string>(" " + file);
+  const std::string_view off(shifted->data() + 1, file.size());
+  const SafetensorsFile copied = parse_safetensors_in_place(off, shifted, "one byte off");
+  for (const auto& [name, t] : tensors) {
+    const auto* p = static_cast<const char*>(copied.tensors.at(name).data_ptr());
+    EXPECT_FALSE(p >= shifted->data() && p < shifted->data() + shifted->size()) << name;
+    EXPECT_TRUE(torch::equal(copied.tensors.at(name), t)) << name;
+  }
+}
+
 TEST(Safetensors, ReadsAFileWrittenByHand) {
   TempDir dir;
   const std::string header =

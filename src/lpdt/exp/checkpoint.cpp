@@ -28,6 +28,9 @@ namespace lpdt::exp {
 namespace fs = std::filesystem;
 namespace {
 
+// Where the JSON part starts: after the magic (8 bytes), the version (4) and its size (8).
+constexpr std::size_t kJsonAt = 8 + 4 + 8;
+
 constexpr std::array<char, 8> kMagic = {'L', 'P', 'D', 'T', 'C', 'K', 'P', 'T'};
 // Version 2 holds the tensors as a safetensors section; version 1 held a LibTorch archive, still
 // read (checkpoint.h).
@@ -121,10 +124,12 @@ struct TensorSection {
 // Version 2: a safetensors section, read by the strict reader of pretrained weights
 // (models/safetensors.h): every size checked against the bytes there are before anything is
 // allocated. Its errors become the checkpoint's "corrupt" error.
-TensorSection safetensors_section(std::string_view blob, const fs::path& file) {
+TensorSection safetensors_section(std::string_view blob, std::shared_ptr<const void> owner,
+                                  const fs::path& file) {
   auto tensors = std::make_shared<std::map<std::string, at::Tensor>>();
   try {
-    *tensors = models::parse_safetensors(blob, "tensor section").tensors;
+    *tensors =
+        models::parse_safetensors_in_place(blob, std::move(owner), "tensor section").tensors;
   } catch (const UserError& e) {
     throw UserError(corrupt(file, e.what()));
   }
@@ -193,7 +198,11 @@ void write_checkpoint(const fs::path& file, const TrainingState& state) {
   }
   meta["optimizer"] = optimizer_names;
 
-  const std::string json = meta.dump();
+  // Spaces after the JSON (which its parser skips) start the tensor section at a multiple of 64
+  // bytes into the file, and so every tensor whose offset in the section is a multiple of its
+  // element size at an address the reader can view in place.
+  std::string json = meta.dump();
+  json.append((64 - (kJsonAt + json.size() + 8) % 64) % 64, ' ');
   std::string target = "checkpoint '";  // (in steps: GCC 12 warns on `"'" + file.string()`)
   target += file.string();
   target += "'";
@@ -242,14 +251,17 @@ void write_checkpoint(const fs::path& file, const TrainingState& state) {
 }
 
 TrainingState read_checkpoint(const fs::path& file) {
-  const std::optional<std::string> text = read_file_text(file);
+  std::optional<std::string> text = read_file_text(file);
   if (!text) {
     throw UserError("no checkpoint '" + file.string() +
                     "': the run wrote none (run.checkpoint_every = 0?) or the folder is not a "
                     "run folder");
   }
-  const std::string& bytes = *text;
-  constexpr std::size_t kFixed = 8 + 4 + 8;
+  // Owned by a shared pointer: the tensors read from a version 2 file view these bytes in place
+  // (the writer aligns them), until the run has copied them into its own state.
+  const auto owned = std::make_shared<const std::string>(std::move(*text));
+  const std::string& bytes = *owned;
+  constexpr std::size_t kFixed = kJsonAt;
   if (bytes.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), bytes.begin())) {
     throw UserError("'" + file.string() + "' is not an lpdt checkpoint (no LPDTCKPT magic)");
   }
@@ -316,7 +328,7 @@ TrainingState read_checkpoint(const fs::path& file) {
     const std::string_view blob(bytes.data() + blob_at, blob_size);
     const TensorSection tensors = version == kVersionWithTorchArchive
                                       ? torch_archive_section(blob)
-                                      : safetensors_section(blob, file);
+                                      : safetensors_section(blob, owned, file);
     state.params = tensors.get("params");
     const auto buffers = meta.at("buffers").get<std::size_t>();
     state.buffers.resize(buffers);

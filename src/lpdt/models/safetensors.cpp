@@ -113,7 +113,9 @@ class Reader {
     fail("tensor '" + printable(name) + "': " + what);
   }
 
-  SafetensorsFile parse(std::string_view bytes) const {
+  // owner: when set, it owns `bytes`, and the tensors view them in place where aligned.
+  SafetensorsFile parse(std::string_view bytes,
+                        const std::shared_ptr<const void>& owner = nullptr) const {
     if (bytes.size() < 8) {
       std::ostringstream msg;
       msg << "is " << bytes.size() << " bytes long, too short for the 8-byte header size";
@@ -143,8 +145,18 @@ class Reader {
     std::vector<Entry> entries = parse_header(header_begin, buffer_begin, out.metadata);
     check_tiling(entries, buffer_bytes);
     for (const Entry& e : entries) {
-      at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(e.dtype->type));
-      if (e.end > e.begin) std::memcpy(t.data_ptr(), buffer_begin + e.begin, e.end - e.begin);
+      const char* data = buffer_begin + e.begin;
+      const auto options = at::TensorOptions().dtype(e.dtype->type);
+      at::Tensor t;
+      if (owner != nullptr && e.end > e.begin &&
+          reinterpret_cast<std::uintptr_t>(data) % options.dtype().itemsize() == 0) {
+        // A view of the bytes, which the deleter's copy of `owner` keeps alive. (LibTorch's
+        // tensors are writable; nothing writes into these, as every reader copies them.)
+        t = at::from_blob(const_cast<char*>(data), e.shape, [owner](void*) {}, options);
+      } else {
+        t = at::empty(e.shape, options);
+        if (e.end > e.begin) std::memcpy(t.data_ptr(), data, e.end - e.begin);
+      }
       if (e.dtype->type == at::kBool) {
         // Any byte other than 0 / 1 is not a bool: reading it as one is undefined behaviour.
         const auto* p = reinterpret_cast<const unsigned char*>(buffer_begin + e.begin);
@@ -398,6 +410,13 @@ SafetensorsFile read_safetensors(const std::string& path) {
 
 SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& source) {
   return Reader(source).parse(bytes);
+}
+
+SafetensorsFile parse_safetensors_in_place(std::string_view bytes,
+                                           std::shared_ptr<const void> owner,
+                                           const std::string& source) {
+  LPDT_CHECK(owner != nullptr, "parse_safetensors_in_place: no owner of the bytes");
+  return Reader(source).parse(bytes, owner);
 }
 
 std::string safetensors_bytes(const std::map<std::string, at::Tensor>& tensors,

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,14 @@ SafetensorsFile read_safetensors(const std::string& path);
 // The same rules on a file's bytes held in memory (a section of a larger file: the tensors of a
 // checkpoint). `source` begins every error, e.g. "safetensors file 'x.safetensors'".
 SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& source);
+
+// The same, the tensors viewing `bytes` in place instead of copying them (each whose data is
+// aligned to its element size; any other is copied), kept alive by `owner`, which must own
+// `bytes`. For a large section read once and then copied elsewhere (a checkpoint's tensors),
+// where a copy would double the memory the read takes. The tensors must not be written to.
+SafetensorsFile parse_safetensors_in_place(std::string_view bytes,
+                                           std::shared_ptr<const void> owner,
+                                           const std::string& source);
 
 // Writes `tensors` (any device and layout; one of the dtypes above) in name order, the header
 // compact JSON padded with spaces to a multiple of 8 bytes as the reference writer does. The bytes
