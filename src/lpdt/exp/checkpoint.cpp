@@ -259,7 +259,8 @@ TrainingState read_checkpoint(const fs::path& file) {
   }
   // Owned by a shared pointer: the tensors read from a version 2 file view these bytes in place
   // (the writer aligns them), until the run has copied them into its own state.
-  const auto owned = std::make_shared<const std::string>(std::move(*text));
+  // (Not a const string: the tensors are writable, as LibTorch tensors are.)
+  const auto owned = std::make_shared<std::string>(std::move(*text));
   const std::string& bytes = *owned;
   constexpr std::size_t kFixed = kJsonAt;
   if (bytes.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), bytes.begin())) {

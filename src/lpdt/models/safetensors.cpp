@@ -150,8 +150,8 @@ class Reader {
       at::Tensor t;
       if (owner != nullptr && e.end > e.begin &&
           reinterpret_cast<std::uintptr_t>(data) % options.dtype().itemsize() == 0) {
-        // A view of the bytes, which the deleter's copy of `owner` keeps alive. (LibTorch's
-        // tensors are writable; nothing writes into these, as every reader copies them.)
+        // A view of the bytes, which the deleter's copy of `owner` keeps alive (writable, as
+        // LibTorch's tensors are: the owner's bytes are not const, parse_safetensors_in_place).
         t = at::from_blob(const_cast<char*>(data), e.shape, [owner](void*) {}, options);
       } else {
         t = at::empty(e.shape, options);

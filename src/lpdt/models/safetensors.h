@@ -45,7 +45,8 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& sou
 // The same, the tensors viewing `bytes` in place instead of copying them (each whose data is
 // aligned to its element size; any other is copied), kept alive by `owner`, which must own
 // `bytes`. For a large section read once and then copied elsewhere (a checkpoint's tensors),
-// where a copy would double the memory the read takes. The tensors must not be written to.
+// where a copy would double the memory the read takes. Writing into such a tensor writes into
+// the bytes (each tensor has its own range of them), so `owner` must not own const bytes.
 SafetensorsFile parse_safetensors_in_place(std::string_view bytes,
                                            std::shared_ptr<const void> owner,
                                            const std::string& source);
