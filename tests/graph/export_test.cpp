@@ -88,6 +88,24 @@ TEST(ExportTest, JsonOfATimeVaryingSchedule) {
   EXPECT_NEAR(j["spectral_gap"].get<double>(), 1.0, 1e-10);
 }
 
+// A caller that has the spectral figures already (a training run) passes them in: the JSON is
+// the same as when they are computed, and it takes them as given (a made-up gap shows).
+TEST(ExportTest, JsonTakesTheSpectralFiguresACallerHas) {
+  const Topology t = random_digraph(RandomGraphOptions(12, 3));
+  const TopologySchedule& as_schedule = t;
+  EXPECT_EQ(to_json(as_schedule, spectral_info(t)), to_json(t));
+  SpectralInfo made_up;
+  made_up.lambda2_modulus = 0.875;
+  made_up.spectral_gap = 0.125;
+  const nlohmann::json j = nlohmann::json::parse(to_json(as_schedule, made_up));
+  EXPECT_EQ(j["spectral_gap"].get<double>(), 0.125);
+  EXPECT_EQ(j["lambda2_modulus"].get<double>(), 0.875);
+  const PeriodicSchedule periodic = one_peer_exponential(8);
+  const TopologySchedule& schedule = periodic;
+  EXPECT_EQ(to_json(schedule, spectral_info(schedule)), to_json(schedule));
+  EXPECT_EQ(nlohmann::json::parse(to_json(schedule, made_up))["spectral_gap"].get<double>(), 0.125);
+}
+
 TEST(ExportTest, DescribeIsReadable) {
   const std::string text = describe(torus(4, 4));
   EXPECT_TRUE(contains(text, "topology: torus 4x4 [torus], 16 nodes, mixing uniform")) << text;

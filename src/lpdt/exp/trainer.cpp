@@ -855,6 +855,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                                            .seed(config.run.seed)
                                            .rows(config.graph.torus_rows)
                                            .random_out_degree(config.graph.random_out_degree));
+  // Once per run: the start-up line and topology.json both report it.
+  const graph::SpectralInfo spectral = graph::spectral_info(*topology);
   const models::ModelOptions model_options = model_options_for(
       config, text ? InputShape{1, 1, train_set.sequence_length(), train_set.num_classes,
                                 train_set.vocab_size, train_set.pad_id}
@@ -1146,7 +1148,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
          }},
         {"topology.json",
          [&](const std::filesystem::path& path) {
-           write_text_file(path, graph::to_json(*topology) + "\n");
+           write_text_file(path, graph::to_json(*topology, spectral) + "\n");
          }}};
     // The cost model (the paper's Tables 7-9) covers the convolutional networks.
     if (!text) {
@@ -1188,7 +1190,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     layers_csv.flush();
   }
 
-  const double gap = graph::spectral_gap(*topology);
+  const double gap = spectral.spectral_gap;
   // Large rings have gaps of 1e-5 and below: four decimals would print them as 0.
   say(format(gap >= 1e-3 ? "lpdt %s (%s): %s, %lld nodes on %s (spectral gap %.4f), %s, %lld "
                            "params/node"

@@ -61,7 +61,9 @@ std::string spectral_json(const SpectralInfo& info, const std::string& indent) {
 }
 
 // The members of one topology's JSON object, each line prefixed with `indent`.
-std::string topology_members(const Topology& t, const std::string& indent) {
+// spectral: t's spectral_info when the caller has it, else computed here.
+std::string topology_members(const Topology& t, const std::string& indent,
+                             const SpectralInfo* spectral = nullptr) {
   const std::int64_t n = t.num_nodes();
   std::string out;
   out += indent + "\"name\": " + double_quoted_literal(t.name()) + ",\n";
@@ -76,7 +78,7 @@ std::string topology_members(const Topology& t, const std::string& indent) {
   flag("doubly_stochastic", t.is_doubly_stochastic());
   flag("symmetric", t.is_symmetric());
   flag("strongly_connected", t.is_strongly_connected());
-  out += spectral_json(spectral_info(t), indent);
+  out += spectral_json(spectral != nullptr ? *spectral : spectral_info(t), indent);
   out += indent + "\"nodes\": [\n";
   for (std::int64_t i = 0; i < n; ++i) {
     out += indent + "  {\"id\": " + std::to_string(i) +
@@ -169,14 +171,20 @@ std::string to_json(const Topology& t) {
 }
 
 std::string to_json(const TopologySchedule& schedule) {
-  if (schedule.is_static()) return to_json(schedule.at(0));
+  return to_json(schedule, spectral_info(schedule));
+}
+
+std::string to_json(const TopologySchedule& schedule, const SpectralInfo& spectral) {
+  if (schedule.is_static()) {
+    return "{\n  \"period\": 1,\n" + topology_members(schedule.at(0), "  ", &spectral) + "}\n";
+  }
   std::string out = "{\n";
   out += "  \"name\": " + double_quoted_literal(schedule.name()) + ",\n";
   out += "  \"label\": " + double_quoted_literal(schedule.label()) + ",\n";
   out += "  \"num_nodes\": " + std::to_string(schedule.num_nodes()) + ",\n";
   out += "  \"period\": " + std::to_string(schedule.period()) + ",\n";
   // The gap of the product over one period, W_{p-1} ... W_0.
-  out += spectral_json(spectral_info(schedule), "  ");
+  out += spectral_json(spectral, "  ");
   out += "  \"steps\": [\n";
   for (std::int64_t s = 0; s < schedule.period(); ++s) {
     out += "    {\n" + topology_members(schedule.at(s), "      ") + "    }" +
