@@ -38,11 +38,17 @@ void check_regular_file(const std::string& path, const std::string& what) {
 
 // The compressed file whole: it is on disk at its own size, unlike what it inflates to.
 std::vector<std::uint8_t> read_compressed(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(what, path, std::string("cannot open: ") + std::strerror(errno));
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                  std::istreambuf_iterator<char>());
-  if (in.bad()) fail(what, path, "read error");
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(what, path, "cannot determine the file size");
+  // One read of the whole file: read through a character iterator, the four Fashion-MNIST files
+  // took about 0.05 s more per run (a 1-step run: 0.84-0.85 s against 0.79-0.80 s).
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) {
+    fail(what, path, "read error (the file changed while it was read?)");
+  }
   return bytes;
 }
 
