@@ -126,7 +126,7 @@ void expect_well_formed(const std::string& html) {
   }
 }
 
-// A run of `nodes` nodes and `epochs` epochs: node i's accuracy at epoch e is 10 i + e.
+// A run of `nodes` nodes and `epochs` epochs: node i's accuracy at epoch e is 10 i + e (mod 100).
 struct SyntheticRun {
   int nodes = 4, epochs = 3, classes = 10;
   std::string name = "synthetic";
@@ -148,7 +148,7 @@ void write_run(const fs::path& dir, const SyntheticRun& r) {
             "consensus_distance,mean_gb_sent_per_node,elapsed_s\n";
   for (int e = 1; e <= r.epochs; ++e) {
     for (int i = 0; i < r.nodes; ++i) {
-      metrics << e << "," << i << ",0.1,1.5," << 10 * i + e << "," << 1000000 * e * (i + 1) << "\n";
+      metrics << e << "," << i << ",0.1,1.5," << (10 * i + e) % 100 << "," << 1000000 * e * (i + 1) << "\n";
     }
     epochs << e << ",0.1,1.5," << 20 + e << ",10,30," << r.accuracy - r.epochs + e << ","
            << std::pow(10.0, -2 * e) << "," << 0.001 * e << "," << e << "\n";
@@ -390,6 +390,57 @@ TEST(ReportRun, ARunWithoutMachineOrDateHasNoRowsForThem) {
   EXPECT_THAT(html, HasSubstr("abc123"));
   EXPECT_THAT(html, Not(HasSubstr(">machine<")));
   EXPECT_THAT(html, Not(HasSubstr("finished (UTC)")));
+}
+
+// Beyond 64 nodes the per-node bars stop at node 63 and every node lands in a bin of its largest
+// class's share: nodes 0-69 hold 95% of one class (i mod 10), nodes 70-98 hold 25 of 115 in class
+// 3, node 99 holds nothing.
+TEST(ReportRun, ManyNodesAreSummarisedByTheirLargestClassesShare) {
+  const fs::path dir = fresh_dir("many-nodes") / "run";
+  SyntheticRun r;
+  r.nodes = 100;
+  write_run(dir, r);
+  std::ostringstream histogram;
+  histogram << "node";
+  for (int c = 0; c < r.classes; ++c) histogram << ",class_" << c;
+  histogram << "\n";
+  for (int i = 0; i < r.nodes; ++i) {
+    histogram << i;
+    for (int c = 0; c < r.classes; ++c) {
+      const int count = i < 70 ? (c == i % 10 ? 95 : c == (i + 1) % 10 ? 5 : 0)
+                        : i < 99 ? (c == 3 ? 25 : 10)
+                                 : 0;
+      histogram << "," << count;
+    }
+    histogram << "\n";
+  }
+  write(dir / "class_histogram.csv", histogram.str());
+  const std::string html = read(write_report(dir));
+  expect_well_formed(html);
+  const std::string classes = section(html, "classes");
+  EXPECT_EQ(count(classes, "<svg"), 2);
+  EXPECT_THAT(classes, HasSubstr("nodes 0-63 of 100"));
+  EXPECT_THAT(classes, HasSubstr("<title>63, class 4: 5</title>"));
+  EXPECT_THAT(classes, Not(HasSubstr("<title>64, class")));
+  EXPECT_EQ(count(classes, "class=\"bar\""), 64 * r.classes + 10 * r.classes);
+  for (int c = 0; c < r.classes; ++c) {
+    EXPECT_THAT(classes, HasSubstr("<title>90-100, largest: class " + std::to_string(c) +
+                                   ": 7</title>"));
+  }
+  EXPECT_THAT(classes, HasSubstr("<title>20-30, largest: class 3: 29</title>"));
+  EXPECT_THAT(classes, HasSubstr("<title>20-30, largest: class 4: 0</title>"));
+  EXPECT_THAT(classes, HasSubstr("1 node holds no training samples"));
+}
+
+TEST(ReportRun, AFewNodesKeepTheirBarsAndNoShareChart) {
+  const fs::path dir = fresh_dir("few-nodes") / "run";
+  SyntheticRun r;
+  r.nodes = 64;
+  write_run(dir, r);
+  const std::string classes = section(read(write_report(dir)), "classes");
+  EXPECT_EQ(count(classes, "<svg"), 1);
+  EXPECT_EQ(count(classes, "class=\"bar\""), r.nodes * r.classes);
+  EXPECT_THAT(classes, HasSubstr("<title>63, class 0: 5</title>"));
 }
 
 TEST(ReportRun, MissingOptionalFilesLeaveANoteInsteadOfTheirSection) {

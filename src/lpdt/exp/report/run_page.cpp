@@ -329,27 +329,91 @@ std::string layers_section(const RunResults& run) {
   return figure_row({render_line_chart(relative), render_line_chart(norms)});
 }
 
+// Beyond this many nodes the per-node bars are drawn for the first ones only (each bar would be
+// under a pixel wide, and 10 classes x 1,024 nodes made 1.2 MB of the page), and every node is
+// summarised by how much of its data its largest class holds.
+constexpr std::size_t kNodesDrawnOneByOne = 64;
+constexpr int kShareBins = 10;
+
+// Stacked bars of samples per class for nodes [0, shown).
+std::string per_node_class_chart(const RunResults& run, std::size_t classes, std::size_t shown) {
+  const std::size_t nodes = run.class_counts.size();
+  BarChart chart;
+  chart.title = shown < nodes ? "Training samples per node and class, nodes 0-" +
+                                    std::to_string(shown - 1) + " of " + std::to_string(nodes)
+                              : "Training samples per node and class";
+  chart.width = 900;
+  chart.x_label = "node";
+  chart.y = axis("training samples");
+  for (std::size_t node = 0; node < shown; ++node) chart.categories.push_back(std::to_string(node));
+  for (std::size_t c = 0; c < classes; ++c) {
+    BarSeries s{"class " + std::to_string(c), {}, palette_color(c)};
+    for (std::size_t node = 0; node < shown; ++node) {
+      const auto& counts = run.class_counts[node];
+      s.values.push_back(c < counts.size() ? counts[c] : 0);
+    }
+    chart.series.push_back(std::move(s));
+  }
+  if (shown < nodes) {
+    chart.notes.push_back("every node's counts: class_histogram.csv; every node's skew: the next "
+                          "chart");
+  }
+  return render_bar_chart(chart);
+}
+
+// Every node in one of kShareBins bins of its largest class's share of its samples (1/classes
+// for a node holding every class alike, 1 for a node holding one class), stacked by that class.
+std::string largest_class_share_chart(const RunResults& run, std::size_t classes) {
+  std::vector<std::vector<double>> nodes_in_bin(classes, std::vector<double>(kShareBins, 0));
+  std::size_t empty_nodes = 0;
+  for (const auto& counts : run.class_counts) {
+    double total = 0;
+    std::size_t largest = 0;
+    for (std::size_t c = 0; c < counts.size(); ++c) {
+      total += counts[c];
+      if (counts[c] > counts[largest]) largest = c;  // ties: the lowest class
+    }
+    if (counts.empty() || total <= 0) {
+      ++empty_nodes;
+      continue;
+    }
+    const double share = counts[largest] / total;
+    const int bin = std::min(kShareBins - 1, static_cast<int>(share * kShareBins));
+    nodes_in_bin[largest][bin] += 1;
+  }
+  BarChart chart;
+  chart.title = "Nodes by their largest class's share of their samples, all " +
+                std::to_string(run.class_counts.size()) + " nodes";
+  chart.width = 900;
+  chart.x_label = "largest class's share of the node's training samples (%)";
+  chart.y = axis("nodes");
+  const int bin_percent = 100 / kShareBins;
+  for (int b = 0; b < kShareBins; ++b) {
+    chart.categories.push_back(std::to_string(b * bin_percent) + "-" +
+                               std::to_string((b + 1) * bin_percent));
+  }
+  for (std::size_t c = 0; c < classes; ++c) {
+    chart.series.push_back(
+        {"largest: class " + std::to_string(c), std::move(nodes_in_bin[c]), palette_color(c)});
+  }
+  if (empty_nodes > 0) {
+    chart.notes.push_back(empty_nodes == 1 ? std::string("1 node holds no training samples")
+                                           : std::to_string(empty_nodes) +
+                                                 " nodes hold no training samples");
+  }
+  return render_bar_chart(chart);
+}
+
 std::string classes_section(const RunResults& run) {
   if (!run.has("class_histogram.csv")) {
     return missing_note("class_histogram.csv", "class distribution per node");
   }
-  BarChart chart;
-  chart.title = "Training samples per node and class";
-  chart.width = 900;
-  chart.x_label = "node";
-  chart.y = axis("training samples");
   std::size_t classes = 0;
   for (const auto& counts : run.class_counts) classes = std::max(classes, counts.size());
-  for (std::size_t node = 0; node < run.class_counts.size(); ++node) {
-    chart.categories.push_back(std::to_string(node));
-  }
-  for (std::size_t c = 0; c < classes; ++c) {
-    BarSeries s{"class " + std::to_string(c), {}, palette_color(c)};
-    for (const auto& counts : run.class_counts)
-      s.values.push_back(c < counts.size() ? counts[c] : 0);
-    chart.series.push_back(std::move(s));
-  }
-  return render_bar_chart(chart);
+  const std::size_t nodes = run.class_counts.size();
+  if (nodes <= kNodesDrawnOneByOne) return per_node_class_chart(run, classes, nodes);
+  return per_node_class_chart(run, classes, kNodesDrawnOneByOne) +
+         largest_class_share_chart(run, classes);
 }
 
 std::string topology_section(const RunResults& run) {
