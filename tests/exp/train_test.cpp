@@ -565,6 +565,11 @@ struct ResumeKind {
   const char* name;
   std::vector<std::string> overrides;
 };
+// How ctest and GoogleTest name a case (instead of its bytes).
+void PrintTo(const ResumeKind& kind, std::ostream* os) {
+  *os << kind.name;
+  for (const auto& o : kind.overrides) *os << " --set " << o;
+}
 
 class ResumeKindCase : public ::testing::TestWithParam<ResumeKind> {};
 
