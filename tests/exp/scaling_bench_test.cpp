@@ -50,6 +50,24 @@ TEST(ScalingBench, RowsAreConsistent) {
   const double ratio = rows[1].checkpoint_mib / rows[0].checkpoint_mib;
   EXPECT_GT(ratio, 30.0);
   EXPECT_LE(ratio, 40.0);
+  // Evaluation per node, at one thread: one worker, so one measurement serves both columns.
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.eval_workers, 1);
+    EXPECT_GT(r.eval_ms_per_node_in_turn, 0.0);
+    EXPECT_DOUBLE_EQ(r.eval_ms_per_node, r.eval_ms_per_node_in_turn);
+  }
+}
+
+// At two threads evaluation also runs on two workers, timed apart from the passes in turn.
+TEST(ScalingBench, EvaluationIsTimedInTurnAndOnWorkers) {
+  ScalingBenchOptions o = tiny();
+  o.nodes = {3};
+  o.threads = 2;
+  const auto rows = run_scaling_bench(o, [](const std::string&) {});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].eval_workers, 2);
+  EXPECT_GT(rows[0].eval_ms_per_node_in_turn, 0.0);
+  EXPECT_GT(rows[0].eval_ms_per_node, 0.0);
 }
 
 // The first steps touch the step's memory for the first time; their faults are counted apart

@@ -57,6 +57,10 @@ PassWorkers& pass_workers(int count);
 // (its malloc arena, the oneDNN primitives it made) then holds one kind of work, as in a training
 // run. `lpdt bench --precision` gives each mode its own family: fp32 steps alternating with
 // int8-integer steps on shared workers ran 1.3-2.1x slower than alone (docs/benchmarks.md).
+// The family of evaluation's workers (exp/evaluation.h): a test batch of 500 through one node's
+// forward pass is other work than a training pass, and training's workers keep theirs.
+constexpr int kEvaluationPoolFamily = -1;
+
 class PassWorkerPoolScope {
  public:
   explicit PassWorkerPoolScope(int family);

@@ -8,18 +8,69 @@
 #include <numeric>
 
 #include "lpdt/algo/consensus.h"
+#include "lpdt/core/pass_workers.h"
 
 namespace lpdt::exp {
 
+namespace {
+
+// The number of test samples node `node` of [k, P] `params` classifies correctly in `batch`, as one
+// pass of one node on the calling thread. buffers: each [k, ...].
+std::int64_t correct_in_batch(const models::Model& model, const at::Tensor& params,
+                              const std::vector<at::Tensor>& buffers, std::int64_t node,
+                              const data::EvalBatch& batch) {
+  std::vector<at::Tensor> node_buffers;
+  for (const auto& b : buffers) node_buffers.push_back(b.narrow(0, node, 1));
+  nn::Context ctx{&model.layout(),    params.narrow(0, node, 1),     &node_buffers, 1,
+                  /*training=*/false, nn::ConvAlgorithm::kPerNode};
+  const at::Tensor predictions = model.forward(ctx, batch.inputs.unsqueeze(0)).argmax(2);  // [1, B]
+  return predictions.eq(batch.targets.unsqueeze(0)).sum().item<std::int64_t>();
+}
+
+std::vector<double> percentages(const std::vector<std::int64_t>& correct, std::int64_t total) {
+  std::vector<double> accuracy(correct.size());
+  for (std::size_t i = 0; i < correct.size(); ++i) {
+    accuracy[i] = 100.0 * static_cast<double>(correct[i]) /
+                  static_cast<double>(std::max<std::int64_t>(total, 1));
+  }
+  return accuracy;
+}
+
+}  // namespace
+
 std::vector<double> node_accuracies(const models::Model& model, const at::Tensor& params,
                                     const std::vector<at::Tensor>& buffers,
-                                    const data::EvalBatches& batches) {
+                                    const data::EvalBatches& batches, int workers) {
   torch::NoGradGuard no_grad;
   const std::int64_t k = params.size(0);
   // Evaluation must not move BatchNorm running statistics: work on copies.
   std::vector<at::Tensor> eval_buffers;
   for (const auto& b : buffers) eval_buffers.push_back(b.clone());
   const at::Device device = params.device();
+  if (device.is_cpu() && workers > 1) {
+    // `workers` batches at a time, made once each on this thread; a task is one node on one of
+    // them, node-major so that the workers share a node's weights in cache. Each task counts into
+    // its own slot; the slots are summed in a fixed order (integers: any order gives the same).
+    std::vector<std::int64_t> correct(k, 0);
+    std::int64_t total = 0;
+    const std::int64_t batch_count = batches.num_batches();
+    for (std::int64_t first = 0; first < batch_count; first += workers) {
+      const std::int64_t group = std::min<std::int64_t>(workers, batch_count - first);
+      std::vector<data::EvalBatch> made;
+      for (std::int64_t b = 0; b < group; ++b) {
+        made.push_back(batches.batch(first + b));
+        total += made.back().inputs.size(0);
+      }
+      std::vector<std::int64_t> slots(k * group, 0);
+      const PassWorkerPoolScope evaluation_workers(kEvaluationPoolFamily);
+      pass_workers(workers).run(k * group, [&](std::int64_t task) {
+        const std::int64_t node = task / group, b = task % group;
+        slots[task] = correct_in_batch(model, params, eval_buffers, node, made[b]);
+      });
+      for (std::int64_t task = 0; task < k * group; ++task) correct[task / group] += slots[task];
+    }
+    return percentages(correct, total);
+  }
   at::Tensor correct = at::zeros({k}, at::TensorOptions().dtype(at::kLong).device(device));
   std::int64_t total = 0;
   // One node per pass keeps the activations in cache on the CPU; a GPU takes all nodes in one
@@ -46,12 +97,9 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
     total += in.size(0);
   }
   const at::Tensor correct_host = correct.cpu();
-  std::vector<double> accuracy(k);
-  for (std::int64_t i = 0; i < k; ++i) {
-    accuracy[i] = 100.0 * static_cast<double>(correct_host[i].item<std::int64_t>()) /
-                  static_cast<double>(std::max<std::int64_t>(total, 1));
-  }
-  return accuracy;
+  std::vector<std::int64_t> counts(k);
+  for (std::int64_t i = 0; i < k; ++i) counts[i] = correct_host[i].item<std::int64_t>();
+  return percentages(counts, total);
 }
 
 std::pair<at::Tensor, std::vector<at::Tensor>> average_model(
@@ -63,12 +111,12 @@ std::pair<at::Tensor, std::vector<at::Tensor>> average_model(
 
 Evaluation evaluate(const models::Model& model, const at::Tensor& params,
                     const std::vector<at::Tensor>& buffers, const data::EvalBatches& batches,
-                    bool per_node) {
+                    bool per_node, int workers) {
   torch::NoGradGuard no_grad;
   Evaluation result;
   const at::Tensor detached = params.detach();
   if (per_node) {
-    result.node_accuracy = node_accuracies(model, detached, buffers, batches);
+    result.node_accuracy = node_accuracies(model, detached, buffers, batches, workers);
     const auto& acc = result.node_accuracy;
     result.mean_accuracy = std::accumulate(acc.begin(), acc.end(), 0.0) / acc.size();
     result.min_accuracy = *std::min_element(acc.begin(), acc.end());
@@ -78,7 +126,8 @@ Evaluation evaluate(const models::Model& model, const at::Tensor& params,
         std::numeric_limits<double>::quiet_NaN();
   }
   auto [mean_params, mean_buffers] = average_model(detached, buffers);
-  result.average_model_accuracy = node_accuracies(model, mean_params, mean_buffers, batches)[0];
+  result.average_model_accuracy =
+      node_accuracies(model, mean_params, mean_buffers, batches, workers)[0];
   result.consensus_distance = algo::consensus_distance(detached);
   return result;
 }

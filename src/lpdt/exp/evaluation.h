@@ -22,21 +22,27 @@ struct Evaluation {
   double consensus_distance = 0;      // mean_i ||x_i - x_bar||^2
 };
 
-// Accuracy (percent) of each of the k models on the whole set: the test batch is shared by all
-// nodes, so the k forward passes run as one batched computation.
+// Accuracy (percent) of each of the k models on the whole set. On a GPU the k forward passes of a
+// test batch run as one batched computation; on the CPU one node per pass (its activations stay
+// in cache), and with `workers` > 1 the passes (a node on a test batch each) run side by side on
+// that many one-thread workers (core/pass_workers.h), `workers` test batches at a time, so that
+// one model (k = 1: the averaged model) uses them too. Each pass computes what it computes in turn
+// at one thread: the accuracies do not depend on `workers` (test
+// Evaluation.WorkersGiveTheAccuraciesOfPassesInTurn).
 // params: [k, P] float32; buffers: each [k, ...] (BatchNorm running statistics).
 std::vector<double> node_accuracies(const models::Model& model, const at::Tensor& params,
                                     const std::vector<at::Tensor>& buffers,
-                                    const data::EvalBatches& batches);
+                                    const data::EvalBatches& batches, int workers = 1);
 
 // The average model: x_bar = mean_i x_i, buffers averaged the same way. Returns [1, P] and
 // buffers [1, ...].
 std::pair<at::Tensor, std::vector<at::Tensor>> average_model(
     const at::Tensor& params, const std::vector<at::Tensor>& buffers);
 
-// Per-node accuracies (if `per_node`), the averaged model's accuracy and the consensus distance.
+// Per-node accuracies (if `per_node`), the averaged model's accuracy and the consensus distance;
+// `workers` as in node_accuracies.
 Evaluation evaluate(const models::Model& model, const at::Tensor& params,
                     const std::vector<at::Tensor>& buffers, const data::EvalBatches& batches,
-                    bool per_node);
+                    bool per_node, int workers = 1);
 
 }  // namespace lpdt::exp

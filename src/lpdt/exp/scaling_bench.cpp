@@ -16,6 +16,7 @@
 #include "lpdt/core/runtime.h"
 #include "lpdt/exp/bench_stats.h"
 #include "lpdt/exp/checkpoint.h"
+#include "lpdt/exp/evaluation.h"
 #include "lpdt/exp/image_bench_model.h"
 #include "lpdt/graph/factory.h"
 #include "lpdt/graph/topology.h"
@@ -76,6 +77,40 @@ void time_checkpoint(const at::Tensor& x, const std::vector<at::Tensor>& buffers
   fs::remove_all(dir, ignored);
 }
 
+// Fills r's evaluation figures: the first min(n, kEvalBenchNodes) nodes of x evaluated over a
+// synthetic test set, in turn and on `workers`, the two alternating round by round so that a load
+// that moves over seconds slows both alike.
+void time_evaluation(const models::Model& model, const at::Tensor& x,
+                     const std::vector<at::Tensor>& buffers, const ScalingBenchOptions& options,
+                     int workers, ScalingResult& r) {
+  const std::int64_t m = std::min<std::int64_t>(x.size(0), kEvalBenchNodes);
+  data::Dataset test;
+  test.name = "synthetic";
+  test.images = torch::randint(0, 256, {kEvalBenchSamples, options.channels, options.size,
+                                        options.size}, torch::kUInt8);
+  test.labels = torch::randint(0, 10, {kEvalBenchSamples}, torch::kLong);
+  test.num_classes = 10;
+  test.mean.assign(static_cast<std::size_t>(options.channels), 0.5);
+  test.std.assign(static_cast<std::size_t>(options.channels), 0.25);
+  const data::EvalBatches batches(test, 500);
+  const at::Tensor params = x.detach().narrow(0, 0, m);
+  std::vector<at::Tensor> node_buffers;
+  for (const auto& b : buffers) node_buffers.push_back(b.narrow(0, 0, m));
+  const auto ms_per_node = [&](int w) {
+    const auto start = Clock::now();
+    node_accuracies(model, params, node_buffers, batches, w);
+    return ms_since(start) / static_cast<double>(m);
+  };
+  std::vector<double> in_turn, on_workers;
+  for (int round = 0; round < kEvalBenchRounds; ++round) {
+    in_turn.push_back(ms_per_node(1));
+    on_workers.push_back(workers > 1 ? ms_per_node(workers) : in_turn.back());
+  }
+  r.eval_workers = workers;
+  r.eval_ms_per_node_in_turn = median(in_turn);
+  r.eval_ms_per_node = median(on_workers);
+}
+
 }  // namespace
 
 std::vector<ScalingResult> run_scaling_bench(
@@ -89,7 +124,7 @@ std::vector<ScalingResult> run_scaling_bench(
   }
   const RuntimeInfo runtime = configure_runtime(options.threads, /*on_cuda=*/false);
   const auto model = models::make_model(image_bench_model(options));
-  char line[256];
+  char line[384];
   std::snprintf(line, sizeof line,
                 "lpdt bench --scaling: %s, norm %s (%lld params/node), batch %lld/node, %s, median "
                 "of %lld steps after %lld warm-up",
@@ -102,7 +137,7 @@ std::vector<ScalingResult> run_scaling_bench(
   progress(
       "nodes  ms/step  ms/node-step    img/s  state MiB  peak RSS MiB  faults/step  heap "
       "growth KiB/step  warm-up faults/step  checkpoint MiB  write ms (sync)  write peak RSS "
-      "+MiB  read back ms  read peak RSS +MiB");
+      "+MiB  read back ms  read peak RSS +MiB  eval ms/node: in turn  on workers (n)");
 
   std::vector<ScalingResult> results;
   for (const std::int64_t n : options.nodes) {
@@ -167,14 +202,17 @@ std::vector<ScalingResult> run_scaling_bench(
     r.state_mib = heap_bytes_in_use() / kMiB;
     r.peak_rss_mib = peak_resident_bytes() / kMiB;
     time_checkpoint(x, buffers, optimizer, ledger, r);
+    time_evaluation(*model, x, buffers, options,
+                    models::evaluation_workers(0, /*on_gpu=*/false, runtime.intra_op_threads), r);
     std::snprintf(line, sizeof line,
                   "%5lld  %7.1f  %12.3f  %7.0f  %9.1f  %12.1f  %11.0f  %20.1f  %19.0f  %14.1f  "
-                  "%14.1f  %19.1f  %13.1f  %18.1f",
+                  "%14.1f  %19.1f  %13.1f  %18.1f  %21.2f  %10.2f (%d)",
                   static_cast<long long>(n), r.step_ms, r.ms_per_node_step, r.images_per_s,
                   r.state_mib, r.peak_rss_mib, r.page_faults_per_step, r.heap_growth_per_step_kib,
                   r.warmup_page_faults_per_step, r.checkpoint_mib, r.checkpoint_write_ms,
                   r.checkpoint_write_peak_rss_growth_mib, r.checkpoint_read_ms,
-                  r.checkpoint_read_peak_rss_growth_mib);
+                  r.checkpoint_read_peak_rss_growth_mib, r.eval_ms_per_node_in_turn,
+                  r.eval_ms_per_node, r.eval_workers);
     progress(line);
     results.push_back(r);
   }
@@ -203,7 +241,10 @@ std::vector<ScalingResult> run_scaling_bench(
                            {"checkpoint_write_peak_rss_growth_mib",
                             r.checkpoint_write_peak_rss_growth_mib},
                            {"checkpoint_read_peak_rss_growth_mib",
-                            r.checkpoint_read_peak_rss_growth_mib}});
+                            r.checkpoint_read_peak_rss_growth_mib},
+                           {"eval_workers", r.eval_workers},
+                           {"eval_ms_per_node_in_turn", r.eval_ms_per_node_in_turn},
+                           {"eval_ms_per_node", r.eval_ms_per_node}});
     }
     write_bench_json(options.json_path, std::move(j), runtime, "bench --scaling");
   }

@@ -3,7 +3,7 @@
 // of nodes in one process. One full training step per measurement, as the trainer runs it:
 // forward and backward in passes of the automatic size (grouped convolutions), local SGD with
 // Nesterov momentum and one Choco-SGD round on a directed ring (sparse mixing on the CPU). Then
-// one checkpoint of that state, written and read back.
+// one checkpoint of that state, written and read back, and the per-node evaluation of its models.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -48,7 +48,17 @@ struct ScalingResult {
   // read's counts only what rose above the write's).
   double checkpoint_write_peak_rss_growth_mib = 0;
   double checkpoint_read_peak_rss_growth_mib = 0;
+  // Per-node evaluation (exp::node_accuracies, as eval.per_node runs it) of the first
+  // min(nodes, kEvalBenchNodes) nodes over kEvalBenchSamples synthetic test images in batches of
+  // 500, passes in turn and on the automatic evaluation workers, alternating over
+  // kEvalBenchRounds rounds: the median, per node evaluated.
+  int eval_workers = 1;
+  double eval_ms_per_node_in_turn = 0;
+  double eval_ms_per_node = 0;  // on eval_workers (equal to in turn when it is 1)
 };
+constexpr std::int64_t kEvalBenchNodes = 16;
+constexpr std::int64_t kEvalBenchSamples = 1000;
+constexpr int kEvalBenchRounds = 3;
 
 std::vector<ScalingResult> run_scaling_bench(
     const ScalingBenchOptions& options, const std::function<void(const std::string&)>& progress);

@@ -1322,6 +1322,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   const int pass_workers = models::resolve_pass_workers(
       config.run.pass_workers, *model, (k + nodes_per_pass - 1) / nodes_per_pass, on_gpu,
       runtime.intra_op_threads);
+  const int eval_workers =
+      models::evaluation_workers(config.run.pass_workers, on_gpu, runtime.intra_op_threads);
   const nn::ConvAlgorithm conv_algorithm = nn::ConvAlgorithm::kGrouped;
   const bool static_graph = topology->is_static();
   auto mixing_at = [&](std::int64_t r) {
@@ -1523,14 +1525,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                                       std::vector<std::int64_t>& alive) {
     alive = survivors();
     if (static_cast<std::int64_t>(alive.size()) == n) {
-      return evaluate(*model, all_x, all_buffers, test_batches, per_node);
+      return evaluate(*model, all_x, all_buffers, test_batches, per_node, eval_workers);
     }
     const at::Tensor index = at::tensor(alive, at::kLong).to(all_x.device());
     std::vector<at::Tensor> alive_buffers;
     for (const auto& b : all_buffers)
       alive_buffers.push_back(b.index_select(0, index.to(b.device())));
     Evaluation ev =
-        evaluate(*model, all_x.index_select(0, index), alive_buffers, test_batches, per_node);
+        evaluate(*model, all_x.index_select(0, index), alive_buffers, test_batches, per_node,
+                 eval_workers);
     ev.node_ids = alive;
     return ev;
   };

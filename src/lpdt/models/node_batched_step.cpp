@@ -120,6 +120,11 @@ int automatic_pass_workers(const Model& model, std::int64_t passes, bool on_gpu,
   return static_cast<int>(std::clamp<std::int64_t>(intra_op_threads, 1, passes));
 }
 
+int evaluation_workers(int requested, bool on_gpu, int intra_op_threads) {
+  if (on_gpu || requested == 1) return 1;
+  return requested > 1 ? requested : std::max(intra_op_threads, 1);
+}
+
 int resolve_pass_workers(int requested, const Model& model, std::int64_t passes, bool on_gpu,
                          int intra_op_threads) {
   if (requested <= 0) return automatic_pass_workers(model, passes, on_gpu, intra_op_threads);

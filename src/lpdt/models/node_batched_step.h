@@ -80,5 +80,10 @@ int automatic_pass_workers(const Model& model, std::int64_t passes, bool on_gpu,
 // generator.
 int resolve_pass_workers(int requested, const Model& model, std::int64_t passes, bool on_gpu,
                          int intra_op_threads);
+// The workers of evaluation (exp::node_accuracies) for run.pass_workers as given: 1 on a GPU and
+// for 1 (passes in turn); the count given for more; for 0 (automatic) one per intra-op thread.
+// Evaluation draws nothing from the global generator (dropout is off), so a model with dropout
+// evaluates on workers too.
+int evaluation_workers(int requested, bool on_gpu, int intra_op_threads);
 
 }  // namespace lpdt::models
