@@ -2,6 +2,7 @@
 
 #include "lpdt/core/error.h"
 #include "lpdt/nn/layer_factory.h"
+#include "lpdt/nn/max_pool_2x2.h"
 #include "lpdt/nn/node_layout.h"
 #include "lpdt/nn/tracing_layer.h"
 
@@ -27,10 +28,10 @@ at::Tensor LeNet5::forward(const nn::Context& ctx, const at::Tensor& x) const {
   at::Tensor out = nn::nodes_to_channels(x);
   out = at::relu(conv1_->forward(ctx, out));
   nn::trace_inline_op(ctx, TracedOp::kMaxPool, "pool1", out, 2);
-  out = at::max_pool2d(out, {2, 2}, {2, 2});
+  out = nn::max_pool_2x2(out);
   out = at::relu(conv2_->forward(ctx, out));
   nn::trace_inline_op(ctx, TracedOp::kMaxPool, "pool2", out, 2);
-  out = at::max_pool2d(out, {2, 2}, {2, 2});
+  out = nn::max_pool_2x2(out);
   at::Tensor features = nn::channels_to_nodes(out, ctx.k);  // [k, b, 16*h*w]
   features = at::relu(fc1_->forward(ctx, features));
   features = at::relu(fc2_->forward(ctx, features));

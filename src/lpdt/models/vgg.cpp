@@ -2,6 +2,7 @@
 
 #include "lpdt/core/error.h"
 #include "lpdt/nn/layer_factory.h"
+#include "lpdt/nn/max_pool_2x2.h"
 #include "lpdt/nn/node_layout.h"
 #include "lpdt/nn/tracing_layer.h"
 
@@ -48,7 +49,7 @@ at::Tensor Vgg11::forward(const nn::Context& ctx, const at::Tensor& x) const {
   for (const Stage& stage : stages_) {
     if (stage.pool) {
       nn::trace_inline_op(ctx, TracedOp::kMaxPool, "maxpool", out, 2);
-      out = at::max_pool2d(out, {2, 2}, {2, 2});
+      out = nn::max_pool_2x2(out);
     } else {
       out = stage.norm->forward(ctx, stage.conv->forward(ctx, out));
     }
