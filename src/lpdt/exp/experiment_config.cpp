@@ -213,7 +213,8 @@ void add_keys(ConfigSchema& s) {
        "Nodes per forward/backward pass of the node-batched engine; 0 = automatic (on "
        "the CPU as many as keep a pass's saved activations within 32 MiB, 1 to 16: "
        "ResNet-20 1, LeNet-5 16; all nodes on a GPU). The result does not depend on it, up to the "
-       "last bits of float sums on AVX2-only CPUs (docs/mpi.md).")
+       "last bits of float sums between a pass of one node and passes of several (other "
+       "convolution kernels), and on AVX2-only CPUs between any two pass sizes (docs/mpi.md).")
       .at_least(0);
   s.add_int(
        "run.pass_workers", d.run.pass_workers,

@@ -33,6 +33,7 @@
 #include "lpdt/data/partition.h"
 #include "lpdt/data/partitioner.h"
 #include "lpdt/dist/cluster.h"
+#include "lpdt/dist/lone_node_passes.h"
 #include "lpdt/dist/placement.h"
 #include "lpdt/exp/bench_record.h"
 #include "lpdt/exp/checkpoint.h"
@@ -1318,6 +1319,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                                           at::zeros({1, config.data.batch_size, model_options.in_channels,
                                                      model_options.height, model_options.width}),
                                           k, on_gpu);
+  // A rank's passes are chunks of its own nodes: where that leaves a node alone in its pass but not
+  // in one process (or the reverse), its convolutions sum in another order than the simulator's.
+  if (cluster.distributed() && leader && !on_gpu) {
+    const std::int64_t one_process_pass =
+        config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass
+        : text                        ? models::automatic_nodes_per_pass(n, on_gpu, 0.0)
+                                      : models::automatic_nodes_per_pass(
+                                            *model,
+                                            at::zeros({1, config.data.batch_size,
+                                                       model_options.in_channels,
+                                                       model_options.height, model_options.width}),
+                                            n, on_gpu);
+    const std::vector<std::int64_t> apart = dist::nodes_passed_alone_differently(
+        n, cluster.size(), [&](std::int64_t count) { return std::min(count, one_process_pass); });
+    if (!apart.empty()) {
+      say("note: " + dist::lone_node_pass_note(apart, one_process_pass));
+    }
+  }
   // Passes side by side on worker threads of one intra-op thread each (run.pass_workers).
   const int pass_workers = models::resolve_pass_workers(
       config.run.pass_workers, *model, (k + nodes_per_pass - 1) / nodes_per_pass, on_gpu,
