@@ -17,6 +17,7 @@
 #include "lpdt/dist/cluster.h"
 #include "lpdt/dist/mpi_comm.h"
 #include "lpdt/dist/mpi_exchange.h"
+#include "lpdt/dist/stuck_call_watchdog.h"
 #include "lpdt/dist/placement.h"
 
 namespace lpdt::dist {
@@ -50,6 +51,21 @@ class MpiCluster final : public Cluster {
     control_ = std::make_unique<MpiComm>(control, kControlTimeoutFactor * timeout_s);
     notices_ = std::make_shared<DeathNotices>(control, control_->rank(), control_->size(),
                                               timeout_s);
+    const int rank = control_->rank();
+    watchdog_ = std::make_unique<StuckCallWatchdog>(
+        stuck_call_limit_s(timeout_s), [rank, timeout_s](const char* call, double seconds) {
+          std::fprintf(stderr,
+                       "lpdt: rank %d: error: %s has not returned for %.0f s (the deadline, "
+                       "run.receive_timeout_s = %g s, and %g s of grace): the MPI library is "
+                       "stuck, most likely on a peer that died in the middle of a message (Open "
+                       "MPI's shared-memory transport can wait for it forever). Ending this rank; "
+                       "the run folder's last checkpoint is intact: continue the run with lpdt "
+                       "train --resume <run folder>\n",
+                       rank, call, seconds, timeout_s, kStuckCallGraceSeconds);
+          std::fflush(nullptr);
+          std::_Exit(1);
+        });
+    set_mpi_call_watchdog(watchdog_.get());
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int length = 0;
     MPI_Get_library_version(version, &length);
@@ -58,6 +74,8 @@ class MpiCluster final : public Cluster {
   }
 
   ~MpiCluster() override {
+    // MPI_Finalize has a bounded wait of its own (below); no call is watched after this.
+    set_mpi_call_watchdog(nullptr);
     // After a death, Open MPI's MPI_Finalize (a fence over every process of the job) may wait
     // forever for the dead one. The run is complete and written by now: leave without it.
     notices_->absorb();
@@ -221,6 +239,7 @@ class MpiCluster final : public Cluster {
   std::string library_;
   WireTraffic traffic_;
   std::shared_ptr<DeathNotices> notices_;
+  std::unique_ptr<StuckCallWatchdog> watchdog_;  // watches this rank's MPI calls (set globally)
 };
 
 std::unique_ptr<MpiCluster>& instance() {

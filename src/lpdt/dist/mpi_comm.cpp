@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "lpdt/dist/cluster.h"
+#include "lpdt/dist/stuck_call_watchdog.h"
 
 namespace lpdt::dist {
 
@@ -37,6 +38,7 @@ void poll_pause() { std::this_thread::sleep_for(std::chrono::microseconds(20)); 
 
 MPI_Request MpiComm::start_send(std::span<const std::uint8_t> bytes, int dest, int tag) {
   MPI_Request request = MPI_REQUEST_NULL;
+  const WatchedMpiCall watched("MPI_Isend");
   check(MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm_,
                   &request),
         "MPI_Isend");
@@ -46,6 +48,7 @@ MPI_Request MpiComm::start_send(std::span<const std::uint8_t> bytes, int dest, i
 MPI_Request MpiComm::start_synchronous_send(std::span<const std::uint8_t> bytes, int dest,
                                             int tag) {
   MPI_Request request = MPI_REQUEST_NULL;
+  const WatchedMpiCall watched("MPI_Issend");
   check(MPI_Issend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm_,
                    &request),
         "MPI_Issend");
@@ -57,9 +60,12 @@ std::vector<std::size_t> MpiComm::wait_or_abandon(std::vector<MPI_Request>& requ
                                                   PeerDeadline& deadline) {
   for (;;) {
     int done = 0;
-    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
-                      MPI_STATUSES_IGNORE),
-          "MPI_Testall");
+    {
+      const WatchedMpiCall watched("MPI_Testall");
+      check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                        MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+    }
     if (done) return {};
     std::set<int> awaited;
     for (std::size_t r = 0; r < requests.size(); ++r) {
@@ -77,6 +83,7 @@ std::vector<std::size_t> MpiComm::wait_or_abandon(std::vector<MPI_Request>& requ
   std::vector<std::size_t> abandoned;
   for (std::size_t r = 0; r < requests.size(); ++r) {
     if (requests[r] == MPI_REQUEST_NULL) continue;
+    const WatchedMpiCall watched("MPI_Test / MPI_Cancel");
     int done = 0;
     check(MPI_Test(&requests[r], &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done) continue;
@@ -89,6 +96,7 @@ std::vector<std::size_t> MpiComm::wait_or_abandon(std::vector<MPI_Request>& requ
 
 MPI_Request MpiComm::start_receive(std::span<std::uint8_t> buffer, int source, int tag) {
   MPI_Request request = MPI_REQUEST_NULL;
+  const WatchedMpiCall watched("MPI_Irecv");
   check(MPI_Irecv(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, source, tag, comm_,
                   &request),
         "MPI_Irecv");
@@ -99,11 +107,15 @@ void MpiComm::wait_all(std::vector<MPI_Request>& requests, Clock::time_point dea
                        const std::string& what) {
   for (;;) {
     int done = 0;
-    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
-                      MPI_STATUSES_IGNORE),
-          "MPI_Testall");
+    {
+      const WatchedMpiCall watched("MPI_Testall");
+      check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                        MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+    }
     if (done) return;
     if (Clock::now() > deadline) {
+      const WatchedMpiCall watched("MPI_Cancel");
       for (auto& r : requests) {
         if (r != MPI_REQUEST_NULL) {
           MPI_Cancel(&r);
@@ -112,7 +124,9 @@ void MpiComm::wait_all(std::vector<MPI_Request>& requests, Clock::time_point dea
       }
       std::ostringstream msg;
       msg << "rank " << rank_ << " waited " << timeout_s_ << " s for " << what
-          << " (run.receive_timeout_s): a peer died or stalled";
+          << " (run.receive_timeout_s): a peer died or stalled, or was busy for longer than that "
+             "(rank 0 evaluating every node's model, say: the deadline must exceed the longest "
+             "computation between two exchanges)";
       throw PeerTimeout(msg.str());
     }
     poll_pause();
@@ -131,16 +145,26 @@ std::optional<std::vector<std::uint8_t>> MpiComm::try_receive(int source, int ta
   int found = 0;
   MPI_Message message;
   MPI_Status status;
-  check(MPI_Improbe(source, tag, comm_, &found, &message, &status), "MPI_Improbe");
+  {
+    const WatchedMpiCall watched("MPI_Improbe");
+    check(MPI_Improbe(source, tag, comm_, &found, &message, &status), "MPI_Improbe");
+  }
   if (!found) return std::nullopt;
   int count = 0;
   check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
   auto bytes = std::make_unique<std::vector<std::uint8_t>>(static_cast<std::size_t>(count));
   MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Imrecv(bytes->data(), count, MPI_BYTE, &message, &request), "MPI_Imrecv");
+  {
+    const WatchedMpiCall watched("MPI_Imrecv");
+    check(MPI_Imrecv(bytes->data(), count, MPI_BYTE, &message, &request), "MPI_Imrecv");
+  }
   for (;;) {
     int done = 0;
-    const int code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    int code = MPI_SUCCESS;
+    {
+      const WatchedMpiCall watched("MPI_Test");
+      code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    }
     if (code == MPI_SUCCESS && done) return std::move(*bytes);
     if (code != MPI_SUCCESS || Clock::now() > until) {
       abandoned_.emplace_back(request, std::move(bytes));
@@ -204,6 +228,7 @@ void DeathNotices::sign_of_life() {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_ || dead_.count(r)) continue;
     MPI_Request request = MPI_REQUEST_NULL;
+    const WatchedMpiCall watched("MPI_Isend");
     MpiComm::check(MPI_Isend(&rank_, 1, MPI_INT, r, kTagSignOfLife, control_, &request),
                    "MPI_Isend");
     MPI_Request_free(&request);  // one int from a member: sent eagerly, nobody waits for it
@@ -225,6 +250,7 @@ bool DeathNotices::declare(int dead_rank) {
     if (r == rank_ || dead_.count(r)) continue;
     sent_.push_back(std::make_unique<int>(dead_rank));
     MPI_Request request = MPI_REQUEST_NULL;
+    const WatchedMpiCall watched("MPI_Isend");
     MpiComm::check(MPI_Isend(sent_.back().get(), 1, MPI_INT, r, kTagDeathNotice, control_, &request),
                    "MPI_Isend");
     MPI_Request_free(&request);  // a one-int message: sent eagerly, nobody waits for it
@@ -242,6 +268,7 @@ void receive_arrived_ints(MPI_Comm comm, int tag, Take take) {
     int found = 0;
     MPI_Message message;
     MPI_Status status;
+    const WatchedMpiCall watched("MPI_Improbe / MPI_Mrecv");
     MpiComm::check(MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &found, &message, &status),
                    "MPI_Improbe");
     if (!found) return;

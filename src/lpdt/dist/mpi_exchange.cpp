@@ -7,6 +7,7 @@
 
 #include "lpdt/comm/message_codec.h"
 #include "lpdt/dist/placement.h"
+#include "lpdt/dist/stuck_call_watchdog.h"
 
 namespace lpdt::dist {
 
@@ -103,9 +104,12 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
   std::vector<MPI_Status> statuses(senders.size());
   while (pending > 0) {
     int completed = 0;
-    MpiComm::check(MPI_Testsome(static_cast<int>(receives.size()), receives.data(), &completed,
-                                done.data(), statuses.data()),
-                   "MPI_Testsome");
+    {
+      const WatchedMpiCall watched("MPI_Testsome");
+      MpiComm::check(MPI_Testsome(static_cast<int>(receives.size()), receives.data(), &completed,
+                                  done.data(), statuses.data()),
+                     "MPI_Testsome");
+    }
     if (completed == MPI_UNDEFINED) break;
     for (int c = 0; c < completed; ++c) {
       const std::size_t s = static_cast<std::size_t>(done[c]);
@@ -130,6 +134,7 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
       notices_->absorb();
       for (std::size_t s = 0; s < senders.size(); ++s) {
         if (receives[s] != MPI_REQUEST_NULL && rank_dead(senders[s])) {
+          const WatchedMpiCall watched("MPI_Cancel");
           MPI_Cancel(&receives[s]);
           MPI_Wait(&receives[s], MPI_STATUS_IGNORE);
           --pending;
@@ -148,6 +153,7 @@ algo::ExchangedRound MpiExchange::exchange(const compress::Compressed& sent,
   std::set<int> newly_dead;
   for (std::size_t s = 0; s < senders.size(); ++s) {
     if (receives[s] == MPI_REQUEST_NULL) continue;
+    const WatchedMpiCall watched("MPI_Cancel");
     MPI_Cancel(&receives[s]);
     MPI_Wait(&receives[s], MPI_STATUS_IGNORE);  // a cancelled receive completes at once
     newly_dead.insert(owner_rank(senders[s], ranks, n));
