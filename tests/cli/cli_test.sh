@@ -357,8 +357,11 @@ cp "$run_dir/epochs.csv" "$work/epochs.before"
 expect 2 "resuming would train epoch 3 again and replace the results" -- "$lpdt" train \
   --resume "$run_dir" --set run.epochs=4
 expect 0 "" -- cmp "$run_dir/epochs.csv" "$work/epochs.before"
-expect 1 "is not a run folder: expected the config.toml and checkpoint.lpdt" -- "$lpdt" train \
+expect 2 "is not a run folder: expected the config.toml and checkpoint.lpdt" -- "$lpdt" train \
   --resume "$work"
+# -o and --set run.out_dir both placing a new run's folder: refused rather than one winning.
+expect 2 "-o/--out '$work/o1' and --set run.out_dir=$work/o2 both name the folder" -- \
+  "$lpdt" train -o "$work/o1" --set run.out_dir="$work/o2" --print-config
 expect 2 "train --resume: '$work/no_such_run' does not exist" -- "$lpdt" train \
   --resume "$work/no_such_run"
 expect 2 "config file '$work/no_such.toml' cannot be read: no such file" -- "$lpdt" train \

@@ -12,6 +12,7 @@
 #include "lpdt/cli/commands.h"
 #include "lpdt/core/error.h"
 #include "lpdt/dist/cluster.h"
+#include "lpdt/exp/bench_stats.h"
 
 namespace {
 
@@ -41,9 +42,11 @@ std::string libtorch_message(const c10::Error& e) {
           : message.substr(at + tried.size(),
                            message.find(' ', at + tried.size()) - (at + tried.size())) +
                 " bytes";
-  return "out of memory: one tensor needed " + bytes +
-         " at once; the sizes asked for (nodes, batch size, image size, sequence length) need "
-         "more memory than this machine has";
+  char peak[64];
+  std::snprintf(peak, sizeof peak, "%.1f GiB", lpdt::exp::peak_resident_bytes() / (1u << 30));
+  return "out of memory: one tensor needed " + bytes + " at once, with this process at a peak of " +
+         peak + " resident before it; the sizes asked for (nodes, batch size, image size, "
+         "sequence length: data.max_length) need more memory than this machine had free";
 }
 
 struct MessageError : std::runtime_error {

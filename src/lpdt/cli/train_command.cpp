@@ -23,7 +23,19 @@ std::pair<Config, ExperimentConfig> resolve_run(const std::string& config_path,
                                                      const std::string& resume_dir,
                                                      std::vector<std::string> overrides,
                                                      const std::string& out_dir) {
-  if (!out_dir.empty()) overrides.push_back("run.out_dir=\"" + out_dir + "\"");
+  if (!out_dir.empty()) {
+    // Both placing the folder: the one given last would win without a word.
+    for (const std::string& o : overrides) {
+      std::string key = o.substr(0, o.find('='));
+      key.erase(0, key.find_first_not_of(" \t"));
+      key.erase(key.find_last_not_of(" \t") + 1);
+      if (key == "run.out_dir" && resume_dir.empty()) {
+        throw ConfigError("train: -o/--out '" + out_dir + "' and --set " + o +
+                          " both name the folder for the run folder: give one");
+      }
+    }
+    overrides.push_back("run.out_dir=\"" + out_dir + "\"");
+  }
   std::optional<std::string> path =
       config_path.empty() ? std::nullopt : std::optional<std::string>(config_path);
   if (!resume_dir.empty()) {
@@ -35,9 +47,9 @@ std::pair<Config, ExperimentConfig> resolve_run(const std::string& config_path,
                         "' does not exist: name a run folder that lpdt train wrote (runs/<run>)");
     }
     if (!std::filesystem::exists(*path) && !std::filesystem::exists(dir / "checkpoint.lpdt")) {
-      throw UserError("train --resume: '" + resume_dir +
-                      "' is not a run folder: expected the config.toml and checkpoint.lpdt "
-                      "that lpdt train writes in runs/<run> (name the run's own folder)");
+      throw ConfigError("train --resume: '" + resume_dir +
+                        "' is not a run folder: expected the config.toml and checkpoint.lpdt "
+                        "that lpdt train writes in runs/<run> (name the run's own folder)");
     }
     // A resumed run stays in its folder under its name: its recorded configuration keeps
     // them, whatever placed a new run's folder.

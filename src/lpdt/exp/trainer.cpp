@@ -1275,8 +1275,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     if (planned != config.run.epochs) {
       const std::string warning = format(
           "optim.schedule = cosine spans run.epochs: the %d epochs trained so far followed a "
-          "cosine over %d epochs, the rest follows one over %d, so the learning rates differ from "
-          "a run started with run.epochs = %d (multistep and constant schedules extend exactly)",
+          "cosine over %d epochs (the span of the run that wrote the checkpoint; epochs of an "
+          "earlier extension followed the span it had then), the rest follows one over %d, so the "
+          "learning rates differ from a run started with run.epochs = %d (multistep and constant "
+          "schedules extend exactly)",
           resumed->epochs_done, planned, config.run.epochs, config.run.epochs);
       say("warning: " + warning);
       warnings.push_back(warning);
@@ -1948,9 +1950,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
 
   progress(
       format("done: average-model accuracy %.2f%%, %s, %.4f GB sent per node, wall time %.1f s "
-             "(%.0f train img/s)",
+             "(%.0f training %s/s)",
              final_evaluation.average_model_accuracy, node_accuracy_text(final_evaluation).c_str(),
-             result.mean_gb_sent_per_node, result.wall_time_s, result.train_images_per_s));
+             result.mean_gb_sent_per_node, result.wall_time_s, result.train_images_per_s,
+             text ? "sequences" : "img"));
   progress("results: " + (run_dir / "summary.json").string());
   return result;
 }
