@@ -66,6 +66,15 @@ check "choco: 4 ranks = simulator" "$equal" "$(ckpt choco_np4)" "$(ckpt choco_si
 check "choco: 1 rank = simulator" "$equal" "$(ckpt choco_np1)" "$(ckpt choco_sim)"
 check "choco: payloads between ranks" grep -q '"bytes_sent": [1-9]' "$work"/choco_np4/*/summary.json
 
+# A rank holding one node where the simulator groups it with others in one pass: its
+# convolutions sum in another order, and the run says so when it starts (docs/mpi.md).
+train lone_np3 "${mpirun[@]}" -np 3 -- --set graph.nodes=4 --set run.nodes_per_pass=0 \
+  --set run.epochs=1
+check "a rank's lone node: noted" grep -q "note: nodes 2, 3: computed in a pass of one node" \
+  "$work/lone_np3.log"
+check "one node per pass everywhere: no such note" bash -c \
+  "! grep -q 'computed in a pass of one node' '$work/choco_np4.log'"
+
 # DeepSqueeze with 8-bit training (int8 model), random-k, quasi-global momentum, 3 ranks
 # (blocks of 3, 3 and 2 nodes).
 squeeze=(--set algo.name=deep-squeeze --set algo.compressor=randomk --set algo.keep_fraction=0.2
