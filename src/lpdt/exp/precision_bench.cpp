@@ -77,9 +77,9 @@ std::vector<PrecisionResult> run_precision_bench(
   char line[384];
   std::snprintf(
       line, sizeof line,
-      "lpdt bench --precision: %s, norm %s, %lldx%lldx%lld inputs, batch %lld/node, "
+      "lpdt bench --precision: %s%s, %lldx%lldx%lld inputs, batch %lld/node, "
       "%s, median of %lld steps after %lld warm-up, the modes' steps alternating",
-      model_name.c_str(), options.norm.c_str(),
+      model_name.c_str(), image_bench_norm_text(options).c_str(),
       static_cast<long long>(options.channels), static_cast<long long>(options.size),
       static_cast<long long>(options.size), static_cast<long long>(options.batch_size),
       runtime.description().c_str(), static_cast<long long>(options.steps),

@@ -126,9 +126,9 @@ std::vector<ScalingResult> run_scaling_bench(
   const auto model = models::make_model(image_bench_model(options));
   char line[384];
   std::snprintf(line, sizeof line,
-                "lpdt bench --scaling: %s, norm %s (%lld params/node), batch %lld/node, %s, median "
+                "lpdt bench --scaling: %s%s (%lld params/node), batch %lld/node, %s, median "
                 "of %lld steps after %lld warm-up",
-                model->name().c_str(), options.norm.c_str(),
+                model->name().c_str(), image_bench_norm_text(options).c_str(),
                 static_cast<long long>(model->num_params()),
                 static_cast<long long>(options.batch_size), runtime.description().c_str(),
                 static_cast<long long>(options.steps),

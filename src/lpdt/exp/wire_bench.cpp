@@ -86,9 +86,9 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
 
   char line[320];
   std::snprintf(line, sizeof line,
-                "lpdt bench --wire: %s, norm %s, %lld params in %zu layers, first Choco round's "
+                "lpdt bench --wire: %s%s, %lld params in %zu layers, first Choco round's "
                 "messages of %lld nodes; median of %lld encodes/decodes; lpdt %s (%s)",
-                model->name().c_str(), options.norm.c_str(),
+                model->name().c_str(), image_bench_norm_text(options).c_str(),
                 static_cast<long long>(layout.total_numel),
                 layout.segments.size(), static_cast<long long>(options.nodes),
                 static_cast<long long>(options.repeats), build_info::kGitRevision,
