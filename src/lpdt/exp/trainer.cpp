@@ -1313,26 +1313,22 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // nodes as keep a pass's saved activations in cache, from one traced node of an image model
   // (models::automatic_nodes_per_pass); a text model is not traced and takes the cap.
   const bool on_gpu = device.is_cuda();
-  const std::int64_t nodes_per_pass =
-      config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass
-      : text                        ? models::automatic_nodes_per_pass(k, on_gpu, 0.0)
-                                    : models::automatic_nodes_per_pass(
-                                          *model,
-                                          at::zeros({1, config.data.batch_size, model_options.in_channels,
-                                                     model_options.height, model_options.width}),
-                                          k, on_gpu);
+  // The pass size of a process holding `count` nodes.
+  const auto pass_size_for = [&](std::int64_t count) {
+    return config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass
+           : text                        ? models::automatic_nodes_per_pass(count, on_gpu, 0.0)
+                                         : models::automatic_nodes_per_pass(
+                                               *model,
+                                               at::zeros({1, config.data.batch_size,
+                                                          model_options.in_channels,
+                                                          model_options.height, model_options.width}),
+                                               count, on_gpu);
+  };
+  const std::int64_t nodes_per_pass = pass_size_for(k);
   // A rank's passes are chunks of its own nodes: where that leaves a node alone in its pass but not
   // in one process (or the reverse), its convolutions sum in another order than the simulator's.
   if (cluster.distributed() && leader && !on_gpu) {
-    const std::int64_t one_process_pass =
-        config.run.nodes_per_pass > 0 ? config.run.nodes_per_pass
-        : text                        ? models::automatic_nodes_per_pass(n, on_gpu, 0.0)
-                                      : models::automatic_nodes_per_pass(
-                                            *model,
-                                            at::zeros({1, config.data.batch_size,
-                                                       model_options.in_channels,
-                                                       model_options.height, model_options.width}),
-                                            n, on_gpu);
+    const std::int64_t one_process_pass = pass_size_for(n);
     const std::vector<std::int64_t> apart = dist::nodes_passed_alone_differently(
         n, cluster.size(), [&](std::int64_t count) { return std::min(count, one_process_pass); });
     if (!apart.empty()) {
