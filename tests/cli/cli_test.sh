@@ -116,8 +116,8 @@ expect 2 "compressor 'gzip' is not a compressor" -- "$lpdt" bench --wire --compr
 # So is a model that does not fit the input size (no header line first).
 expect 2 "^lpdt: configuration error: model.arch = 'lenet5' needs inputs of at least 12x12" -- \
   first_line "$lpdt" bench --precision --modes fp32 --arch lenet5 --size 4
-# Only a ResNet's header names a depth.
-expect 0 "^lpdt bench \-\-precision: lenet5, norm" -- "$lpdt" bench --precision \
+# Only a ResNet's header names a depth, and only a model with a normalisation its norm.
+expect 0 "^lpdt bench \-\-precision: lenet5, 1x12x12 inputs" -- "$lpdt" bench --precision \
   --modes fp32 --arch lenet5 --channels 1 --size 12 --nodes 1 --steps 1 --warmup 0 --batch 2
 expect 2 "\-\-compressors requires \-\-wire" -- "$lpdt" bench --precision --compressors none
 # The two forms of the same convolutions: a row per shape, and the pass's total.

@@ -3,7 +3,8 @@
 // worker count and however the test batches divide among the workers.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <set>
 #include <string>

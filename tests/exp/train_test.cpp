@@ -955,7 +955,9 @@ TEST(Checkpoint, ExtendingACosineRunIsAWarning) {
     const std::string warnings = warnings_of(train(run(2, schedule), quiet, resume));
     if (schedule == OptimConfig::Schedule::kCosine) {
       EXPECT_NE(warnings.find("optim.schedule = cosine spans run.epochs: the 1 epochs trained so "
-                              "far followed a cosine over 1 epochs, the rest follows one over 2"),
+                              "far followed a cosine over 1 epochs (the span of the run that "
+                              "wrote the checkpoint; epochs of an earlier extension followed the "
+                              "span it had then), the rest follows one over 2"),
                 std::string::npos)
           << warnings;
     } else {

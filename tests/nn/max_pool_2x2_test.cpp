@@ -4,7 +4,8 @@
 #include "lpdt/nn/max_pool_2x2.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <limits>
 
