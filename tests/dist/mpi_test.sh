@@ -75,6 +75,12 @@ check "a rank's lone node: noted" grep -q "note: nodes 2, 3: computed in a pass 
 check "one node per pass everywhere: no such note" bash -c \
   "! grep -q 'computed in a pass of one node' '$work/choco_np4.log'"
 
+# --print-config and --help under mpirun: printed once (by rank 0), not once per rank.
+check "--print-config once under 3 ranks" bash -c \
+  "[ \"\$(${mpirun[*]} -np 3 '$lpdt' train --print-config | grep -c '^\[run\]')\" = 1 ]"
+check "--help once under 3 ranks" bash -c \
+  "[ \"\$(${mpirun[*]} -np 3 '$lpdt' train --help | grep -c '^Usage')\" = 1 ]"
+
 # DeepSqueeze with 8-bit training (int8 model), random-k, quasi-global momentum, 3 ranks
 # (blocks of 3, 3 and 2 nodes).
 squeeze=(--set algo.name=deep-squeeze --set algo.compressor=randomk --set algo.keep_fraction=0.2

@@ -123,6 +123,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // --help and --version under mpirun: rank 0 prints them, not every rank (a parse error is
+    // printed by the rank that has it: in an MPMD launch the ranks' arguments can differ).
+    if (e.get_exit_code() == 0 && lpdt::dist::launcher_rank() > 0) return 0;
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   } catch (const lpdt::ConfigError& e) {

@@ -111,7 +111,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("-o,--out", args->out_dir, "Folder for the run folder (run.out_dir)")
       ->check(non_empty_path());
   cmd->add_flag("--help-config", args->help_config, "Print every configuration key and exit");
-  cmd->add_flag("--print-config", args->print_config, "Print the resolved configuration and exit");
+  cmd->add_flag("--print-config", args->print_config, "Print the resolved configuration and exit (under mpirun: rank 0)");
   cmd->callback([args]() {
     if (args->help_config) {
       std::cout << experiment_schema().help_text();
@@ -131,7 +131,8 @@ void add_train_command(CLI::App& app) {
       }
     }();
     if (args->print_config) {
-      std::cout << resolved.to_toml();  // each value set by the file or --set names its origin
+      // Each value set by the file or --set names its origin. Under mpirun rank 0 prints it.
+      if (dist::launcher_rank() <= 0) std::cout << resolved.to_toml();
       return;
     }
     exp::TrainOptions options;
