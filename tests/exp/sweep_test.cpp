@@ -247,7 +247,10 @@ TEST(Sweep, TablesHoldTheMeanAndSpreadOverSeeds) {
   EXPECT_THAT(md, HasSubstr("| data.skew | deep-squeeze | choco |"));
   EXPECT_THAT(md, HasSubstr("| 0.0 | 82 ± 2.828 (2) | - |"));
   EXPECT_THAT(md, HasSubstr("| 0.5 | - | 70 |"));
-  EXPECT_THAT(sweep_table_csv(spec, t), HasSubstr("0.0,deep-squeeze,average_model_accuracy,82,"));
+  EXPECT_THAT(sweep_table_csv(spec, t),
+              HasSubstr("0.0,deep-squeeze,average_model_accuracy,82,2.828427125,2,0\n"));
+  // One run: no spread (empty), as the markdown shows none.
+  EXPECT_THAT(sweep_table_csv(spec, t), HasSubstr("0.5,choco,average_model_accuracy,70,,1,0\n"));
   // A run whose configuration no longer matches the sweep is named, with the key.
   SweepSpec changed = spec;
   changed.set.push_back("optim.lr=0.5");

@@ -951,7 +951,11 @@ std::string sweep_table_csv(const SweepSpec& spec, const SweepTable& table) {
       if (cell.values.empty()) {
         out << ",,0";
       } else {
-        out << cell.mean << "," << cell.spread << "," << cell.values.size();
+        // One run has no spread (the sample standard deviation needs two): empty, as the
+        // markdown table shows none.
+        out << cell.mean << ",";
+        if (cell.values.size() > 1) out << cell.spread;
+        out << "," << cell.values.size();
       }
       out << "," << cell.diverged << "\n";
     }
