@@ -1910,10 +1910,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     summary["faults"] = f;
     if (faults.messages_late > 0 || !faults.dead_nodes.empty()) {
       progress(format(
-          "faults: %lld messages late (%lld lost and resent, %lld rounds late in all), "
-          "%zu dead nodes, %lld edge-rounds dropped",
-          static_cast<long long>(faults.messages_late),
-          static_cast<long long>(faults.messages_lost), static_cast<long long>(faults.late_rounds),
+          "faults: %lld messages late, %lld rounds late in all (%lld losses, each resent the "
+          "next round: a message lost twice counts two), %zu dead nodes, %lld edge-rounds dropped",
+          static_cast<long long>(faults.messages_late), static_cast<long long>(faults.late_rounds),
+          static_cast<long long>(faults.messages_lost),
           faults.dead_nodes.size(), static_cast<long long>(faults.dead_edge_rounds)));
     }
   }
