@@ -448,6 +448,14 @@ TEST(PassWorkers, AutomaticAndExplicitCounts) {
   EXPECT_FALSE(resnet->draws_from_global_generator());
   EXPECT_EQ(automatic_pass_workers(*vgg11, 8, false, 2), 1);
 
+  // Evaluation: one worker per intra-op thread, an explicit count kept, in turn for 1, on a GPU
+  // and for a model with dropout (whose forward passes never run side by side in training).
+  EXPECT_EQ(evaluation_workers(0, *resnet, false, 2), 2);
+  EXPECT_EQ(evaluation_workers(3, *resnet, false, 2), 3);
+  EXPECT_EQ(evaluation_workers(1, *resnet, false, 2), 1);
+  EXPECT_EQ(evaluation_workers(0, *resnet, /*on_gpu=*/true, 2), 1);
+  EXPECT_EQ(evaluation_workers(0, *vgg11, false, 2), 1);
+
   EXPECT_EQ(resolve_pass_workers(0, *resnet, 8, false, 2), 2);
   EXPECT_EQ(resolve_pass_workers(1, *resnet, 8, false, 2), 1);
   EXPECT_EQ(resolve_pass_workers(3, *resnet, 8, false, 2), 3);

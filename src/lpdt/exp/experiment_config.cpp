@@ -222,8 +222,8 @@ void add_keys(ConfigSchema& s) {
        "thread; 1 = passes in turn on run.threads threads; 0 = automatic (one per intra-op "
        "thread when a step has several passes; 1 on a GPU and for models with dropout). Results "
        "equal those of passes in turn at one thread, bit for bit. Evaluation runs its passes (a "
-       "node on a test batch each) on as many workers: one per intra-op thread for 0, also for "
-       "models with dropout, which evaluation does not draw; in turn for 1.")
+       "node on a test batch each) on as many workers (for 0: one per intra-op thread), except "
+       "for models with dropout, whose passes run in turn.")
       .at_least(0)
       .at_most(static_cast<double>(kMaxThreads));
   s.add_string(

@@ -203,7 +203,7 @@ std::vector<ScalingResult> run_scaling_bench(
     r.peak_rss_mib = peak_resident_bytes() / kMiB;
     time_checkpoint(x, buffers, optimizer, ledger, r);
     time_evaluation(*model, x, buffers, options,
-                    models::evaluation_workers(0, /*on_gpu=*/false, runtime.intra_op_threads), r);
+                    models::evaluation_workers(0, *model, /*on_gpu=*/false, runtime.intra_op_threads), r);
     std::snprintf(line, sizeof line,
                   "%5lld  %7.1f  %12.3f  %7.0f  %9.1f  %12.1f  %11.0f  %20.1f  %19.0f  %14.1f  "
                   "%14.1f  %19.1f  %13.1f  %18.1f  %21.2f  %10.2f (%d)",

@@ -1340,7 +1340,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       config.run.pass_workers, *model, (k + nodes_per_pass - 1) / nodes_per_pass, on_gpu,
       runtime.intra_op_threads);
   const int eval_workers =
-      models::evaluation_workers(config.run.pass_workers, on_gpu, runtime.intra_op_threads);
+      models::evaluation_workers(config.run.pass_workers, *model, on_gpu,
+                                 runtime.intra_op_threads);
   const nn::ConvAlgorithm conv_algorithm = nn::ConvAlgorithm::kGrouped;
   const bool static_graph = topology->is_static();
   auto mixing_at = [&](std::int64_t r) {

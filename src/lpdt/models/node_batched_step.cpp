@@ -120,8 +120,8 @@ int automatic_pass_workers(const Model& model, std::int64_t passes, bool on_gpu,
   return static_cast<int>(std::clamp<std::int64_t>(intra_op_threads, 1, passes));
 }
 
-int evaluation_workers(int requested, bool on_gpu, int intra_op_threads) {
-  if (on_gpu || requested == 1) return 1;
+int evaluation_workers(int requested, const Model& model, bool on_gpu, int intra_op_threads) {
+  if (on_gpu || requested == 1 || model.draws_from_global_generator()) return 1;
   return requested > 1 ? requested : std::max(intra_op_threads, 1);
 }
 

@@ -80,10 +80,13 @@ int automatic_pass_workers(const Model& model, std::int64_t passes, bool on_gpu,
 // generator.
 int resolve_pass_workers(int requested, const Model& model, std::int64_t passes, bool on_gpu,
                          int intra_op_threads);
-// The workers of evaluation (exp::node_accuracies) for run.pass_workers as given: 1 on a GPU and
-// for 1 (passes in turn); the count given for more; for 0 (automatic) one per intra-op thread.
-// Evaluation draws nothing from the global generator (dropout is off), so a model with dropout
-// evaluates on workers too.
-int evaluation_workers(int requested, bool on_gpu, int intra_op_threads);
+// The workers of evaluation (exp::node_accuracies) for run.pass_workers as given: 1 on a GPU, for
+// 1 (passes in turn) and for a model whose training runs its passes in turn (one with dropout,
+// Model::draws_from_global_generator: the transformers, VGG-11); else the count given, or for 0
+// (automatic) one per intra-op thread. Only the models whose training passes run side by side are
+// evaluated so: a transformer's forward passes on two threads at once corrupted the heap in
+// LibTorch 1.13 (glibc's "malloc_consolidate(): unaligned fastbin chunk detected" at exit, 6 of
+// 30 runs of TextTraining.AVocabularyThatCannotSpellTheTextIsAWarning).
+int evaluation_workers(int requested, const Model& model, bool on_gpu, int intra_op_threads);
 
 }  // namespace lpdt::models
