@@ -64,6 +64,13 @@ train choco_np4 "${mpirun[@]}" -np 4 -- "${choco[@]}"
 train choco_np1 "${mpirun[@]}" -np 1 -- "${choco[@]}"
 check "choco: 4 ranks = simulator" "$equal" "$(ckpt choco_np4)" "$(ckpt choco_sim)"
 check "choco: 1 rank = simulator" "$equal" "$(ckpt choco_np1)" "$(ckpt choco_sim)"
+# Each rank measures the accuracies of its own nodes, rank 0 the averaged model's: every epoch's
+# accuracies, per node and over the nodes, are the simulator's.
+same_accuracies() {
+  cmp <(cut -d, -f1,2,5 "$work"/"$1"/*/metrics.csv) <(cut -d, -f1,2,5 "$work"/"$2"/*/metrics.csv) &&
+    cmp <(cut -d, -f1-8 "$work"/"$1"/*/epochs.csv) <(cut -d, -f1-8 "$work"/"$2"/*/epochs.csv)
+}
+check "choco: 4 ranks' accuracies = simulator" same_accuracies choco_np4 choco_sim
 check "choco: payloads between ranks" grep -q '"bytes_sent": [1-9]' "$work"/choco_np4/*/summary.json
 
 # A rank holding one node where the simulator groups it with others in one pass: its
@@ -88,6 +95,7 @@ squeeze=(--set algo.name=deep-squeeze --set algo.compressor=randomk --set algo.k
 train squeeze_sim -- "${squeeze[@]}"
 train squeeze_np3 "${mpirun[@]}" -np 3 -- "${squeeze[@]}"
 check "deepsqueeze: 3 ranks = simulator" "$equal" "$(ckpt squeeze_np3)" "$(ckpt squeeze_sim)"
+check "deepsqueeze: 3 ranks' accuracies = simulator" same_accuracies squeeze_np3 squeeze_sim
 
 # D-PSGD on a time-varying graph (a one-peer exponential graph), 2 ranks.
 dpsgd=(--set algo.name=dpsgd --set graph.topology=one-peer-exponential)
@@ -193,9 +201,9 @@ if [ "$failed" -gt "$failed_before" ]; then
   done
 fi
 
-# A rank killed (from outside) while rank 0 evaluates: its message to rank 0 is then already on
-# the way, and rank 0, reading it from a dead process, waits out the deadline instead of forever;
-# it finishes the run without that rank.
+# A rank killed (from outside) during an evaluation: its message to rank 0 (its rows, or its
+# nodes' accuracies) may then already be on the way, and rank 0, reading it from a dead process,
+# waits out the deadline instead of forever; it finishes the run without that rank.
 "${mpirun[@]}" --enable-recovery -np 2 "$lpdt" train --out "$work/killed" "${tiny[@]}" \
   --set run.epochs=6 --set run.max_steps_per_epoch=1 --set data.test_subset=0 \
   --set data.synthetic_samples_per_class=1000 --set run.receive_timeout_s=3 \

@@ -125,7 +125,7 @@ void MpiComm::wait_all(std::vector<MPI_Request>& requests, Clock::time_point dea
       std::ostringstream msg;
       msg << "rank " << rank_ << " waited " << timeout_s_ << " s for " << what
           << " (run.receive_timeout_s): a peer died or stalled, or was busy for longer than that "
-             "(rank 0 evaluating every node's model, say: the deadline must exceed the longest "
+             "(rank 0 evaluating the averaged model, say: the deadline must exceed the longest "
              "computation between two exchanges)";
       throw PeerTimeout(msg.str());
     }

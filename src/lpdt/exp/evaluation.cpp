@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "lpdt/algo/consensus.h"
+#include "lpdt/core/error.h"
 #include "lpdt/core/pass_workers.h"
 
 namespace lpdt::exp {
@@ -109,14 +110,18 @@ std::pair<at::Tensor, std::vector<at::Tensor>> average_model(
   return {params.mean(0, /*keepdim=*/true), mean_buffers};
 }
 
-Evaluation evaluate(const models::Model& model, const at::Tensor& params,
-                    const std::vector<at::Tensor>& buffers, const data::EvalBatches& batches,
-                    bool per_node, int workers) {
+Evaluation evaluation_with_node_accuracies(const models::Model& model, const at::Tensor& params,
+                                           const std::vector<at::Tensor>& buffers,
+                                           const data::EvalBatches& batches,
+                                           std::vector<double> node_accuracy, int workers) {
   torch::NoGradGuard no_grad;
-  Evaluation result;
   const at::Tensor detached = params.detach();
-  if (per_node) {
-    result.node_accuracy = node_accuracies(model, detached, buffers, batches, workers);
+  LPDT_CHECK(node_accuracy.empty() || static_cast<std::int64_t>(node_accuracy.size()) ==
+                                          detached.size(0),
+             "evaluation_with_node_accuracies: one accuracy per row of params");
+  Evaluation result;
+  result.node_accuracy = std::move(node_accuracy);
+  if (!result.node_accuracy.empty()) {
     const auto& acc = result.node_accuracy;
     result.mean_accuracy = std::accumulate(acc.begin(), acc.end(), 0.0) / acc.size();
     result.min_accuracy = *std::min_element(acc.begin(), acc.end());
@@ -130,6 +135,15 @@ Evaluation evaluate(const models::Model& model, const at::Tensor& params,
       node_accuracies(model, mean_params, mean_buffers, batches, workers)[0];
   result.consensus_distance = algo::consensus_distance(detached);
   return result;
+}
+
+Evaluation evaluate(const models::Model& model, const at::Tensor& params,
+                    const std::vector<at::Tensor>& buffers, const data::EvalBatches& batches,
+                    bool per_node, int workers) {
+  std::vector<double> node_accuracy;
+  if (per_node) node_accuracy = node_accuracies(model, params.detach(), buffers, batches, workers);
+  return evaluation_with_node_accuracies(model, params, buffers, batches, std::move(node_accuracy),
+                                         workers);
 }
 
 }  // namespace lpdt::exp

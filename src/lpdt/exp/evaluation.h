@@ -39,6 +39,15 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
 std::pair<at::Tensor, std::vector<at::Tensor>> average_model(
     const at::Tensor& params, const std::vector<at::Tensor>& buffers);
 
+// The evaluation of [k, P] `params` whose per-node accuracies were measured elsewhere (under MPI,
+// each rank measures those of the nodes it hosts): `node_accuracy` has one per row, or is empty
+// when the nodes were not evaluated (eval.per_node = false). Adds the averaged model's accuracy
+// and the consensus distance; `workers` as in node_accuracies.
+Evaluation evaluation_with_node_accuracies(const models::Model& model, const at::Tensor& params,
+                                           const std::vector<at::Tensor>& buffers,
+                                           const data::EvalBatches& batches,
+                                           std::vector<double> node_accuracy, int workers = 1);
+
 // Per-node accuracies (if `per_node`), the averaged model's accuracy and the consensus distance;
 // `workers` as in node_accuracies.
 Evaluation evaluate(const models::Model& model, const at::Tensor& params,

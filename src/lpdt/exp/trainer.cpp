@@ -1537,22 +1537,44 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
     return alive;
   };
-  // Evaluation of the survivors' models (every node when none died).
+  // Under MPI, each rank measures the accuracies of the nodes it hosts, side by side with the
+  // others, and rank 0 gathers them ([n] float64 there; a dead rank's are 0 and left out with its
+  // nodes): rank 0 alone would evaluate every node while the others wait (docs/mpi.md). A node's
+  // accuracy is one pass of that node alone wherever it runs, so it is the simulator's. In one
+  // process, or without per-node evaluation, undefined: evaluate() measures them.
+  const auto gathered_node_accuracies = [&](bool per_node) -> at::Tensor {
+    if (!cluster.distributed() || !per_node) return at::Tensor();
+    const std::vector<double> mine =
+        node_accuracies(*model, x.detach(), buffers, test_batches, eval_workers);
+    return all_rows(at::tensor(mine, at::kDouble));
+  };
+  // Evaluation of the survivors' models (every node when none died). all_node_accuracy: as
+  // gathered_node_accuracies returns it.
   const auto evaluate_survivors = [&](const at::Tensor& all_x,
                                       const std::vector<at::Tensor>& all_buffers, bool per_node,
+                                      const at::Tensor& all_node_accuracy,
                                       std::vector<std::int64_t>& alive) {
     alive = survivors();
-    if (static_cast<std::int64_t>(alive.size()) == n) {
-      return evaluate(*model, all_x, all_buffers, test_batches, per_node, eval_workers);
+    const bool everyone = static_cast<std::int64_t>(alive.size()) == n;
+    at::Tensor alive_x = all_x;
+    std::vector<at::Tensor> alive_buffers = all_buffers;
+    if (!everyone) {
+      const at::Tensor index = at::tensor(alive, at::kLong).to(all_x.device());
+      alive_x = all_x.index_select(0, index);
+      alive_buffers.clear();
+      for (const auto& b : all_buffers)
+        alive_buffers.push_back(b.index_select(0, index.to(b.device())));
     }
-    const at::Tensor index = at::tensor(alive, at::kLong).to(all_x.device());
-    std::vector<at::Tensor> alive_buffers;
-    for (const auto& b : all_buffers)
-      alive_buffers.push_back(b.index_select(0, index.to(b.device())));
-    Evaluation ev =
-        evaluate(*model, all_x.index_select(0, index), alive_buffers, test_batches, per_node,
-                 eval_workers);
-    ev.node_ids = alive;
+    Evaluation ev;
+    if (all_node_accuracy.defined()) {
+      std::vector<double> accuracy;
+      for (const std::int64_t i : alive) accuracy.push_back(all_node_accuracy[i].item<double>());
+      ev = evaluation_with_node_accuracies(*model, alive_x, alive_buffers, test_batches,
+                                           std::move(accuracy), eval_workers);
+    } else {
+      ev = evaluate(*model, alive_x, alive_buffers, test_batches, per_node, eval_workers);
+    }
+    if (!everyone) ev.node_ids = alive;
     return ev;
   };
   std::set<std::int64_t> deaths_reported;
@@ -1733,19 +1755,21 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       continue;
     }
 
-    // Evaluation on rank 0, of every node's rows.
+    // Evaluation: every node's rows on rank 0, each node's accuracy where it lives.
     const at::Tensor all_x = all_rows(x);
     std::vector<at::Tensor> all_buffers;
     for (const auto& b : buffers) all_buffers.push_back(all_rows(b));
     const at::Tensor all_loss_sum = all_rows(node_loss_sum);
     const auto ledger_now = whole_ledger();
+    const at::Tensor all_node_accuracy = gathered_node_accuracies(config.eval.per_node);
     EpochSummary summary;
     summary.epoch = epoch + 1;
     summary.lr = lr;
     if (leader) {
       const at::Tensor node_mean_loss = (all_loss_sum / static_cast<double>(steps_per_epoch)).cpu();
       std::vector<std::int64_t> alive;
-      summary.evaluation = evaluate_survivors(all_x, all_buffers, config.eval.per_node, alive);
+      summary.evaluation = evaluate_survivors(all_x, all_buffers, config.eval.per_node,
+                                              all_node_accuracy, alive);
       summary.train_loss =
           node_mean_loss.index_select(0, at::tensor(alive, at::kLong)).mean().item<double>();
       summary.mean_gb_sent_per_node = ledger_now->mean_gb_sent_per_node();
@@ -1806,9 +1830,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     const at::Tensor all_x = all_rows(x);
     std::vector<at::Tensor> all_buffers;
     for (const auto& b : buffers) all_buffers.push_back(all_rows(b));
+    const at::Tensor all_node_accuracy = gathered_node_accuracies(/*per_node=*/true);
     if (leader) {
       std::vector<std::int64_t> alive;
-      final_evaluation = evaluate_survivors(all_x, all_buffers, /*per_node=*/true, alive);
+      final_evaluation = evaluate_survivors(all_x, all_buffers, /*per_node=*/true,
+                                            all_node_accuracy, alive);
       progress(
           format("after %d gossip-only rounds: mean of node accuracies %.2f%% (the official "
                  "code's \"averaged model\"), exact average %.2f%%",
