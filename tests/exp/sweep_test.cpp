@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "lpdt/core/file_text.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/run_folder.h"
@@ -573,6 +574,30 @@ TEST(Sweep, PerEpochTablesHoldEveryEvaluatedEpoch) {
   EXPECT_TRUE(fs::exists(spec.out_dir / "epochs-mean_node_accuracy.md"));
   const std::string markdown = sweep_table_markdown(spec, epochs[0]);
   EXPECT_THAT(markdown, HasSubstr("| data.skew | epoch | deep-squeeze | choco |"));
+  // A finished run's epochs.csv damaged so that its cells would count it twice, or leave it out
+  // where the final tables count it, is named.
+  const fs::path history = find_sweep_run(spec, point).dir / "epochs.csv";
+  const std::string intact = read_file_text(history).value();
+  const std::string last_row = intact.substr(intact.rfind('\n', intact.size() - 2) + 1);
+  const std::vector<std::pair<std::string, std::string>> damages = {
+      {header + "\n", "ends at its header, but the run trained 2 epochs"},
+      {intact + last_row, "epoch 2 after epoch 2 (expected each epoch once, in rising order)"},
+      {intact.substr(0, intact.find('\n', intact.find('\n') + 1) + 1),
+       "ends at epoch 1, but the run trained 2 epochs"},
+      {"epoch,lr,train_loss\n1,0.1,2.3\n2,0.1,2.2\n",
+       "has no column 'average_model_accuracy' (metric average_model_accuracy)"}};
+  for (const auto& [text_of_file, expected] : damages) {
+    write(history, text_of_file);
+    try {
+      aggregate_sweep_by_epoch(spec);
+      ADD_FAILURE() << "accepted: " << expected;
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.what(), AllOf(HasSubstr(history.string()), HasSubstr(expected),
+                                  HasSubstr("delete the run folder to train the run again")));
+    }
+  }
+  write(history, intact);
+  EXPECT_NO_THROW(aggregate_sweep_by_epoch(spec));
   // A finished run whose epochs.csv is gone is named, not left out of these tables only.
   fs::remove(find_sweep_run(spec, point).dir / "epochs.csv");
   try {

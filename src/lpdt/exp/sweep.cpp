@@ -834,6 +834,45 @@ std::vector<SweepTable> aggregate_sweep(const SweepSpec& spec) {
   return tables;
 }
 
+namespace {
+
+// A finished run's epochs.csv as the run writes it: the column of every metric of the per-epoch
+// tables, epochs in rising order, each once, the last being the run's last (a finished run
+// always evaluates it). Otherwise its per-epoch cells would count the run twice, or leave it out
+// where the final tables, read from summary.json, count it.
+void check_finished_history(const SweepSpec& spec, const fs::path& run_dir,
+                            const report::CsvFile& csv) {
+  const std::string where = csv.path.string() + " (a finished run of " + spec.file.string() + ")";
+  const std::string fix = ": restore it, or delete the run folder to train the run again";
+  for (const std::string& metric : spec.metrics) {
+    const std::string column = epochs_csv_column(metric);
+    if (!column.empty() &&
+        std::find(csv.header.begin(), csv.header.end(), column) == csv.header.end()) {
+      throw UserError(where + " has no column '" + column + "' (metric " + metric + ")" + fix);
+    }
+  }
+  int previous = -1;
+  for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+    const int epoch = report::csv_epoch(csv, r);
+    if (epoch <= previous) {
+      throw UserError(where + " line " + std::to_string(csv.line_numbers[r]) + ": epoch " +
+                      std::to_string(epoch) + " after epoch " + std::to_string(previous) +
+                      " (expected each epoch once, in rising order)" + fix);
+    }
+    previous = epoch;
+  }
+  const std::optional<double> last =
+      report::json_number(read_run_summary(run_dir / "summary.json"), {"config", "run", "epochs"});
+  if (last && previous != static_cast<int>(*last)) {
+    throw UserError(where + " ends at " +
+                    (previous < 0 ? std::string("its header") : "epoch " + std::to_string(previous)) +
+                    ", but the run trained " + std::to_string(static_cast<int>(*last)) +
+                    " epochs and evaluated the last (summary.json)" + fix);
+  }
+}
+
+}  // namespace
+
 std::vector<SweepTable> aggregate_sweep_by_epoch(const SweepSpec& spec) {
   // The finished runs' epochs.csv, by grid values, and every epoch any of them evaluated.
   std::map<std::vector<std::string>, std::vector<report::CsvFile>> histories;
@@ -851,6 +890,7 @@ std::vector<SweepTable> aggregate_sweep_by_epoch(const SweepSpec& spec) {
           "run again");
     }
     report::CsvFile csv = report::read_csv(state.dir / "epochs.csv", {"epoch"});
+    check_finished_history(spec, state.dir, csv);
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
       epochs.insert(report::csv_epoch(csv, r));
     }

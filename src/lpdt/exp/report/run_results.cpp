@@ -280,6 +280,34 @@ bool run_file_present(const fs::path& path) {
   return true;
 }
 
+// metrics.csv's node ids against the run's node count where another file gives it (summary.json's
+// graph.nodes, else topology.json, else class_histogram.csv's rows): a node the run does not have
+// is a damaged file, which would draw a line of its own and zero bars up to it.
+void check_node_ids(const RunResults& run) {
+  std::optional<double> known;
+  std::string source;
+  if (run.summary) known = json_number(*run.summary, {"config", "graph", "nodes"});
+  if (known) {
+    source = "summary.json's graph.nodes";
+  } else if (run.topology) {
+    known = run.topology->num_nodes;
+    source = "topology.json";
+  } else if (!run.class_counts.empty()) {
+    known = static_cast<double>(run.class_counts.size());
+    source = "class_histogram.csv";
+  }
+  if (!known) return;
+  for (const NodeEpoch& row : run.node_epochs) {
+    if (static_cast<double>(row.node) >= *known) {
+      throw UserError("'" + (run.dir / "metrics.csv").string() + "': node " +
+                      std::to_string(row.node) + " in epoch " + std::to_string(row.epoch) +
+                      ", but the run has " + (std::ostringstream() << *known).str() +
+                      " nodes (" + source + "): expected node ids 0 to " +
+                      (std::ostringstream() << *known - 1).str());
+    }
+  }
+}
+
 // Reads whatever files the folder has; a missing one is noted in `missing`.
 RunResults read_run_files(const fs::path& dir) {
   RunResults run;
@@ -386,6 +414,7 @@ RunResults read_run_files(const fs::path& dir) {
     const fs::path file = dir / "cost.json";
     run.cost = parse_cost(file, read_json(file));
   }
+  check_node_ids(run);
   return run;
 }
 
@@ -402,6 +431,16 @@ CsvFile read_csv(const fs::path& path, const std::vector<std::string>& required)
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines
+    // lpdt ends every line it writes with a newline: a last line without one was cut short
+    // (a copy cut off, a disk that filled up, or the run writing it right now), and its last
+    // field may be a number cut short, which would read as another number.
+    if (in.eof()) {
+      throw UserError("'" + path.string() + "' line " + std::to_string(number) +
+                      ": the file ends in the middle of this line (no newline after '" +
+                      printable_excerpt(line) +
+                      "'): it was cut short, or the run is writing it; if the run is still "
+                      "going, run this again, otherwise remove the cut line");
+    }
     std::vector<std::string> fields = split_commas(line);
     if (csv.header.empty()) {
       csv.header = std::move(fields);

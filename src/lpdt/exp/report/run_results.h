@@ -19,8 +19,9 @@ struct CsvFile {
   std::vector<std::vector<std::string>> rows;
   std::vector<int> line_numbers;  // the file line of each row (1-based; the header is line 1)
 };
-// UserError when the file cannot be read, is empty, lacks one of `required` columns, or has a
-// row whose number of fields differs from the header's.
+// UserError when the file cannot be read, is empty, lacks one of `required` columns, has a
+// row whose number of fields differs from the header's, or ends without a newline (a line cut
+// short).
 CsvFile read_csv(const std::filesystem::path& path, const std::vector<std::string>& required);
 // The number in a row's column: UserError naming the file, line and column when it is not one.
 double csv_number(const CsvFile& csv, std::size_t row, const std::string& column);
