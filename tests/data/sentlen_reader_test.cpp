@@ -64,6 +64,14 @@ TEST(SentLen, ReadsSplits) {
                                  SentLenOptions().labels(SentLenLabels::kVerify));
   ASSERT_EQ(test.size(), 1u);
   EXPECT_EQ(test[0].label, 3);
+  // Trailing white space goes before the split on tabs, as SentEval's rstrip(): a line that ends
+  // in a tab keeps its sentence (not an empty last field).
+  write_text(dir.file("trailing.txt"), "tr\t0\t" + words(5) + "\t\n" + "tr\t1\t" + words(9) +
+                                           " \t \r\n");
+  const auto trailing = read_sentlen(dir.file("trailing.txt"), Split::kTrain);
+  ASSERT_EQ(trailing.size(), 2u);
+  EXPECT_EQ(trailing[0].text, words(5));
+  EXPECT_EQ(trailing[1].text, words(9));
   // A UTF-8 byte-order mark before the first line is not part of its split field.
   write_text(dir.file("bom.txt"), "\xEF\xBB\xBFtr\t0\t" + words(5) + "\n");
   ASSERT_EQ(read_sentlen(dir.file("bom.txt"), Split::kTrain).size(), 1u);
@@ -107,6 +115,13 @@ TEST(SentLen, Errors) {
                           {"label.txt", "line 1", "label \"6\"", "0..5"});
   expect_error<UserError>(read("label2.txt", "tr\tx\t" + words(5) + "\n"),
                           {"label2.txt", "label \"x\""});
+  // A line of split and label only, tab-ended, has no sentence (not an empty one).
+  expect_error<UserError>(read("no_words.txt", "tr\t0\t" + words(5) + "\ntr\t0\t \n"),
+                          {"no_words.txt", "line 2", "2 tab-separated field(s), expected 3"});
+  // Lone carriage returns (old Mac line endings) would make the file one line.
+  expect_error<UserError>(
+      read("cr.txt", "tr\t0\t" + words(5) + "\rte\t0\t" + words(5) + "\r"),
+      {"cr.txt", "line 1", "carriage return inside it", "lone carriage return"});
   expect_error<UserError>([&] { read_sentlen(dir.file("missing.txt"), Split::kTrain); },
                           {"missing.txt"});
   // A split without rows: nothing to train on, or nothing to evaluate on (0% accuracy).

@@ -63,8 +63,17 @@ std::vector<TextSample> read_sentlen(const std::string& path, Split split,
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
     ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const std::string where = what + ": line " + std::to_string(line_number) + ": ";
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find('\r') != std::string_view::npos) {
+      // Read as one line, a file of lone-CR lines would hold one sentence: its last.
+      throw UserError(where + "holds a carriage return inside it: lines ending in a lone "
+                              "carriage return (old Mac line endings)? Convert the file to \\n "
+                              "or \\r\\n line endings");
+    }
+    // Trailing white space goes before the fields are split, as SentEval strips each line:
+    // a line ending in a tab would otherwise have an empty sentence as its last field.
+    while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
     // Fields: split, label, ..., sentence (the last field), as SentEval reads them.
     std::vector<std::string_view> fields;
     for (std::size_t p = 0;;) {
