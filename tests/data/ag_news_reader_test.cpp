@@ -53,9 +53,9 @@ TEST(CsvParser, Errors) {
   // Lines ending in a lone carriage return: the byte is shown escaped and the cause named.
   expect_error<UserError>([] { parse_csv("\"1\",\"a\"\r\"2\",\"b\"\r", "t.csv"); },
                           {"t.csv", "line 1", "unexpected character '\\x0D'", "lone carriage return"});
-  expect_error<UserError>([] { parse_csv("1,\"a\",b\n2,plain,c\r3,x,y\r", "t.csv"); },
-                          {"t.csv", "line 2", "carriage return inside an unquoted field",
-                           "lone carriage return"});
+  expect_error<UserError>(
+      [] { parse_csv("1,\"a\",b\n2,plain,c\r3,x,y\r", "t.csv"); },
+      {"t.csv", "line 2", "carriage return inside an unquoted field", "lone carriage return"});
 }
 
 // A UTF-8 byte order mark (spreadsheet programs write one) is not part of the first field.

@@ -1,9 +1,9 @@
 #include "lpdt/data/image_folder_reader.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <torch/types.h>
-
 #include <sys/stat.h>
+#include <torch/types.h>
 
 #include <filesystem>
 
@@ -84,6 +84,24 @@ TEST(ImageFolder, ClassOrderLabelsAndPixels) {
   EXPECT_TRUE(torch::equal(val.labels, d.labels));
   // The default stored size is imagenette2-160's.
   EXPECT_EQ(load_imagenette(dir.path(), Split::kTest).height(), kImagenetteDefaultSize);
+}
+
+// Images with stray bytes before a JPEG marker load, and the dataset carries one warning that
+// counts them and names them; a clean folder carries none.
+TEST(ImageFolder, StrayBytesBeforeAMarkerAreAWarning) {
+  testing::TempDir dir;
+  write_small_tree(dir.path());
+  EXPECT_TRUE(load_imagenette(dir.path(), Split::kTrain, 16).warnings.empty());
+  const std::string padded_file = dir.path() + "/train/n02/10.JPEG";
+  std::vector<std::uint8_t> bytes = testing::encode_jpeg(flat_rgb(24, 32, 10, 20, 30));
+  bytes.insert(bytes.end() - 2, 20, 0x7F);
+  testing::write_bytes(padded_file, bytes);
+  const Dataset d = load_imagenette(dir.path(), Split::kTrain, 16);
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_THAT(d.warnings[0],
+              ::testing::AllOf(::testing::HasSubstr("imagenette: 1 of the 9 training images"),
+                               ::testing::HasSubstr(padded_file + " ("),
+                               ::testing::HasSubstr("extraneous bytes")));
 }
 
 TEST(ImageFolder, GrayscaleImagesBecomeRgb) {

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <torch/types.h>
 
+#include <filesystem>
+
 #include "jpeg_test_util.h"
 #include "lpdt/core/error.h"
+#include "lpdt/data/file_bytes.h"
 #include "test_util.h"
 
 namespace lpdt::data {
@@ -93,12 +96,44 @@ TEST(JpegDecoder, ReadsFiles) {
   EXPECT_LE(max_abs_diff(decoded, pixels), kJpegTolerance);
 }
 
+// Bytes between the entropy-coded data and the end marker (as some encoders write, and as damaged
+// data that still decodes to the end leaves): the image decodes, and the bytes are counted.
+TEST(JpegDecoder, CountsStrayBytesBeforeAMarker) {
+  const auto pixels = smooth_rgb(24, 32);
+  const std::vector<std::uint8_t> clean = encode_jpeg(pixels);
+  ASSERT_GE(clean.size(), 4u);
+  ASSERT_EQ(clean[clean.size() - 2], 0xFF);
+  ASSERT_EQ(clean[clean.size() - 1], 0xD9);  // EOI
+  std::uint64_t stray = 99;
+  const auto whole = decode_jpeg(clean, "clean.jpg", 0, &stray);
+  EXPECT_EQ(stray, 0u);
+  std::vector<std::uint8_t> padded(clean.begin(), clean.end() - 2);
+  for (int i = 0; i < 20; ++i) padded.push_back(0x7F);
+  padded.push_back(0xFF);
+  padded.push_back(0xD9);
+  const auto decoded = decode_jpeg(padded, "padded.jpg", 0, &stray);
+  // libjpeg's Huffman decoder reads a few bytes ahead into its bit buffer: those are not counted.
+  EXPECT_GE(stray, 12u);
+  EXPECT_LE(stray, 20u);
+  EXPECT_TRUE(torch::equal(decoded, whole));
+}
+
 TEST(JpegDecoder, CorruptFilesAreUserErrors) {
   testing::TempDir dir;
   const std::string garbage = dir.file("garbage.JPEG");
   testing::write_bytes(garbage, {'n', 'o', 't', ' ', 'a', ' ', 'j', 'p', 'e', 'g'});
   expect_error<UserError>([&] { read_jpeg(garbage); },
                           {garbage, "not a valid JPEG", "Not a JPEG file"});
+
+  // A sparse file larger than this machine could hold is refused before it is read (it ended in
+  // std::bad_alloc): its size is named.
+  const std::string sparse = dir.file("sparse.jpg");
+  testing::write_bytes(sparse, {0xFF, 0xD8});
+  std::filesystem::resize_file(sparse, loadable_file_bytes() + 1);
+  expect_error<UserError>([&] { read_jpeg(sparse); },
+                          {sparse, std::to_string(loadable_file_bytes() + 1) + " bytes",
+                           "more than half of this machine's memory"});
+  std::filesystem::remove(sparse);
 
   const std::string empty = dir.file("empty.jpg");
   testing::write_bytes(empty, {});

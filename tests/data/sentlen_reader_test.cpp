@@ -66,8 +66,8 @@ TEST(SentLen, ReadsSplits) {
   EXPECT_EQ(test[0].label, 3);
   // Trailing white space goes before the split on tabs, as SentEval's rstrip(): a line that ends
   // in a tab keeps its sentence (not an empty last field).
-  write_text(dir.file("trailing.txt"), "tr\t0\t" + words(5) + "\t\n" + "tr\t1\t" + words(9) +
-                                           " \t \r\n");
+  write_text(dir.file("trailing.txt"),
+             "tr\t0\t" + words(5) + "\t\n" + "tr\t1\t" + words(9) + " \t \r\n");
   const auto trailing = read_sentlen(dir.file("trailing.txt"), Split::kTrain);
   ASSERT_EQ(trailing.size(), 2u);
   EXPECT_EQ(trailing[0].text, words(5));

@@ -85,5 +85,47 @@ INSTANTIATE_TEST_SUITE_P(Models, ImagenetteTraining,
                                   info.param.backend;
                          });
 
+// What the image reader notices without stopping (images with stray bytes before a JPEG marker)
+// and a training set of one class are warnings of the run: said, and kept in summary.json.
+TEST(ImagenetteWarnings, StrayBytesAndASingleClassAreSaidAndRecorded) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("lpdt_imagenette_warnings_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (const char* split : {"train", "val"}) {
+    fs::create_directories(dir / split / "n01440764");
+    for (int i = 0; i < 4; ++i) {
+      data::testing::write_jpeg(
+          (dir / split / "n01440764" / ("img_" + std::to_string(i) + ".JPEG")).string(),
+          data::testing::flat_rgb(24, 24, 30 * i, 90, 200));
+    }
+  }
+  std::vector<std::uint8_t> padded =
+      data::testing::encode_jpeg(data::testing::flat_rgb(24, 24, 1, 2, 3));
+  padded.insert(padded.end() - 2, 20, 0x7F);
+  const fs::path padded_file = dir / "val" / "n01440764" / "img_1.JPEG";
+  data::testing::write_bytes(padded_file.string(), padded);
+  const ExperimentConfig config = load_experiment_config(
+      std::nullopt,
+      {"run.out_dir=\"" + (dir / "runs").string() + "\"", "run.name=\"warnings\"", "run.epochs=1",
+       "run.max_steps_per_epoch=1", "run.log_every=0", "data.dataset=\"imagenette\"",
+       "data.dir=\"" + dir.string() + "\"", "data.image_size=16", "data.batch_size=2",
+       "model.arch=\"mlp\"", "graph.nodes=2"});
+  std::string log;
+  const TrainResult result = train(config, [&](const std::string& line) { log += line + "\n"; });
+  const std::string stray =
+      "imagenette: 1 of the 4 test images hold stray bytes before a JPEG "
+      "marker (libjpeg's \"extraneous bytes\"): " +
+      padded_file.string();
+  const std::string one_class = "has one class: every label is the same";
+  EXPECT_NE(log.find("warning: " + stray), std::string::npos) << log;
+  EXPECT_NE(log.find(one_class), std::string::npos) << log;
+  std::ifstream in(result.run_dir / "summary.json");
+  const std::string recorded = nlohmann::json::parse(in)["warnings"].dump();
+  EXPECT_NE(recorded.find("1 of the 4 test images hold stray bytes"), std::string::npos)
+      << recorded;
+  EXPECT_NE(recorded.find(one_class), std::string::npos) << recorded;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lpdt::exp

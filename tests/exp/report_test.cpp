@@ -509,13 +509,15 @@ TEST(ReportRun, MalformedFilesAreErrorsNamingFileLineAndExpectation) {
   write(dir / "metrics.csv", "epoch,node,accuracy\n1,0,3\n");
   EXPECT_THAT(report_error(dir), HasSubstr("lacks column 'test_accuracy'"));
   // A last line cut short: its last number would read as another (bytes 15682720 as 1568).
-  write(dir / "metrics.csv",
-        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,1.5,10,100\n1,1,0.1,1.5,10,1568");
+  write(
+      dir / "metrics.csv",
+      "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,1.5,10,100\n1,1,0.1,1.5,10,1568");
   EXPECT_THAT(report_error(dir), HasSubstr("metrics.csv' line 3: the file ends in the middle of "
                                            "this line (no newline after '1,1,0.1,1.5,10,1568')"));
   // A node the run does not have (the synthetic run has 4).
-  write(dir / "metrics.csv",
-        "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,1.5,10,100\n1,99,0.1,1.5,10,1\n");
+  write(
+      dir / "metrics.csv",
+      "epoch,node,lr,train_loss,test_accuracy,bytes_sent\n1,0,0.1,1.5,10,100\n1,99,0.1,1.5,10,1\n");
   EXPECT_THAT(report_error(dir), HasSubstr("metrics.csv': node 99 in epoch 1, but the run has 4 "
                                            "nodes"));
 

@@ -1,6 +1,8 @@
 // Sweeps (exp/sweep.h): the sweep file's checks, the grid's expansion, mean and spread against
 // their formulas, and a real tiny sweep that skips finished runs, resumes an interrupted one and
 // extends its runs when run.epochs grows, and shards that split it between processes.
+#include "lpdt/exp/sweep.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,11 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "lpdt/core/file_text.h"
 #include "lpdt/core/error.h"
+#include "lpdt/core/file_text.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/run_folder.h"
-#include "lpdt/exp/sweep.h"
 
 namespace lpdt::exp {
 namespace {

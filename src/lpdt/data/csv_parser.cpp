@@ -66,9 +66,10 @@ std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& what)
         while (!at_line_end(i) && text[i] != ',') {
           if (text[i] == '"') fail(line, "'\"' inside an unquoted field (quote the field)");
           if (text[i] == '\r') {  // not before \n: at_line_end
-            fail(line, "a carriage return inside an unquoted field: lines ending in a lone "
-                       "carriage return (old Mac line endings)? Convert the file to \\n or "
-                       "\\r\\n line endings");
+            fail(line,
+                 "a carriage return inside an unquoted field: lines ending in a lone "
+                 "carriage return (old Mac line endings)? Convert the file to \\n or "
+                 "\\r\\n line endings");
           }
           field.push_back(text[i]);
           ++i;

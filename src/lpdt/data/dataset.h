@@ -30,6 +30,9 @@ struct Dataset {
   // Per-channel normalisation in [0, 1] pixel units: x_norm = (x / 255 - mean[c]) / std[c].
   std::vector<double> mean;
   std::vector<double> std;
+  // What the reader noticed that does not stop it (e.g. images with stray bytes before a JPEG
+  // marker): a run says each as a warning and records it with its warnings.
+  std::vector<std::string> warnings;
 
   bool is_text() const { return tokens.defined(); }
   int64_t size() const {

@@ -152,6 +152,30 @@ ImageFolderListing list_folders(const std::string& dir, Split split, const std::
   return listing;
 }
 
+// One warning for the images in which libjpeg skipped stray bytes before a marker, naming the
+// first few: whole images from some encoders, or damaged ones that decode to their end.
+std::vector<std::string> stray_bytes_warnings(const std::string& name, Split split,
+                                              const std::vector<std::string>& files,
+                                              const std::vector<std::uint64_t>& stray_bytes) {
+  constexpr std::size_t kNamed = 3;
+  std::size_t count = 0;
+  std::string examples;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (stray_bytes[i] == 0) continue;
+    if (++count <= kNamed) {
+      examples += (examples.empty() ? "" : ", ") + files[i] + " (" +
+                  std::to_string(stray_bytes[i]) + " bytes)";
+    }
+  }
+  if (count == 0) return {};
+  return {name + ": " + std::to_string(count) + " of the " + std::to_string(files.size()) + " " +
+          (split == Split::kTest ? "test" : "training") +
+          " images hold stray bytes before a JPEG marker (libjpeg's \"extraneous bytes\"): " +
+          examples + (count > kNamed ? ", ..." : "") +
+          ". Some encoders write them in whole images, but damaged data that still decodes to "
+          "the image's end shows the same: if they should not be there, look at those images"};
+}
+
 }  // namespace
 
 Dataset load_image_folder(const std::string& name, const std::string& dir, Split split,
@@ -178,12 +202,14 @@ Dataset load_image_folder(const std::string& name, const std::string& dir, Split
   // Each image writes its own slot; failures are collected per image so that the error reported
   // is the first bad file in listing order, not whichever thread failed first.
   std::vector<std::string> errors(static_cast<std::size_t>(n));
+  std::vector<std::uint64_t> stray_bytes(static_cast<std::size_t>(n), 0);
   at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const std::string& path = listing.files[static_cast<std::size_t>(i)];
       try {
         // DCT scaling keeps the shorter side >= S; the antialiased resize does the rest.
-        const auto decoded = read_jpeg(path, image_size);  // [3, H, W] uint8
+        const auto decoded =  // [3, H, W] uint8
+            read_jpeg(path, image_size, &stray_bytes[static_cast<std::size_t>(i)]);
         check_aspect_ratio(decoded.size(1), decoded.size(2), image_size, path);
         images.select(0, i).copy_(resize_and_center_crop(decoded.unsqueeze(0), image_size)[0]);
       } catch (const UserError& e) {
@@ -200,6 +226,7 @@ Dataset load_image_folder(const std::string& name, const std::string& dir, Split
   }
 
   Dataset d;
+  d.warnings = stray_bytes_warnings(name, split, listing.files, stray_bytes);
   d.name = name;
   d.images = images;
   d.labels = torch::tensor(listing.labels, torch::kInt64);

@@ -14,6 +14,7 @@
 #include <jpeglib.h>
 
 #include "lpdt/core/error.h"
+#include "lpdt/data/file_bytes.h"
 
 namespace lpdt::data {
 namespace {
@@ -26,6 +27,7 @@ struct ErrorManager {
   jpeg_error_mgr pub;  // first member: libjpeg casts cinfo->err to ErrorManager*
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  std::uint64_t stray_bytes = 0;  // libjpeg's "extraneous bytes before marker", summed
 };
 
 void on_error_exit(j_common_ptr cinfo) {
@@ -34,16 +36,15 @@ void on_error_exit(j_common_ptr cinfo) {
   std::longjmp(err->jump, 1);
 }
 
-// Warnings (level -1) are not printed. Every warning that says the image data is damaged is an
-// error: a truncated file, entropy-coded data that is not valid Huffman or arithmetic code (bit
-// errors, a damaged copy), a restart marker out of sequence, a progressive scan sequence that is
-// inconsistent, invalid scan parameters. libjpeg would go on with grey or garbled blocks, which a
-// training set must not silently contain. The others (stray bytes before a marker, common in
-// files that decode whole; an unknown JFIF version, Adobe transform or ICC profile: metadata)
-// are not.
-// (JWRN_ARITH_BAD_CODE, "Corrupt JPEG data: bad arithmetic code", is declared only in some
-// builds' headers: it is found by its message, as any other "Corrupt JPEG data" warning but the
-// two benign ones.)
+// Warnings (level -1) are not printed; stray bytes before a marker are counted for the caller.
+// Every warning that says the image data is damaged is an error: a truncated file, entropy-coded
+// data that is not valid Huffman or arithmetic code (bit errors, a damaged copy), a restart marker
+// out of sequence, a progressive scan sequence that is inconsistent, invalid scan parameters.
+// libjpeg would go on with grey or garbled blocks, which a training set must not silently contain.
+// The others (stray bytes before a marker, common in files that decode whole; an unknown JFIF
+// version, Adobe transform or ICC profile: metadata) are not. (JWRN_ARITH_BAD_CODE, "Corrupt JPEG
+// data: bad arithmetic code", is declared only in some builds' headers: it is found by its message,
+// as any other "Corrupt JPEG data" warning but the two benign ones.)
 bool damage_warning(j_common_ptr cinfo) {
   const int code = cinfo->err->msg_code;
   switch (code) {
@@ -71,6 +72,10 @@ bool damage_warning(j_common_ptr cinfo) {
 void on_emit_message(j_common_ptr cinfo, int level) {
   if (level >= 0) return;  // trace messages
   if (damage_warning(cinfo)) on_error_exit(cinfo);
+  if (cinfo->err->msg_code == JWRN_EXTRANEOUS_DATA) {
+    reinterpret_cast<ErrorManager*>(cinfo->err)->stray_bytes +=
+        static_cast<std::uint64_t>(std::max(cinfo->err->msg_parm.i[0], 0));
+  }
   ++cinfo->err->num_warnings;
 }
 
@@ -178,7 +183,7 @@ JpegInfo read_jpeg_info(const std::uint8_t* data, std::size_t size, const std::s
 }
 
 torch::Tensor decode_jpeg(const std::uint8_t* data, std::size_t size, const std::string& what,
-                          int64_t min_side) {
+                          int64_t min_side, std::uint64_t* stray_bytes) {
   Decoder d;
   if (!read_header(d, data, size)) fail_jpeg(what, d);
   check_pixel_count(d, what);
@@ -209,15 +214,16 @@ torch::Tensor decode_jpeg(const std::uint8_t* data, std::size_t size, const std:
     fail_jpeg(what, d);
   }
   if (cmyk) pixels = cmyk_to_rgb(pixels);
+  if (stray_bytes != nullptr) *stray_bytes = d.err.stray_bytes;
   return pixels.permute({2, 0, 1}).contiguous();  // [3, H, W]
 }
 
 torch::Tensor decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& what,
-                          int64_t min_side) {
-  return decode_jpeg(bytes.data(), bytes.size(), what, min_side);
+                          int64_t min_side, std::uint64_t* stray_bytes) {
+  return decode_jpeg(bytes.data(), bytes.size(), what, min_side, stray_bytes);
 }
 
-torch::Tensor read_jpeg(const std::string& path, int64_t min_side) {
+torch::Tensor read_jpeg(const std::string& path, int64_t min_side, std::uint64_t* stray_bytes) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw UserError(path + ": no such file (expected a JPEG image)");
@@ -226,12 +232,19 @@ torch::Tensor read_jpeg(const std::string& path, int64_t min_side) {
   if (!in) throw UserError(path + ": cannot open: " + std::strerror(errno));
   const std::streamoff size = in.tellg();
   if (size < 0) throw UserError(path + ": cannot determine the file size");
+  // Read whole, a file beyond what this machine can hold would end in std::bad_alloc.
+  if (static_cast<std::uint64_t>(size) > loadable_file_bytes()) {
+    throw UserError(path + ": " + std::to_string(size) +
+                    " bytes, more than half of this machine's memory (" +
+                    std::to_string(loadable_file_bytes()) +
+                    "): not an image this reader can load (a damaged file, or not a JPEG?)");
+  }
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
   in.seekg(0);
   if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) {
     throw UserError(path + ": read error");
   }
-  return decode_jpeg(bytes, path, min_side);
+  return decode_jpeg(bytes, path, min_side, stray_bytes);
 }
 
 }  // namespace lpdt::data

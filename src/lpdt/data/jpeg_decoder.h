@@ -11,8 +11,11 @@
 // warning "Premature end of JPEG file", after which it would pad the image with grey) is an error
 // too, as is every warning of damaged image data (bad Huffman or arithmetic code, restart markers
 // out of sequence, an inconsistent progression); other warnings (e.g. extraneous bytes before a
-// marker, common in ImageNet; metadata libjpeg does not know) are not. An image whose header
-// claims more than kMostJpegPixels is refused before it is decoded.
+// marker; metadata libjpeg does not know) are not. Stray bytes before a marker are counted for
+// the caller (`stray_bytes`): encoders write them in whole images (two ImageNet files hold one
+// junk byte, some cameras' 36-40), but damaged entropy-coded data that still decodes to the
+// image's end leaves the same warning, so only the caller can say how many images it saw them in.
+// An image whose header claims more than kMostJpegPixels is refused before it is decoded.
 #include <torch/types.h>
 
 #include <cstddef>
@@ -41,15 +44,17 @@ JpegInfo read_jpeg_info(const std::uint8_t* data, std::size_t size, const std::s
 // min_side > 0 lets libjpeg shrink the image while decoding (DCT scaling, scale_num / 8 with
 // scale_num in 1..8, the coarsest whose output keeps its shorter side >= min_side): decoding at
 // 1/2 scale costs about a third of a full decode. The caller resizes to its exact size anyway.
-// min_side = 0: full size. Returns [3, H', W'] uint8 RGB, contiguous.
+// min_side = 0: full size. Returns [3, H', W'] uint8 RGB, contiguous. stray_bytes (if given):
+// set to the bytes libjpeg skipped before markers ("extraneous bytes"), 0 in a clean file.
 torch::Tensor decode_jpeg(const std::uint8_t* data, std::size_t size, const std::string& what,
-                          int64_t min_side = 0);
+                          int64_t min_side = 0, std::uint64_t* stray_bytes = nullptr);
 torch::Tensor decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& what,
-                          int64_t min_side = 0);
+                          int64_t min_side = 0, std::uint64_t* stray_bytes = nullptr);
 
-// Reads and decodes the file `path`; a missing or unreadable file is a UserError naming it.
-// Returns [3, H', W'] uint8 RGB.
-torch::Tensor read_jpeg(const std::string& path, int64_t min_side = 0);
+// Reads and decodes the file `path`; a missing or unreadable file is a UserError naming it, as is
+// a file larger than loadable_file_bytes(). Returns [3, H', W'] uint8 RGB.
+torch::Tensor read_jpeg(const std::string& path, int64_t min_side = 0,
+                        std::uint64_t* stray_bytes = nullptr);
 
 // The DCT scale numerator (over 8) that decode_jpeg uses for a height x width image: the
 // smallest in 1..8 whose ceil(side * num / 8) keeps the shorter side >= min_side; 8 when

@@ -67,9 +67,10 @@ std::vector<TextSample> read_sentlen(const std::string& path, Split split,
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find('\r') != std::string_view::npos) {
       // Read as one line, a file of lone-CR lines would hold one sentence: its last.
-      throw UserError(where + "holds a carriage return inside it: lines ending in a lone "
-                              "carriage return (old Mac line endings)? Convert the file to \\n "
-                              "or \\r\\n line endings");
+      throw UserError(where +
+                      "holds a carriage return inside it: lines ending in a lone "
+                      "carriage return (old Mac line endings)? Convert the file to \\n "
+                      "or \\r\\n line endings");
     }
     // Trailing white space goes before the fields are split, as SentEval strips each line:
     // a line ending in a tab would otherwise have an empty sentence as its last field.

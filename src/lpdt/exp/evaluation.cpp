@@ -116,9 +116,9 @@ Evaluation evaluation_with_node_accuracies(const models::Model& model, const at:
                                            std::vector<double> node_accuracy, int workers) {
   torch::NoGradGuard no_grad;
   const at::Tensor detached = params.detach();
-  LPDT_CHECK(node_accuracy.empty() || static_cast<std::int64_t>(node_accuracy.size()) ==
-                                          detached.size(0),
-             "evaluation_with_node_accuracies: one accuracy per row of params");
+  LPDT_CHECK(
+      node_accuracy.empty() || static_cast<std::int64_t>(node_accuracy.size()) == detached.size(0),
+      "evaluation_with_node_accuracies: one accuracy per row of params");
   Evaluation result;
   result.node_accuracy = std::move(node_accuracy);
   if (!result.node_accuracy.empty()) {

@@ -864,10 +864,11 @@ void check_finished_history(const SweepSpec& spec, const fs::path& run_dir,
   const std::optional<double> last =
       report::json_number(read_run_summary(run_dir / "summary.json"), {"config", "run", "epochs"});
   if (last && previous != static_cast<int>(*last)) {
-    throw UserError(where + " ends at " +
-                    (previous < 0 ? std::string("its header") : "epoch " + std::to_string(previous)) +
-                    ", but the run trained " + std::to_string(static_cast<int>(*last)) +
-                    " epochs and evaluated the last (summary.json)" + fix);
+    throw UserError(
+        where + " ends at " +
+        (previous < 0 ? std::string("its header") : "epoch " + std::to_string(previous)) +
+        ", but the run trained " + std::to_string(static_cast<int>(*last)) +
+        " epochs and evaluated the last (summary.json)" + fix);
   }
 }
 

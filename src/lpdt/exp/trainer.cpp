@@ -1204,6 +1204,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   std::vector<std::string> warnings =
       slow_setting_warnings(config, CpuCapabilities::of_this_machine());
   for (std::string& line : settings_without_effect(config)) warnings.push_back(std::move(line));
+  for (const data::Dataset* set : {&train_set, &test_set}) {  // what the readers noticed
+    warnings.insert(warnings.end(), set->warnings.begin(), set->warnings.end());
+  }
+  if (train_set.num_classes == 1) {  // an image folder with one class folder, say
+    warnings.push_back(dataset_name +
+                       (config.data.dir.empty() ? "" : " in '" + config.data.dir + "'") +
+                       " has one class: every label is the same, so there is nothing to learn "
+                       "and every model scores 100%");
+  }
   // A batch larger than every node's data repeats samples within the batch: legal (the loader
   // cycles), but almost always a typo, and a slow one.
   std::size_t largest_share = 0;
@@ -1550,33 +1559,33 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   };
   // Evaluation of the survivors' models (every node when none died). all_node_accuracy: as
   // gathered_node_accuracies returns it.
-  const auto evaluate_survivors = [&](const at::Tensor& all_x,
-                                      const std::vector<at::Tensor>& all_buffers, bool per_node,
-                                      const at::Tensor& all_node_accuracy,
-                                      std::vector<std::int64_t>& alive) {
-    alive = survivors();
-    const bool everyone = static_cast<std::int64_t>(alive.size()) == n;
-    at::Tensor alive_x = all_x;
-    std::vector<at::Tensor> alive_buffers = all_buffers;
-    if (!everyone) {
-      const at::Tensor index = at::tensor(alive, at::kLong).to(all_x.device());
-      alive_x = all_x.index_select(0, index);
-      alive_buffers.clear();
-      for (const auto& b : all_buffers)
-        alive_buffers.push_back(b.index_select(0, index.to(b.device())));
-    }
-    Evaluation ev;
-    if (all_node_accuracy.defined()) {
-      std::vector<double> accuracy;
-      for (const std::int64_t i : alive) accuracy.push_back(all_node_accuracy[i].item<double>());
-      ev = evaluation_with_node_accuracies(*model, alive_x, alive_buffers, test_batches,
-                                           std::move(accuracy), eval_workers);
-    } else {
-      ev = evaluate(*model, alive_x, alive_buffers, test_batches, per_node, eval_workers);
-    }
-    if (!everyone) ev.node_ids = alive;
-    return ev;
-  };
+  const auto evaluate_survivors =
+      [&](const at::Tensor& all_x, const std::vector<at::Tensor>& all_buffers, bool per_node,
+          const at::Tensor& all_node_accuracy, std::vector<std::int64_t>& alive) {
+        alive = survivors();
+        const bool everyone = static_cast<std::int64_t>(alive.size()) == n;
+        at::Tensor alive_x = all_x;
+        std::vector<at::Tensor> alive_buffers = all_buffers;
+        if (!everyone) {
+          const at::Tensor index = at::tensor(alive, at::kLong).to(all_x.device());
+          alive_x = all_x.index_select(0, index);
+          alive_buffers.clear();
+          for (const auto& b : all_buffers)
+            alive_buffers.push_back(b.index_select(0, index.to(b.device())));
+        }
+        Evaluation ev;
+        if (all_node_accuracy.defined()) {
+          std::vector<double> accuracy;
+          for (const std::int64_t i : alive)
+            accuracy.push_back(all_node_accuracy[i].item<double>());
+          ev = evaluation_with_node_accuracies(*model, alive_x, alive_buffers, test_batches,
+                                               std::move(accuracy), eval_workers);
+        } else {
+          ev = evaluate(*model, alive_x, alive_buffers, test_batches, per_node, eval_workers);
+        }
+        if (!everyone) ev.node_ids = alive;
+        return ev;
+      };
   std::set<std::int64_t> deaths_reported;
   // Whether the survivors' graph was found cut (warned once, and recorded with the warnings).
   bool survivors_cut_warned = false;
@@ -1768,8 +1777,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     if (leader) {
       const at::Tensor node_mean_loss = (all_loss_sum / static_cast<double>(steps_per_epoch)).cpu();
       std::vector<std::int64_t> alive;
-      summary.evaluation = evaluate_survivors(all_x, all_buffers, config.eval.per_node,
-                                              all_node_accuracy, alive);
+      summary.evaluation =
+          evaluate_survivors(all_x, all_buffers, config.eval.per_node, all_node_accuracy, alive);
       summary.train_loss =
           node_mean_loss.index_select(0, at::tensor(alive, at::kLong)).mean().item<double>();
       summary.mean_gb_sent_per_node = ledger_now->mean_gb_sent_per_node();
@@ -1833,8 +1842,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     const at::Tensor all_node_accuracy = gathered_node_accuracies(/*per_node=*/true);
     if (leader) {
       std::vector<std::int64_t> alive;
-      final_evaluation = evaluate_survivors(all_x, all_buffers, /*per_node=*/true,
-                                            all_node_accuracy, alive);
+      final_evaluation =
+          evaluate_survivors(all_x, all_buffers, /*per_node=*/true, all_node_accuracy, alive);
       progress(
           format("after %d gossip-only rounds: mean of node accuracies %.2f%% (the official "
                  "code's \"averaged model\"), exact average %.2f%%",

@@ -301,8 +301,8 @@ void check_node_ids(const RunResults& run) {
     if (static_cast<double>(row.node) >= *known) {
       throw UserError("'" + (run.dir / "metrics.csv").string() + "': node " +
                       std::to_string(row.node) + " in epoch " + std::to_string(row.epoch) +
-                      ", but the run has " + (std::ostringstream() << *known).str() +
-                      " nodes (" + source + "): expected node ids 0 to " +
+                      ", but the run has " + (std::ostringstream() << *known).str() + " nodes (" +
+                      source + "): expected node ids 0 to " +
                       (std::ostringstream() << *known - 1).str());
     }
   }
