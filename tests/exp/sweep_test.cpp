@@ -155,7 +155,18 @@ TEST(Sweep, BadFilesNameTheProblem) {
               HasSubstr("data.skw"));
   EXPECT_THAT(load_error(write(dir / "g.toml", "seeds = [1]\n")), HasSubstr("no [grid]"));
   EXPECT_THAT(load_error(write(dir / "h.toml", "[grid]\n\"run.seed\" = [1, 2]\n")),
-              HasSubstr("use seeds = [...]"));
+              AllOf(HasSubstr("grid key 'run.seed' is set by the sweep for each run"),
+                    HasSubstr("seeds = [...] for seeds")));
+  EXPECT_THAT(load_error(write(dir / "h2.toml", "metrics = [\"steps\", \"steps\"]\n" + grid)),
+              HasSubstr("h2.toml:1: metrics names 'steps' twice"));
+  // Run names hold every grid key and value: too long for a folder is the grid's doing, said so
+  // (not as a run.name the file never set).
+  EXPECT_THAT(load_error(write(dir / "h3.toml", "[grid]\n\"data.dir\" = [\"" +
+                                                    std::string(240, 'd') + "\"]\n")),
+              AllOf(HasSubstr("h3.toml: the run name made from the grid's keys and values"),
+                    HasSubstr("expected at most 200"),
+                    HasSubstr("use fewer or shorter [grid] keys or values"),
+                    Not(HasSubstr("--set run.name"))));
   // What would silently train one run twice, show another run's value, or fail only after
   // every run trained.
   EXPECT_THAT(load_error(write(dir / "i.toml", "out_dir = \"\"\n" + grid)),
@@ -524,6 +535,28 @@ TEST(Sweep, ShardsRunEveryPointOnceBetweenThem) {
       ADD_FAILURE() << bad << " was accepted";
     } catch (const UserError& e) {
       EXPECT_THAT(e.what(), AllOf(HasSubstr("--shard '" + bad + "'"), HasSubstr("I/N")));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// An out_dir that is a file, or under one, is named before anything runs (a dry run too), where
+// it was the library's "filesystem error" when the first claim folder was made.
+TEST(Sweep, AnOutDirThatIsNotAFolderIsNamed) {
+  const fs::path dir = fresh_dir("out-dir-file");
+  const auto quiet = [](const std::string&) {};
+  const fs::path file = write(dir / "taken", "not a folder");
+  for (const fs::path& out : {file, file / "under"}) {
+    std::string text = tiny_sweep(out, 1);
+    const SweepSpec spec = load_sweep(write(dir / "s.toml", text));
+    for (const bool dry_run : {true, false}) {
+      try {
+        run_sweep(spec, quiet, dry_run);
+        ADD_FAILURE() << out << " was accepted";
+      } catch (const ConfigError& e) {
+        EXPECT_THAT(e.what(), AllOf(HasSubstr("s.toml: out_dir = '" + out.string() + "'"),
+                                    HasSubstr("'" + file.string() + "' is not a folder")));
+      }
     }
   }
   fs::remove_all(dir);

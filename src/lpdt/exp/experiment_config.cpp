@@ -629,12 +629,9 @@ void add_checks(ConfigSchema& s) {
                      ": expected a name for the run folder, without '/', '\\' or control "
                      "characters (it goes inside run.out_dir)";
                  if (name.empty()) return "run.name is empty" + expected;
-                 // A folder name has at most 255 bytes on common file systems, and the folder
-                 // adds "-YYYYMMDD-HHMMSS" and perhaps "-k".
-                 constexpr std::size_t kMostNameBytes = 200;
-                 if (name.size() > kMostNameBytes) {
+                 if (name.size() > kMostRunNameBytes) {
                    return "run.name is " + std::to_string(name.size()) +
-                          " bytes long: expected at most " + std::to_string(kMostNameBytes) +
+                          " bytes long: expected at most " + std::to_string(kMostRunNameBytes) +
                           " (the run folder's name adds a time stamp, and file systems allow "
                           "255 bytes)";
                  }

@@ -243,6 +243,10 @@ struct FaultsConfig {
 
 // The whole experiment. A default-constructed ExperimentConfig holds the documented defaults
 // (the same as load_experiment_config(std::nullopt, {})).
+// The longest run.name, in bytes: a folder name has at most 255 bytes on common file systems, and
+// the run folder adds "-YYYYMMDD-HHMMSS" and perhaps "-k".
+constexpr std::size_t kMostRunNameBytes = 200;
+
 struct ExperimentConfig {
   RunConfig run;
   DataConfig data;

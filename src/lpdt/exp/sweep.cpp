@@ -297,7 +297,14 @@ SweepSpec load_sweep(const fs::path& file) {
     } else if (key == "metrics") {
       spec.metrics = string_list(file, *node, "metrics");
       if (spec.metrics.empty()) fail(file, node->source(), "metrics must name at least one key");
-      for (const std::string& metric : spec.metrics) {
+      for (std::size_t m = 0; m < spec.metrics.size(); ++m) {
+        const std::string& metric = spec.metrics[m];
+        if (std::find(spec.metrics.begin(), spec.metrics.begin() + m, metric) !=
+            spec.metrics.begin() + m) {
+          fail(file, node->source(),
+               "metrics names '" + printable(metric) + "' twice (its tables would be written "
+               "twice): name each once");
+        }
         const auto& known = sweep_metric_names();
         if (std::find(known.begin(), known.end(), metric) == known.end()) {
           std::string names;
@@ -350,7 +357,7 @@ SweepSpec load_sweep(const fs::path& file) {
             fail(file, value->source(),
                  "grid key '" + printable(name) +
                      "' links an empty key: join two or more keys with single '+', e.g. "
-                     "\"model.precision+comm.message_values\"");
+                     "\"model.precision+algo.message_values\"");
           }
           for (const auto& v : *values) {
             const auto* tuple = v.as_array();
@@ -445,7 +452,8 @@ SweepSpec load_sweep(const fs::path& file) {
     for (const std::string& key : keys) {
       if (key == "run.seed" || key == "run.out_dir" || key == "run.name") {
         throw ConfigError(file.string() + ": grid key '" + printable(key) +
-                          "' is set by the sweep (use seeds = [...] for seeds)");
+                          "' is set by the sweep for each run (seeds = [...] for seeds, out_dir "
+                          "for the folder; run names come from the grid values)");
       }
     }
   }
@@ -500,6 +508,17 @@ SweepSpec load_sweep(const fs::path& file) {
     }
   }
 
+  // A run's name holds every grid key and value: a long grid makes names too long for a folder,
+  // which is the sweep's doing, not a run.name the user set.
+  for (const SweepPoint& point : expand_sweep(spec)) {
+    if (point.name.size() > kMostRunNameBytes) {
+      throw ConfigError(file.string() + ": the run name made from the grid's keys and values, '" +
+                        point.name + "', is " + std::to_string(point.name.size()) +
+                        " bytes long: expected at most " + std::to_string(kMostRunNameBytes) +
+                        " (a folder's name, with its time stamp); use fewer or shorter [grid] keys "
+                        "or values");
+    }
+  }
   // Every point must be a valid experiment before anything runs.
   for (const SweepPoint& point : expand_sweep(spec)) {
     try {
@@ -655,7 +674,8 @@ SweepRunState find_sweep_run(const SweepSpec& spec, const SweepPoint& point) {
 SweepShard parse_sweep_shard(const std::string& text) {
   const auto fail = [&]() -> SweepShard {
     throw UserError("--shard '" + text +
-                    "': expected I/N with 1 <= I <= N, e.g. --shard 1/2 and --shard 2/2 in two "
+                    "': expected I/N with 1 <= I <= N <= 999999, e.g. --shard 1/2 and --shard "
+                    "2/2 in two "
                     "processes to run a sweep's points between them");
   };
   const std::size_t slash = text.find('/');
@@ -671,6 +691,21 @@ SweepShard parse_sweep_shard(const std::string& text) {
   if (shard.count < 1 || shard.index < 1 || shard.index > shard.count) return fail();
   return shard;
 }
+
+namespace {
+
+// `dir` (out_dir or a folder in it), made if missing; UserError naming the sweep file, out_dir
+// and the system's reason (a read-only or full disk, no permission) when it cannot be.
+void create_sweep_folder(const SweepSpec& spec, const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw UserError(spec.file.string() + ": out_dir = '" + spec.out_dir.string() +
+                    "': cannot create '" + dir.string() + "': " + ec.message());
+  }
+}
+
+}  // namespace
 
 SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool dry_run,
                        bool progress_bar, const SweepShard& shard) {
@@ -720,7 +755,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
     if (!dry_run && state.kind != SweepRunState::Kind::kDone &&
         state.kind != SweepRunState::Kind::kDiverged) {
       const fs::path claim_dir = spec.out_dir / ".claims" / point.name;
-      fs::create_directories(claim_dir);
+      create_sweep_folder(spec, claim_dir);
       try {
         claim.emplace(claim_dir);
       } catch (const UserError&) {
@@ -1039,6 +1074,22 @@ bool is_sweep_table(const fs::path& file) {
 }  // namespace
 
 void check_sweep_tables_replaceable(const SweepSpec& spec) {
+  // out_dir, or the nearest of its parents that exists, must be a folder (a dry run creates
+  // nothing, but says so too).
+  for (fs::path dir = spec.out_dir; !dir.empty(); dir = dir.parent_path()) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(dir, ec);
+    if (status.type() == fs::file_type::not_found) {
+      if (dir == dir.parent_path()) break;
+      continue;
+    }
+    if (status.type() != fs::file_type::directory) {
+      throw ConfigError(spec.file.string() + ": out_dir = '" + spec.out_dir.string() + "': '" +
+                        dir.string() +
+                        "' is not a folder: set out_dir to a folder (existing or to be made)");
+    }
+    break;
+  }
   for (const fs::path& file : sweep_table_files(spec)) {
     std::error_code ec;
     if (!fs::exists(file, ec)) continue;
@@ -1053,7 +1104,7 @@ void check_sweep_tables_replaceable(const SweepSpec& spec) {
 
 std::vector<fs::path> write_sweep_tables(const SweepSpec& spec) {
   check_sweep_tables_replaceable(spec);
-  fs::create_directories(spec.out_dir);
+  create_sweep_folder(spec, spec.out_dir);
   std::vector<fs::path> written;
   const auto write_all = [&](const std::string& prefix, const std::vector<SweepTable>& tables) {
     for (const SweepTable& table : tables) {
