@@ -113,6 +113,9 @@ TEST(ExportTest, DescribeIsReadable) {
   EXPECT_TRUE(contains(text, "spectral gap: 0.4 ")) << text;
   EXPECT_TRUE(contains(text, "   3    4    4     0.2  0 2 7 15 | 0 2 7 15")) << text;
   EXPECT_TRUE(contains(text, "mixing matrix W")) << text;
+  // Weights under 0.1 fill their 6 characters: a space still parts them (11 nodes: 1/11).
+  EXPECT_TRUE(contains(describe(complete(11)), "   0 0.0909 0.0909 0.0909"))
+      << describe(complete(11));
   // No matrix for n > 16.
   EXPECT_FALSE(contains(describe(ring(17)), "mixing matrix W"));
   const std::string random_text = describe(random_digraph(RandomGraphOptions(8, 2)));

@@ -108,17 +108,18 @@ std::string topology_members(const Topology& t, const std::string& indent,
   return out;
 }
 
-// `w` row-major n x n, printed with 3 significant digits; exact zeros as '.'.
+// `w` row-major n x n, printed with 3 significant digits; exact zeros as '.'. Each value has a
+// space before it: "%6.3g" fills all 6 characters for weights under 0.1 (0.0909).
 std::string matrix_text(const std::vector<double>& w, std::int64_t n) {
   std::ostringstream os;
-  os << "     ";
-  for (std::int64_t j = 0; j < n; ++j) os << number(static_cast<double>(j), "%6.0f");
+  os << "    ";
+  for (std::int64_t j = 0; j < n; ++j) os << number(static_cast<double>(j), "%7.0f");
   os << "\n";
   for (std::int64_t i = 0; i < n; ++i) {
-    os << number(static_cast<double>(i), "%4.0f") << " ";
+    os << number(static_cast<double>(i), "%4.0f");
     for (std::int64_t j = 0; j < n; ++j) {
       const double v = w[i * n + j];
-      os << (v == 0.0 ? std::string("     .") : number(v, "%6.3g"));
+      os << " " << (v == 0.0 ? std::string("     .") : number(v, "%6.3g"));
     }
     os << "\n";
   }
