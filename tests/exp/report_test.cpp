@@ -479,6 +479,18 @@ TEST(ReportRun, MissingOptionalFilesLeaveANoteInsteadOfTheirSection) {
   EXPECT_THAT(section(read(out), "accuracy"),
               HasSubstr("No accuracy per epoch: metrics.csv and epochs.csv are missing or hold "
                         "no rows yet."));
+  // ...and the consensus section says the same of epochs.csv, not that it is missing.
+  EXPECT_THAT(section(read(out), "consensus"), HasSubstr("epochs.csv has no rows yet"));
+  EXPECT_THAT(read(out), Not(HasSubstr("epochs.csv is missing")));
+  // A run that stopped diverged says so, with diverged.json's epoch and message, not that it has
+  // not finished.
+  write(dir / "diverged.json",
+        "{\"config\": {}, \"epoch\": 2, \"step\": 7, \"nodes\": [1], "
+        "\"message\": \"the training loss of node 1 is nan\"}");
+  EXPECT_EQ(write_report(dir, out), out);
+  EXPECT_THAT(read(out), AllOf(HasSubstr("The run stopped diverged in epoch 2: the training loss "
+                                         "of node 1 is nan (diverged.json)"),
+                               Not(HasSubstr("the run has not finished"))));
 }
 
 std::string report_error(const fs::path& dir) {

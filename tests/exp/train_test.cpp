@@ -671,7 +671,18 @@ TEST(Checkpoint, ARunStoppedBeforeItsSummaryResumesToFinish) {
     train(config, quiet, resume);
     ADD_FAILURE() << "a finished run was resumed";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("the run is finished; set run.epochs higher"),
+    EXPECT_NE(std::string(e.what()).find("its checkpoint has 2 epochs done, all of run.epochs, "
+                                         "and the run is finished; set run.epochs higher than 2"),
+              std::string::npos)
+        << e.what();
+  }
+  // Asked for fewer epochs than it trained: said as such.
+  config.run.epochs = 1;
+  try {
+    train(config, quiet, resume);
+    ADD_FAILURE() << "a finished run was resumed to fewer epochs";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("2 epochs done, more than run.epochs = 1"),
               std::string::npos)
         << e.what();
   }
@@ -740,8 +751,10 @@ TEST(Checkpoint, CorruptMissingAndForeignFilesAreClearErrors) {
               read_checkpoint(write("{\"not\": \"a checkpoint\"}........"));
             }).find("not an lpdt checkpoint"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { read_checkpoint(out / "missing.lpdt"); }).find("no checkpoint"),
-            std::string::npos);
+  // A run stopped before its first checkpoint is named as one cause, beside checkpoints off.
+  const std::string missing = error_of([&] { read_checkpoint(out / "missing.lpdt"); });
+  EXPECT_NE(missing.find("no checkpoint"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("stopped before its first checkpoint"), std::string::npos) << missing;
   fs::create_directories(out / "folder.lpdt");
   EXPECT_NE(error_of([&] { read_checkpoint(out / "folder.lpdt"); })
                 .find("folder.lpdt' cannot be read: it is a folder, not a file"),

@@ -254,8 +254,9 @@ TrainingState read_checkpoint(const fs::path& file) {
   std::optional<std::string> text = read_file_text(file);
   if (!text) {
     throw UserError("no checkpoint '" + file.string() +
-                    "': the run wrote none (run.checkpoint_every = 0?) or the folder is not a "
-                    "run folder");
+                    "': the run wrote none (it stopped before its first checkpoint, which "
+                    "comes every run.checkpoint_every epochs, or ran with run.checkpoint_every "
+                    "= 0), or the folder is not a run folder");
   }
   // Owned by a shared pointer: the tensors read from a version 2 file view these bytes in place
   // (the writer aligns them), until the run has copied them into its own state.

@@ -963,11 +963,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       const bool summary_past_checkpoint = summary_done && *summary_done > resumed->epochs_done;
       if (resumed->epochs_done >= config.run.epochs && !unfinished_after_last_epoch &&
           !summary_past_checkpoint) {
-        throw ConfigError("cannot resume '" + options.resume_dir.string() + "': its checkpoint has " +
-                          std::to_string(resumed->epochs_done) +
-                          " of run.epochs = " + std::to_string(config.run.epochs) +
-                          " epochs done and the run is finished; set run.epochs higher to "
-                          "continue it");
+        throw ConfigError(
+            "cannot resume '" + options.resume_dir.string() + "': its checkpoint has " +
+            std::to_string(resumed->epochs_done) + " epochs done" +
+            (resumed->epochs_done > config.run.epochs
+                 ? ", more than run.epochs = " + std::to_string(config.run.epochs)
+                 : std::string(", all of run.epochs")) +
+            ", and the run is finished; set run.epochs higher than " +
+            std::to_string(resumed->epochs_done) + " to continue it");
       }
       // A run extended with run.checkpoint_every = 0 (or past its last checkpoint) finished with a
       // checkpoint older than its summary: it is finished all the same.

@@ -17,6 +17,14 @@ constexpr double kBytesPerMb = 1e6;
 // The consensus distance gets a log axis when its values span more than this ratio.
 constexpr double kLogAxisSpan = 100;
 
+// Why a section has no figures: its file is missing, or holds only its header (a run stopped or
+// diverged before it wrote a row).
+std::string no_rows_note(const RunResults& run, const std::string& file, const std::string& what) {
+  if (!run.has(file)) return missing_note(file, what);
+  return "<p class=\"missing\">" + xml_escape(file) + " has no rows yet: no " + xml_escape(what) +
+         ".</p>\n";
+}
+
 // A summary.json value as text ("" when absent).
 std::string summary_text(const RunResults& run, const std::vector<std::string>& path) {
   if (!run.summary) return "";
@@ -38,7 +46,15 @@ std::string header_html(const RunResults& run) {
   if (name.empty()) name = run.folder;
   std::string out = "<h1>Run " + xml_escape(name) + "</h1>\n<p class=\"sub\">folder " +
                     xml_escape(run.dir.string()) + "</p>\n";
-  if (!run.summary) {
+  if (!run.summary && run.diverged) {
+    const auto epoch = json_number(*run.diverged, {"epoch"});
+    const std::string message = run.diverged->value("message", std::string());
+    out += "<p class=\"missing\">The run stopped diverged" +
+           (epoch ? " in epoch " + format_number(*epoch) : std::string()) +
+           (message.empty() ? std::string() : ": " + xml_escape(message)) +
+           " (diverged.json). It has no summary.json; the figures below are the epochs recorded "
+           "before it stopped.</p>\n";
+  } else if (!run.summary) {
     out +=
         "<p class=\"missing\">summary.json is missing: the run has not finished; the figures "
         "below are the epochs recorded so far.</p>\n";
@@ -183,7 +199,7 @@ std::string accuracy_section(const RunResults& run) {
                   : "<p class=\"missing\">metrics.csv has no rows (nodes' own models are "
                     "evaluated only with eval.per_node = true): no per-node accuracy lines.</p>\n";
   }
-  if (run.epochs.empty()) out += missing_note("epochs.csv", "averaged-model and mean lines");
+  if (run.epochs.empty()) out += no_rows_note(run, "epochs.csv", "averaged-model and mean lines");
   return out;
 }
 
@@ -236,7 +252,7 @@ std::string bytes_section(const RunResults& run) {
 }
 
 std::string consensus_section(const RunResults& run) {
-  if (run.epochs.empty()) return missing_note("epochs.csv", "consensus distance per epoch");
+  if (run.epochs.empty()) return no_rows_note(run, "epochs.csv", "consensus distance per epoch");
   LineChart chart;
   chart.title = "Consensus distance per epoch (mean_i ||x_i - x_bar||^2)";
   chart.x = integer_axis("epoch");
@@ -265,7 +281,9 @@ constexpr std::size_t kLayerEpochLines = 6;
 constexpr std::size_t kLayersNamed = 3;
 
 std::string layers_section(const RunResults& run) {
-  if (run.layer_epochs.empty()) return missing_note("layers.csv", "consensus distance per layer");
+  if (run.layer_epochs.empty()) {
+    return no_rows_note(run, "layers.csv", "consensus distance per layer");
+  }
   std::vector<int> epochs;
   for (const LayerEpoch& row : run.layer_epochs) {
     if (std::find(epochs.begin(), epochs.end(), row.epoch) == epochs.end()) {
