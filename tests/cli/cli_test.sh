@@ -482,6 +482,12 @@ cp "$run_dir/summary.json" "$work/summary.before"
 expect 2 "summary.json: the file exists and is not an HTML page" -- "$lpdt" report "$run_dir" \
   --out "$run_dir/summary.json"
 expect 0 "" -- cmp "$run_dir/summary.json" "$work/summary.before"
+# ... and a name that is not an .html file is refused whether or not it exists (the summary.json
+# of a run still training, which has none yet).
+cp -r "$run_dir" "$work/still-training" && rm "$work/still-training/summary.json"
+expect 2 "still-training/summary.json: expected a file name ending in .html" -- "$lpdt" report \
+  "$work/still-training" --out "$work/still-training/summary.json"
+expect 1 "" -- test -e "$work/still-training/summary.json"
 expect 0 "report: $work/again.html" -- "$lpdt" report "$run_dir" --out "$work/again.html"
 expect 0 "report: $work/again.html" -- "$lpdt" report "$run_dir" --out "$work/again.html"
 # ... and so does the default, DIR/report.html: a file of that name that is not a page stays.

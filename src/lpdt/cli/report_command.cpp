@@ -1,7 +1,9 @@
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <iostream>
 
 #include "lpdt/cli/commands.h"
+#include "lpdt/core/error.h"
 #include "lpdt/cli/option_checks.h"
 #include "lpdt/exp/report/report_page.h"
 #include "lpdt/exp/run_folder.h"
@@ -34,6 +36,16 @@ void add_report_command(CLI::App& app) {
                                                  : "report --out";
     exp::check_output_file(out, option);
     exp::check_replaces_only_own_output(out, option, "<!DOCTYPE html", "an HTML page");
+    // The page is HTML: a name with another extension is a slip that could take a run file's
+    // place (RUN/summary.json of a run still training, which has none yet).
+    std::string extension = std::filesystem::path(out).extension().string();
+    for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (extension != ".html" && extension != ".htm") {
+      throw ConfigError(option + " " + out +
+                        ": expected a file name ending in .html (the report is an HTML page; a "
+                        "run folder's own files, summary.json and the CSV tables, are not "
+                        "replaced)");
+    }
     const auto path = exp::report::write_report(args->dir, std::filesystem::path(out));
     std::cout << "report: " << path.string() << std::endl;
   });
