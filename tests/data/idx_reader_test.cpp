@@ -123,6 +123,15 @@ TEST(IdxReader, AFolderThatCannotBeOpenedGivesTheReason) {
   }
 }
 
+// A data.dir that does not exist is said to be missing itself, not to lack the file.
+TEST(IdxReader, AMissingFolderIsNamedAsSuch) {
+  TempDir dir;
+  const std::string nowhere = dir.file("nowhere");
+  expect_error<UserError>([&] { load_fashion_mnist(nowhere, Split::kTrain); },
+                          {"fashion-mnist", nowhere, "no such folder (data.dir)",
+                           "train-images-idx3-ubyte"});
+}
+
 TEST(IdxReader, BadMagic) {
   TempDir dir;
   const auto path = dir.file("x");

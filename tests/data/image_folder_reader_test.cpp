@@ -175,7 +175,10 @@ TEST(ImageFolder, Errors) {
   testing::TempDir dir;
   const std::string root = dir.path();
   expect_error<UserError>([&] { load_imagenette(root + "/nowhere", Split::kTrain); },
-                          {"imagenette", root + "/nowhere", "no such folder"});
+                          {"imagenette", root + "/nowhere", "no such folder (data.dir)"});
+  testing::write_bytes(root + "/a-file", {'x'});
+  expect_error<UserError>([&] { load_imagenette(root + "/a-file", Split::kTrain); },
+                          {"imagenette", root + "/a-file", "not a folder (data.dir)"});
   expect_error<UserError>([&] { load_imagenette(root, Split::kTrain); },
                           {root + "/train", "no such folder"});
   make_dir(root + "/train");
@@ -215,7 +218,8 @@ TEST(ImageFolder, Errors) {
   // A class folder's link to nothing is named, not dropped with its class.
   fs::create_symlink(root + "/moved/n03", root + "/train/n03");
   expect_error<UserError>([&] { load_imagenette(root, Split::kTrain, 8); },
-                          {root + "/train/n03", "dangling symbolic link", "expected a class folder"});
+                          {"imagenette: " + root + "/train/n03", "dangling symbolic link",
+                           "expected a class folder"});
   fs::remove(root + "/train/n03");
   // A folder with an image's name is not an image: ignored like other non-image entries.
   make_dir(root + "/train/n02/g.jpg");

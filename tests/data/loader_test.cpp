@@ -274,7 +274,7 @@ TEST(Loader, RejectsBadArguments) {
   AugmentOptions shrink;
   shrink.pad_height = 4;
   expect_error<ConfigError>([&] { NodeBatchedLoader(d, p, LoaderOptions().augment(shrink)); },
-                            {"cannot pad"});
+                            {"cannot pad", "(data.pad_to"});
   // Padding up to the images' side (6, or 8 after padding to 8x8) is a crop; beyond it, an error.
   NodeBatchedLoader(d, p, LoaderOptions().augment(pad_flip_and_crop(6, 0, 0)));
   NodeBatchedLoader(d, p, LoaderOptions().augment(pad_flip_and_crop(8, 8, 8)));

@@ -91,6 +91,15 @@ std::string locate(const std::string& dir, const std::string& name, const std::s
     throw UserError(what + ": " + dir + ": is a file, expected the folder that holds " + name +
                     " (data.dir)");
   }
+  // (A folder that exists but cannot be searched is named when its file is opened.)
+  if (std::filesystem::status(dir, ec).type() == std::filesystem::file_type::not_found) {
+    throw UserError(what + ": " + dir + ": no such folder (data.dir), expected the folder that " +
+                    "holds " + name + (what == "fashion-mnist"
+                                           ? std::string(" (Debian's dataset-fashion-mnist "
+                                                         "installs them in ") +
+                                                 kFashionMnistDir + ")"
+                                           : std::string()));
+  }
   const std::string found = find_plain_or_gz(join_path(dir, name));
   if (found.empty()) {
     std::string hint;

@@ -24,7 +24,8 @@ bool is_image_file(const fs::path& path) {
 }
 
 // The sub-folders of `root`, sorted by name (byte order, as Python's sorted()).
-std::vector<std::string> class_folders(const fs::path& root) {
+// `what` (the dataset's name) prefixes errors.
+std::vector<std::string> class_folders(const fs::path& root, const std::string& what) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(root)) {
     if (entry.is_directory()) {
@@ -32,7 +33,7 @@ std::vector<std::string> class_folders(const fs::path& root) {
     } else if (entry.is_symlink() && !entry.exists()) {
       // Where a class folder's link points at nothing, dropping it would drop a class silently
       // (and with it a label every later class shifts past).
-      throw UserError(entry.path().string() + ": a dangling symbolic link (its target " +
+      throw UserError(what + ": " + entry.path().string() + ": a dangling symbolic link (its target " +
                       fs::read_symlink(entry.path()).string() +
                       " does not exist), expected a class folder");
     }
@@ -53,7 +54,7 @@ std::string name_list(const std::vector<std::string>& names) {
 // The test split must label classes as the train split does.
 void check_same_classes(const std::string& name, const fs::path& train_root,
                         const fs::path& test_root, const std::vector<std::string>& test_classes) {
-  const std::vector<std::string> train_classes = class_folders(train_root);
+  const std::vector<std::string> train_classes = class_folders(train_root, name);
   if (train_classes == test_classes) return;
   std::vector<std::string> only_train, only_test;
   std::set_difference(train_classes.begin(), train_classes.end(), test_classes.begin(),
@@ -102,8 +103,10 @@ void check_aspect_ratio(int64_t height, int64_t width, int64_t side, const std::
 ImageFolderListing list_folders(const std::string& dir, Split split, const std::string& what) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    throw UserError(what + ": " + dir + ": no such folder; expected the dataset folder holding " +
-                    "train/ and val/ (e.g. imagenette2-160)");
+    throw UserError(what + ": " + dir + ": " +
+                    (fs::exists(dir, ec) ? "not a folder" : "no such folder") +
+                    " (data.dir); expected the dataset folder holding train/ and val/ (e.g. "
+                    "imagenette2-160)");
   }
   const fs::path root = fs::path(dir) / image_folder_split_dir(split);
   if (!fs::is_directory(root, ec)) {
@@ -111,7 +114,7 @@ ImageFolderListing list_folders(const std::string& dir, Split split, const std::
                     "/train and " + dir + "/val with one sub-folder of images per class");
   }
   ImageFolderListing listing;
-  listing.classes = class_folders(root);
+  listing.classes = class_folders(root, what);
   if (listing.classes.empty()) {
     throw UserError(what + ": " + root.string() +
                     ": no class folders; expected one sub-folder of images per class");

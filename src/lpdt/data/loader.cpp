@@ -228,7 +228,8 @@ NodeBatchedLoader::NodeBatchedLoader(const Dataset& train, const Partition& part
       (aug.pad_width > 0 && aug.pad_width < train.width())) {
     throw ConfigError(who + ": cannot pad " + std::to_string(train.height()) + "x" +
                       std::to_string(train.width()) + " images to " +
-                      std::to_string(aug.pad_height) + "x" + std::to_string(aug.pad_width));
+                      std::to_string(aug.pad_height) + "x" + std::to_string(aug.pad_width) +
+                      " (data.pad_to: expected at least the images' side, or 0 for no padding)");
   }
   const int64_t per_step = partition.num_nodes() * options_.batch_size_;
   steps_per_epoch_ = std::max<int64_t>(1, (partition.num_assigned() + per_step - 1) / per_step);
