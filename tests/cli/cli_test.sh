@@ -438,6 +438,11 @@ expect 0 "4 trained, 0 resumed, 0 already done, diverged or in use, 4 left" -- c
 expect 0 "0 trained, 0 resumed, 8 already done" -- "$lpdt" sweep "$work/shards.toml"
 expect 0 "| 0.5 | [0-9.]* ± [0-9.]* (2) | [0-9.]* ± [0-9.]* (2) |" -- \
   cat "$work/shards/table-average_model_accuracy.md"
+expect 0 "8 of the 8 runs have finished" -- "$lpdt" sweep "$work/shards.toml" --tables-only
+# Tables of a sweep that has not run are said to be empty.
+sed "s|$work/shards|$work/not-run|" "$work/shards.toml" >"$work/not-run.toml"
+expect 0 "0 of the 8 runs have finished: every cell is '-'" -- "$lpdt" sweep \
+  "$work/not-run.toml" --tables-only
 # Every preset sweep file resolves (each grid point is a valid experiment).
 for preset in "$(dirname "$0")"/../../configs/sweeps/*.toml; do
   expect 0 "sweep (dry run)" -- "$lpdt" sweep "$preset" --dry-run

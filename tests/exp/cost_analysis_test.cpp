@@ -224,6 +224,9 @@ TEST(CostAnalysis, EnergyTableFileIsChecked) {
     const std::string name = error_of(
         "name = 5\nfp32_add_pj = 1\nfp32_mult_pj = 1\nint8_add_pj = 1\nint8_mult_pj = 1\n");
     EXPECT_NE(name.find("'name' must be a string"), std::string::npos) << name;
+    const std::string empty_name = error_of(
+        "name = \" \"\nfp32_add_pj = 1\nfp32_mult_pj = 1\nint8_add_pj = 1\nint8_mult_pj = 1\n");
+    EXPECT_NE(empty_name.find("key 'name' is empty"), std::string::npos) << empty_name;
     const std::string unknown = error_of(
         "fp32_add_pj = 1\nfp32_mult_pj = 1\nint8_add_pj = 1\nint8_mult_pj = 1\nfp16_add_pj = 1\n");
     EXPECT_NE(unknown.find("fp16_add_pj"), std::string::npos) << unknown;

@@ -833,6 +833,25 @@ TEST(ReportSweep, AnEmptyRunFolderIsNotStarted) {
   EXPECT_THAT(unfinished, HasSubstr("epoch(s) recorded in epochs.csv")) << "the other unfinished run";
 }
 
+// A point's unfinished folder that a later folder of the point replaced (the sweep run again after
+// it stopped before its first checkpoint) is an earlier attempt, not an unfinished run.
+TEST(ReportSweep, AnEarlierAttemptOfAFinishedPointIsSuperseded) {
+  const fs::path dir = fresh_dir("sweep_superseded");
+  SyntheticRun done;
+  done.name = "optim.lr-0.1_seed-1";
+  write_run(dir / "runs" / (done.name + "-20261123-111500"), done);
+  fs::create_directories(dir / "runs" / (done.name + "-20261123-101500"));
+  // Another point's name that merely starts alike is its own point.
+  fs::create_directories(dir / "runs" / "optim.lr-0.1_seed-10-20261123-101500");
+  const std::string html = read(write_report(dir));
+  EXPECT_THAT(html, HasSubstr("3 runs, 1 finished, 1 unfinished (0 diverged), 1 superseded by a "
+                              "later attempt"));
+  const std::string unfinished = section(html, "unfinished");
+  EXPECT_THAT(unfinished, HasSubstr("superseded: the point was trained again in " + done.name +
+                                    "-20261123-111500"));
+  EXPECT_THAT(unfinished, HasSubstr("no epochs.csv: not started")) << "seed 10's own folder";
+}
+
 TEST(ReportSweep, WithoutVaryingSkewTheSkewPlotIsANote) {
   const std::string html = read(write_report(write_sweep("sweep_fixed_skew", false)));
   expect_well_formed(html);

@@ -151,8 +151,20 @@ TEST(Sweep, BadFilesNameTheProblem) {
   EXPECT_THAT(load_error(write(dir / "e.toml", "[grid]\n\"data.skew\" = [0.0, 2.0]\n")),
               AllOf(HasSubstr("e.toml: the run data.skew-2.0_seed-1234 is not a valid experiment"),
                     HasSubstr("data.skew")));
+  // A base file that is not there is named with the key and the line that gives it.
+  EXPECT_THAT(load_error(write(dir / "b2.toml", "base = \"sub/nothere.toml\"\n" + grid)),
+              AllOf(HasSubstr("b2.toml:1: base = 'sub/nothere.toml'"),
+                    HasSubstr("does not exist (a relative base is read from the sweep file's "
+                              "folder)")));
+  // An unknown experiment key is named at its line, in [grid] (each linked part) and in [set].
   EXPECT_THAT(load_error(write(dir / "f.toml", "[grid]\n\"data.skw\" = [0.0]\n")),
-              HasSubstr("data.skw"));
+              HasSubstr("f.toml:2: [grid] key 'data.skw' is not an experiment key; did you mean "
+                        "'data.skew'?"));
+  EXPECT_THAT(load_error(write(dir / "f2.toml", "[set]\n\"run.epochs\" = 1\n\"foo\" = 1\n" + grid)),
+              HasSubstr("f2.toml:3: [set] key 'foo' is not an experiment key"));
+  EXPECT_THAT(load_error(write(dir / "f3.toml",
+                               "[grid]\n\"data.skew+optim.lrr\" = [[0.0, 0.1]]\n")),
+              HasSubstr("f3.toml:2: [grid] key 'optim.lrr' is not an experiment key"));
   EXPECT_THAT(load_error(write(dir / "g.toml", "seeds = [1]\n")), HasSubstr("no [grid]"));
   EXPECT_THAT(load_error(write(dir / "h.toml", "[grid]\n\"run.seed\" = [1, 2]\n")),
               AllOf(HasSubstr("grid key 'run.seed' is set by the sweep for each run"),

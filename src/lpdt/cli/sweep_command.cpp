@@ -52,6 +52,17 @@ void add_sweep_command(CLI::App& app) {
     const auto say = [](const std::string& line) { std::cout << line << std::endl; };
     if (args->tables_only) {
       for (const auto& path : exp::write_sweep_tables(spec)) say("table: " + path.string());
+      // Tables of '-' cells only are what a sweep not run yet (or run into another out_dir)
+      // has: said, not left for the reader to puzzle over.
+      std::size_t done = 0, points = 0;
+      for (const exp::SweepPoint& point : exp::expand_sweep(spec)) {
+        ++points;
+        if (exp::find_sweep_run(spec, point).kind == exp::SweepRunState::Kind::kDone) ++done;
+      }
+      say(std::to_string(done) + " of the " + std::to_string(points) + " runs have finished" +
+          (done == 0 ? ": every cell is '-' (run the sweep first, or check its out_dir " +
+                           spec.out_dir.string() + ")"
+                     : std::string()));
       return;
     }
     const exp::SweepOutcome outcome = exp::run_sweep(spec, say, args->dry_run, isatty(fileno(stderr)) != 0, shard);

@@ -273,6 +273,11 @@ metrics::EnergyTable load_energy_table(const std::string& path) {
     throw ConfigError("cost --energy-table " + path + ": key 'name' must be a string");
   }
   energy.name = table["name"].value_or(path);
+  if (energy.name.find_first_not_of(" \t") == std::string::npos) {
+    throw ConfigError("cost --energy-table " + path +
+                      ": key 'name' is empty: give the table a name for the report, or leave "
+                      "the key out (the file's path names it)");
+  }
   // A microjoule per operation is far beyond any circuit (a DRAM access costs hundreds of pJ),
   // and larger values would overflow the totals to inf. Below 1e-9 pJ is below Landauer's limit
   // for erasing one bit (kT ln 2, about 3e-9 pJ at room temperature), and values far smaller

@@ -266,6 +266,14 @@ SweepSpec load_sweep(const fs::path& file) {
       if (!node->is_string()) fail(file, node->source(), "base must be a path (string)");
       fs::path base = node->as_string()->get();
       if (base.is_relative()) base = file.parent_path() / base;
+      std::error_code ec;
+      if (!fs::is_regular_file(base, ec)) {
+        fail(file, node->source(),
+             "base = '" + node->as_string()->get() + "': " + base.string() +
+                 (fs::exists(base, ec) ? " is not a file"
+                                       : " does not exist (a relative base is read from the "
+                                         "sweep file's folder)"));
+      }
       spec.base = base.string();
     } else if (key == "out_dir") {
       if (!node->is_string()) fail(file, node->source(), "out_dir must be a path (string)");
@@ -327,17 +335,29 @@ SweepSpec load_sweep(const fs::path& file) {
                "[" + key + "] key '" + printable(name) +
                    "' is empty or holds spaces: write the dotted key alone, e.g. \"optim.lr\"");
         }
-        if (key == "set") {
-          if (value->is_table()) {
-            fail(file, value->source(),
-                 "[set] takes quoted dotted keys (\"run.epochs\" = 3), not sub-tables");
-          }
-          spec.set.push_back(name + "=" + toml_text(*value));
-          continue;
-        }
         if (value->is_table()) {
           fail(file, value->source(),
-               "[grid] takes quoted dotted keys (\"optim.lr\" = [0.1, 0.05]), not sub-tables");
+               key == "set"
+                   ? "[set] takes quoted dotted keys (\"run.epochs\" = 3), not sub-tables"
+                   : "[grid] takes quoted dotted keys (\"optim.lr\" = [0.1, 0.05]), not "
+                     "sub-tables");
+        }
+        // An experiment key the schema lacks, named at its line (resolving the points would
+        // name it as a --set of the first run).
+        {
+          std::stringstream parts(name);
+          for (std::string part; std::getline(parts, part, '+');) {
+            if (part.empty() || experiment_schema().find(part)) continue;
+            const auto suggestion = experiment_schema().suggest(part);
+            fail(file, value->source(),
+                 "[" + key + "] key '" + printable(part) + "' is not an experiment key" +
+                     (suggestion ? "; did you mean '" + *suggestion + "'?" : std::string()) +
+                     " (docs/config.md lists them)");
+          }
+        }
+        if (key == "set") {
+          spec.set.push_back(name + "=" + toml_text(*value));
+          continue;
         }
         const auto* values = value->as_array();
         if (values == nullptr || values->empty()) {

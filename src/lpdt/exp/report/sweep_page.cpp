@@ -18,6 +18,45 @@ const std::set<std::string> kIgnoredKeys = {"run.seed", "run.name", "run.out_dir
 const std::string kSkewKey = "data.skew";
 const std::string kPrecisionKey = "model.precision";
 
+// A run folder's name without its time stamp (name-YYYYMMDD-HHMMSS[-k], exp/run_folder.h): the
+// sweep point it belongs to. A name without a stamp is its own point.
+std::string point_of_folder(const std::string& folder) {
+  const auto digits = [&](std::size_t from, std::size_t count) {
+    if (from + count > folder.size()) return false;
+    return std::all_of(folder.begin() + static_cast<std::ptrdiff_t>(from),
+                       folder.begin() + static_cast<std::ptrdiff_t>(from + count),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  for (std::size_t dash = folder.find('-'); dash != std::string::npos;
+       dash = folder.find('-', dash + 1)) {
+    // "-YYYYMMDD-HHMMSS", then the end or "-k".
+    const std::size_t end = dash + 16;
+    if (digits(dash + 1, 8) && folder.size() >= end && folder[dash + 9] == '-' &&
+        digits(dash + 10, 6) &&
+        (end == folder.size() ||
+         (folder[end] == '-' && end + 1 < folder.size() && digits(end + 1, folder.size() - end - 1)))) {
+      return folder.substr(0, dash);
+    }
+  }
+  return folder;
+}
+
+// Unfinished run folders that a later folder of the same point replaced (a sweep run again after
+// it stopped before its first checkpoint trains the point anew): folder -> the newest folder.
+std::map<std::string, std::string> superseded_runs(const SweepResults& sweep) {
+  std::map<std::string, std::string> newest;  // point -> its newest folder (names sort by time)
+  for (const RunResults& run : sweep.runs) {
+    std::string& latest = newest[point_of_folder(run.folder)];
+    latest = std::max(latest, run.folder);
+  }
+  std::map<std::string, std::string> superseded;
+  for (const RunResults& run : sweep.runs) {
+    const std::string& latest = newest[point_of_folder(run.folder)];
+    if (!run.finished() && run.folder != latest) superseded[run.folder] = latest;
+  }
+  return superseded;
+}
+
 struct FinishedRun {
   const RunResults* run;
   std::map<std::string, json> config;  // flattened summary.json "config"
@@ -224,8 +263,16 @@ std::string runs_section(const SweepResults& sweep, const std::vector<FinishedRu
 
 std::string unfinished_section(const SweepResults& sweep) {
   std::vector<std::vector<std::string>> rows;
+  const std::map<std::string, std::string> superseded = superseded_runs(sweep);
   for (const RunResults& run : sweep.runs) {
     if (run.finished()) continue;
+    if (const auto it = superseded.find(run.folder); it != superseded.end()) {
+      rows.push_back({run.folder,
+                      "superseded: the point was trained again in " + it->second +
+                          " (this folder is an earlier attempt, left as it was)",
+                      accuracy_sparkline(run)});
+      continue;
+    }
     std::string progress =
         run.has("epochs.csv")
             ? std::to_string(run.epochs.size()) + " epoch(s) recorded in epochs.csv"
@@ -255,14 +302,18 @@ std::string sweep_report_html(const SweepResults& sweep) {
   const std::vector<std::string> grid_keys = varying_keys(configured);
   std::string name = sweep.dir.filename().string();
   if (name.empty()) name = sweep.dir.parent_path().filename().string();
+  const std::size_t superseded = superseded_runs(sweep).size();
   std::string varying_text;
   for (const auto& key : grid_keys) varying_text += (varying_text.empty() ? "" : ", ") + key;
   std::string body =
       "<header>\n<h1>Sweep " + xml_escape(name) + "</h1>\n<p class=\"sub\">folder " +
       xml_escape(sweep.dir.string()) + ": " + std::to_string(sweep.runs.size()) + " runs, " +
       std::to_string(finished.size()) + " finished, " +
-      std::to_string(sweep.runs.size() - finished.size()) + " unfinished (" +
-      std::to_string(diverged.size()) + " diverged); varying keys: " + xml_escape(varying_text.empty() ? "none" : varying_text) +
+      std::to_string(sweep.runs.size() - finished.size() - superseded) + " unfinished (" +
+      std::to_string(diverged.size()) + " diverged)" +
+      (superseded > 0 ? ", " + std::to_string(superseded) + " superseded by a later attempt"
+                      : std::string()) +
+      "; varying keys: " + xml_escape(varying_text.empty() ? "none" : varying_text) +
       "</p>\n</header>\n";
   body += html_section("skew", "Accuracy against skew", skew_section(finished, varying));
   body += html_section("tables", "Tables", tables_section(sweep));
