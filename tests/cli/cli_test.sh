@@ -271,10 +271,31 @@ expect 2 "data.test_subset = 100000 is more than the [0-9]* samples of the test 
   "$lpdt" train --out "$work/dirichlet" "${dirichlet_small[@]}" \
   --set data.dirichlet_min_samples=1 --set data.test_subset=100000
 # So is a node kill planned after the run's last step, and a delay no message outlives.
-expect 0 "faults.kill_step = 99 is not a step of this run" -- \
+expect 0 "faults.kill_step = 99 is not a round of this run (rounds 0 to 0: one per training" -- \
   cat "$work"/big_batch/quickstart-*/summary.json
 expect 0 "faults.delay_rounds = 3 is not less than the run's 1 gossip rounds" -- \
   cat "$work"/big_batch/quickstart-*/summary.json
+"$lpdt" train --out "$work/ref_warmup" --set data.dataset=synthetic \
+  --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
+  --set model.norm=none --set graph.nodes=2 --set run.epochs=1 --set run.log_every=0 \
+  --set run.max_steps_per_epoch=1 --set optim.warmup=official >"$work/ref_warmup.log" 2>&1
+# A one-epoch run with the official warm-up never trains at the full rate: said.
+expect 0 "optim.warmup = official runs epoch 1 at 0.1 x optim.lr, and run.epochs = 1" -- \
+  cat "$work"/ref_warmup.log
+# An out_dir that is a file is a configuration error (exit 2), as other bad keys are.
+touch "$work/a-file"
+expect 2 "run.out_dir = '$work/a-file': cannot create the folder" -- "$lpdt" train \
+  --out "$work/a-file" --set data.dataset=synthetic --set run.epochs=1
+# The reference protocol's gossip-only rounds are rounds of the run: a kill there is no warning,
+# and the death is said before the accuracies it changes.
+"$lpdt" train --out "$work/ref_kill" --set data.dataset=synthetic \
+  --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
+  --set model.norm=none --set graph.nodes=3 --set run.epochs=1 --set run.log_every=0 \
+  --set run.max_steps_per_epoch=1 --set eval.protocol=reference --set eval.gossip_rounds=5 \
+  --set 'faults.kill_nodes=[1]' --set faults.kill_step=3 >"$work/ref_kill.log" 2>&1
+expect 0 "round 3: node 1 is dead" -- cat "$work/ref_kill.log"
+expect 1 "" -- grep -q "never die" "$work/ref_kill.log"
+expect 0 "^after 5 gossip-only rounds" -- bash -c "grep -A2 'node 1 is dead' '$work/ref_kill.log'"
 expect 0 "at this probability 52.6% of messages reach that bound" -- \
   cat "$work"/big_batch/quickstart-*/summary.json
 expect 2 "'faults.delay_rounds' = 1000001 is out of range" -- "$lpdt" train \

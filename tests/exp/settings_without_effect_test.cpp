@@ -57,6 +57,50 @@ TEST(SettingsWithoutEffect, PartitionTopologyAndDatasetKeys) {
               IsEmpty());
 }
 
+TEST(SettingsWithoutEffect, ScheduleCompressionAndFaultPartners) {
+  EXPECT_THAT(warnings_of({"optim.schedule=cosine", "optim.milestones=[1,2]", "optim.gamma=0.5"}),
+              ElementsAre(HasSubstr("optim.milestones = [1, 2] has no effect: optim.schedule = "
+                                    "\"cosine\""),
+                          HasSubstr("optim.gamma = 0.5 has no effect")));
+  EXPECT_THAT(warnings_of({"algo.qgm=true", "optim.momentum=0", "optim.nesterov=false"}),
+              ElementsAre(HasSubstr("algo.qgm = true has no effect: its momentum is "
+                                    "optim.momentum = 0")));
+  EXPECT_THAT(warnings_of({"algo.compressor=topk", "algo.keep_fraction=1"}),
+              ElementsAre(HasSubstr("algo.compressor = \"topk\" has no effect: "
+                                    "algo.keep_fraction = 1 keeps every entry")));
+  EXPECT_THAT(warnings_of({"algo.message_values=bf16", "algo.message_rounding=nearest"}),
+              ElementsAre(HasSubstr("algo.message_rounding = \"nearest\" has no effect")));
+  EXPECT_THAT(warnings_of({"faults.delay_rounds=5", "faults.kill_step=5"}),
+              ElementsAre(HasSubstr("faults.delay_rounds = 5 has no effect"),
+                          HasSubstr("faults.kill_step = 5 has no effect")));
+  // With their partners they act.
+  EXPECT_THAT(warnings_of({"optim.schedule=multistep", "optim.milestones=[1,2]",
+                           "optim.gamma=0.5", "algo.qgm=true", "optim.momentum=0.9",
+                           "algo.compressor=topk", "algo.keep_fraction=0.1",
+                           "algo.message_values=int8", "algo.message_rounding=nearest",
+                           "faults.delay_probability=0.1", "faults.delay_rounds=5",
+                           "faults.kill_nodes=[1]", "faults.kill_step=5"}),
+              IsEmpty());
+}
+
+TEST(SettingsWithoutEffect, ModelAndAugmentationKeysOfOtherModels) {
+  EXPECT_THAT(warnings_of({"model.arch=lenet5", "model.dropout=0.5", "model.transformer_layers=3",
+                           "model.groups=4", "model.residual_init=one"}),
+              ElementsAre(HasSubstr("model.dropout = 0.5 has no effect: model.arch = \"lenet5\""),
+                          HasSubstr("model.transformer_layers = 3 has no effect"),
+                          HasSubstr("model.groups = 4 has no effect: model.arch = \"lenet5\" has "
+                                    "no normalisation layers"),
+                          HasSubstr("model.residual_init = \"one\" has no effect")));
+  EXPECT_THAT(warnings_of({"model.arch=resnet", "model.norm=batchnorm", "model.groups=4"}),
+              ElementsAre(HasSubstr("model.groups = 4 has no effect: model.norm = \"batchnorm\"")));
+  EXPECT_THAT(warnings_of({"data.augment=false", "data.crop_padding=2"}),
+              ElementsAre(HasSubstr("data.crop_padding = 2 has no effect: data.augment = false")));
+  EXPECT_THAT(warnings_of({"model.arch=resnet", "model.norm=evonorm", "model.groups=4",
+                           "model.residual_init=one", "data.augment=true",
+                           "data.crop_padding=2"}),
+              IsEmpty());
+}
+
 // Every shipped configuration sets only keys that act.
 TEST(SettingsWithoutEffect, NoneInTheShippedConfigurations) {
   for (const auto& entry :

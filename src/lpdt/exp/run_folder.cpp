@@ -26,7 +26,7 @@ std::filesystem::path create_run_folder(const std::string& out_dir, const std::s
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) {
-    throw UserError("run.out_dir = '" + out_dir + "': cannot create the folder: " + ec.message());
+    throw ConfigError("run.out_dir = '" + out_dir + "': cannot create the folder: " + ec.message());
   }
   const std::string base = name + "-" + stamp;
   for (int suffix = 0; suffix < 1000; ++suffix) {

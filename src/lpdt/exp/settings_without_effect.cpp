@@ -3,6 +3,7 @@
 #include <sstream>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace lpdt::exp {
 namespace {
@@ -29,6 +30,10 @@ class Collector {
       return "\"" + value + "\"";
     } else if constexpr (std::is_same_v<T, bool>) {
       return value ? "true" : "false";
+    } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+      std::string list;
+      for (const int v : value) list += (list.empty() ? "" : ", ") + std::to_string(v);
+      return "[" + list + "]";
     } else {
       std::ostringstream out;
       out << value;
@@ -129,6 +134,85 @@ std::vector<std::string> settings_without_effect(const ExperimentConfig& c) {
   if (c.data.dataset != DataConfig::Dataset::kSynthetic) {
     out.unless_default("data.synthetic_size", c.data.synthetic_size, d.data.synthetic_size,
                        dataset + " (synthetic only)");
+  }
+  // The schedule's own keys.
+  if (c.optim.schedule != OptimConfig::Schedule::kMultistep) {
+    const std::string why = "optim.schedule = \"" + std::string(to_string(c.optim.schedule)) +
+                            "\" (optim.milestones and optim.gamma are multistep's)";
+    out.unless_default("optim.milestones", c.optim.milestones, d.optim.milestones, why);
+    out.unless_default("optim.gamma", c.optim.gamma, d.optim.gamma, why);
+  }
+  // QGM's beta is optim.momentum: at 0 its direction is the plain gradient.
+  if (c.optim.optimizer == OptimConfig::Optimizer::kSgd && c.optim.momentum == 0) {
+    out.unless_default("algo.qgm", c.algo.qgm, d.algo.qgm,
+                       "its momentum is optim.momentum = 0, so its steps are plain SGD's (set "
+                       "optim.momentum in (0, 1))");
+  }
+  // A compressor that keeps every entry sends what no compressor sends.
+  if (c.algo.keep_fraction >= 1) {
+    out.unless_default("algo.compressor", c.algo.compressor, d.algo.compressor,
+                       "algo.keep_fraction = 1 keeps every entry, so the messages are the "
+                       "uncompressed ones (set algo.keep_fraction below 1)");
+  }
+  if (c.algo.message_values != AlgoConfig::MessageValues::kInt8) {
+    out.unless_default("algo.message_rounding", c.algo.message_rounding,
+                       d.algo.message_rounding,
+                       "algo.message_values = \"" +
+                           std::string(to_string(c.algo.message_values)) +
+                           "\" (it rounds int8 message values only)");
+  }
+
+  // Injected faults: each key acts with its partner.
+  if (c.faults.delay_probability == 0) {
+    out.unless_default("faults.delay_rounds", c.faults.delay_rounds, d.faults.delay_rounds,
+                       "faults.delay_probability = 0 delays no message");
+  }
+  if (c.faults.kill_nodes.empty()) {
+    out.unless_default("faults.kill_step", c.faults.kill_step, d.faults.kill_step,
+                       "faults.kill_nodes is empty: no node dies");
+  }
+
+  // Augmentation and model keys of some models only.
+  if (!c.data.augment) {
+    out.unless_default("data.crop_padding", c.data.crop_padding, d.data.crop_padding,
+                       "data.augment = false (the padding is for its random crops)");
+  }
+  using Arch = ModelConfig::Arch;
+  const bool transformer = c.model.arch == Arch::kTransformer || c.model.arch == Arch::kDistilbert;
+  const std::string arch = "model.arch = \"" + std::string(to_string(c.model.arch)) + "\"";
+  if (!transformer) {
+    const std::string why = arch + " (transformers only)";
+    out.unless_default("model.dropout", c.model.dropout, d.model.dropout, why);
+  }
+  if (c.model.arch != Arch::kTransformer) {
+    const std::string why = arch + " (model.arch = \"transformer\" only)";
+    out.unless_default("model.transformer_hidden", c.model.transformer_hidden,
+                       d.model.transformer_hidden, why);
+    out.unless_default("model.transformer_layers", c.model.transformer_layers,
+                       d.model.transformer_layers, why);
+    out.unless_default("model.transformer_heads", c.model.transformer_heads,
+                       d.model.transformer_heads, why);
+    out.unless_default("model.transformer_ffn", c.model.transformer_ffn,
+                       d.model.transformer_ffn, why);
+  }
+  const bool has_norms = c.model.arch == Arch::kResnet || c.model.arch == Arch::kResnet18 ||
+                         c.model.arch == Arch::kResnet34 || c.model.arch == Arch::kMobilenetv2 ||
+                         c.model.arch == Arch::kVgg11;
+  const bool grouped_norm = c.model.norm == ModelConfig::Norm::kEvonorm ||
+                            c.model.norm == ModelConfig::Norm::kGroupnorm ||
+                            c.model.norm == ModelConfig::Norm::kRangeEvonorm;
+  if (!has_norms || !grouped_norm) {
+    out.unless_default("model.groups", c.model.groups, d.model.groups,
+                       has_norms ? "model.norm = \"" + std::string(to_string(c.model.norm)) +
+                                       "\" has no channel groups (evonorm, groupnorm and "
+                                       "rangeevonorm have)"
+                                 : arch + " has no normalisation layers with channel groups");
+  }
+  if (c.model.arch != Arch::kResnet && c.model.arch != Arch::kResnet18 &&
+      c.model.arch != Arch::kResnet34 && c.model.arch != Arch::kMobilenetv2) {
+    out.unless_default("model.residual_init", c.model.residual_init, d.model.residual_init,
+                       arch + " has no residual branches (resnet, resnet18/34 and mobilenetv2 "
+                              "have)");
   }
   return out.take();
 }

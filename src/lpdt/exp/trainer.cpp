@@ -1253,16 +1253,34 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       config.run.max_steps_per_epoch > 0
           ? std::min<std::int64_t>(config.run.max_steps_per_epoch, loader.steps_per_epoch())
           : loader.steps_per_epoch();
+  // The official warm-up runs the first epoch at 0.1 x lr: a one-epoch run is warm-up only.
+  if (config.optim.warmup == OptimConfig::Warmup::kOfficial && config.run.epochs <= 1) {
+    const std::string warning =
+        "optim.warmup = official runs epoch 1 at 0.1 x optim.lr, and run.epochs = 1: the whole "
+        "run is warm-up, never at the full rate (more epochs, or optim.warmup = none)";
+    say("warning: " + warning);
+    warnings.push_back(warning);
+  }
   if (const auto warning = evaluation_cost_warning(
           config, static_cast<std::int64_t>(test_set.size()), steps_per_epoch)) {
     say("warning: " + *warning);
     warnings.push_back(*warning);
   }
-  if (!config.faults.kill_nodes.empty() &&
-      config.faults.kill_step >= steps_per_epoch * config.run.epochs) {
+  // Gossip rounds of the whole run: one per training step, then the reference protocol's
+  // gossip-only rounds (eval.gossip_rounds), in which injected faults act too.
+  const std::int64_t training_rounds = steps_per_epoch * config.run.epochs;
+  const std::int64_t all_rounds =
+      training_rounds +
+      (config.eval.protocol == EvalConfig::Protocol::kReference ? config.eval.gossip_rounds : 0);
+  const std::string rounds_text =
+      all_rounds > training_rounds
+          ? "the training steps, then " + std::to_string(all_rounds - training_rounds) +
+                " gossip-only rounds of eval.protocol = reference"
+          : "one per training step";
+  if (!config.faults.kill_nodes.empty() && config.faults.kill_step >= all_rounds) {
     const std::string warning = "faults.kill_step = " + std::to_string(config.faults.kill_step) +
-                                " is not a step of this run (steps 0 to " +
-                                std::to_string(steps_per_epoch * config.run.epochs - 1) +
+                                " is not a round of this run (rounds 0 to " +
+                                std::to_string(all_rounds - 1) + ": " + rounds_text +
                                 "): faults.kill_nodes never die";
     say("warning: " + warning);
     warnings.push_back(warning);
@@ -1310,14 +1328,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     say("warning: " + warning);
     warnings.push_back(warning);
   }
-  // One gossip round per step: a delay as long as the run delivers no delayed message at all.
-  const std::int64_t run_rounds = steps_per_epoch * config.run.epochs;
-  if (config.faults.delay_probability > 0 && config.faults.delay_rounds >= run_rounds) {
+  // A delay as long as the run delivers no delayed message at all.
+  if (config.faults.delay_probability > 0 && config.faults.delay_rounds >= all_rounds) {
     const std::string warning =
         "faults.delay_rounds = " + std::to_string(config.faults.delay_rounds) +
-        " is not less than the run's " + std::to_string(run_rounds) +
-        " gossip rounds: no delayed message arrives before the run ends (each is lost, and held "
-        "in memory until then)";
+        " is not less than the run's " + std::to_string(all_rounds) + " gossip rounds (" +
+        rounds_text +
+        "): no delayed message arrives before the run ends (each is lost, and held in memory "
+        "until then)";
     say("warning: " + warning);
     warnings.push_back(warning);
   }
@@ -1839,6 +1857,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       const at::Tensor mixing = static_graph ? static_mixing : mixing_at(round);
       optimizer.gossip_round(x, mixing, round, ledger);
     }
+    report_deaths();  // nodes killed in these rounds, said before the accuracies they change
     const at::Tensor all_x = all_rows(x);
     std::vector<at::Tensor> all_buffers;
     for (const auto& b : buffers) all_buffers.push_back(all_rows(b));
