@@ -181,6 +181,11 @@ expect 2 "\-\-nodes: got 5000: expected an integer from 1 to 4096" -- "$lpdt" be
 expect 2 "\-\-size: got 2147483648: expected an integer from 1 to 4096" -- "$lpdt" bench --size 2147483648
 expect 2 "bench \-\-modes: fp32 is given twice" -- "$lpdt" bench --precision --modes fp32,int8-integer,fp32
 expect 2 "bench \-\-values: int8 is given twice" -- "$lpdt" bench --wire --values int8,int8
+expect 2 "bench \-\-pass-workers: 2 is given twice" -- "$lpdt" bench --precision --pass-workers 2,2
+expect 2 "\-\-steps: got 99999999999: expected an integer from 1 to 1000000" -- "$lpdt" bench \
+  --steps 99999999999
+expect 2 "\-\-profile: got 99999999999999999999: expected an integer from 0 to 100000" -- \
+  "$lpdt" bench --precision --profile 99999999999999999999
 expect 2 "\-\-nodes-per-pass" -- "$lpdt" bench --nodes-per-pass -1
 expect 2 "\-\-nodes" -- "$lpdt" bench --nodes 8,0
 # An empty entry of a list is a typo, not a shorter list (CLI11 alone would drop it).

@@ -120,6 +120,13 @@ TEST(Pretrained, AShapeMismatchNamesTheSettingToChange) {
   auto norm = masked_lm_checkpoint(*model);
   norm["distilbert.transformer.layer.1.sa_layer_norm.weight"] = torch::zeros({12});
   EXPECT_THAT(message_for(norm), HasSubstr("model.transformer_hidden = 12"));
+  // The pre-classifier is [hidden, hidden]: a hidden-size mismatch, whichever dimension differs,
+  // not a head for another number of classes.
+  auto pre_classifier = masked_lm_checkpoint(*model);
+  pre_classifier["pre_classifier.weight"] = torch::zeros({16, 8});
+  EXPECT_THAT(message_for(pre_classifier),
+              AllOf(HasSubstr("model.transformer_hidden = 16"),
+                    Not(HasSubstr("another number of classes"))));
   fs::remove(path);
 }
 

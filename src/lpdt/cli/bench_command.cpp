@@ -33,11 +33,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--batch", options->batch_size, "Images per node per step")
       ->check(at_least(1))
       ->capture_default_str();
-  cmd->add_option("--steps", options->steps, "Timed steps per measurement")
-      ->check(at_least(1))
+  // A million steps is days of any model here: more is a typo, not a benchmark.
+  cmd->add_option("--steps", options->steps, "Timed steps per measurement (1 to 1000000)")
+      ->check(integer_in(1, 1000000))
       ->capture_default_str();
-  cmd->add_option("--warmup", options->warmup_steps, "Untimed steps first")
-      ->check(at_least(0))
+  cmd->add_option("--warmup", options->warmup_steps, "Untimed steps first (0 to 1000000)")
+      ->check(integer_in(0, 1000000))
       ->capture_default_str();
   cmd->add_option("--threads", options->threads, "Intra-op threads (0 = all cores)")
       ->check(integer_in(0, kMaxThreads))
@@ -97,9 +98,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--profile", *profile_rows,
                   "With --precision: after the timed steps, run as many again observing LibTorch's "
                   "operator ranges (on the pass workers too: then rows are the threads' time) and "
-                  "print this many operators by self time per step (0 = off)")
+                  "print this many operators by self time per step (0 = off, at most 100000)")
       ->capture_default_str()
-      ->check(at_least(0));
+      ->check(integer_in(0, 100000));
   auto scaling = std::make_shared<bool>(false);
   CLI::Option* scaling_flag = cmd->add_flag(
       "--scaling", *scaling,
@@ -171,6 +172,7 @@ void add_bench_command(CLI::App& app) {
     refuse_repeats("--modes", *modes, "mode");
     refuse_repeats("--compressors", wire_options->compressors, "compressor");
     refuse_repeats("--values", wire_options->values, "value format");
+    refuse_repeats("--pass-workers", *pass_workers, "worker count");
     if (options->arch == "transformer" || options->arch == "distilbert") {
       throw ConfigError("bench --arch " + options->arch +
                         ": bench feeds images [nodes, batch, channels, size, size]; expected an "

@@ -97,6 +97,8 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
   progress(
       "compressor     values    kept   bytes/msg  official  B/kept  fp32-dense/this  "
       "encode MB/s  decode MB/s");
+  progress("(bytes/msg: the mean over the nodes' messages, which differ in size where the kept "
+           "entries do)");
 
   std::vector<WireBenchRow> results;
   for (std::size_t k = 0; k < specs.size(); ++k) {
@@ -144,7 +146,7 @@ std::vector<WireBenchRow> run_wire_bench(const WireBenchOptions& options,
       row.fp32_dense_ratio = fp32_dense / row.bytes;
       row.encode_mb_per_s = row.bytes / median(encode_s) / 1e6;
       row.decode_mb_per_s = row.bytes / median(decode_s) / 1e6;
-      std::snprintf(line, sizeof line, "%-14s %-6s %7lld %11.0f %9lld %7.2f %16.2f %12.0f %12.0f",
+      std::snprintf(line, sizeof line, "%-14s %-6s %7lld %11.1f %9lld %7.2f %16.2f %12.0f %12.0f",
                     spec.c_str(), values_name.c_str(), static_cast<long long>(row.kept_values),
                     row.bytes, static_cast<long long>(row.reference_bytes),
                     row.bytes_per_kept_value, row.fp32_dense_ratio, row.encode_mb_per_s,

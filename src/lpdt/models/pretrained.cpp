@@ -70,6 +70,11 @@ std::string transformer_shape_hint(const std::string& name, at::IntArrayRef file
   if (name.find(".ffn.lin2.weight") != std::string::npos && file.size() == 2) {
     return file[0] != model[0] ? hidden(file[0]) : ffn(file[1]);
   }
+  // The other tensors are hidden-sized in every dimension ([hidden] or [hidden, hidden]): the one
+  // that differs gives the file's hidden size.
+  for (std::size_t d = 0; d < file.size(); ++d) {
+    if (file[d] != model[d]) return hidden(file[d]);
+  }
   return hidden(file.back());
 }
 
@@ -140,7 +145,8 @@ PretrainedReport load_pretrained(const Model& model, const std::string& path, at
     }
     if (tensor.sizes() != at::IntArrayRef(segment.shape)) {
       std::string hint;
-      if (is_head(segment.name)) {
+      // The classifier's rows are the classes; the pre-classifier is [hidden, hidden].
+      if (segment.name.rfind("classifier.", 0) == 0) {
         hint = " (a head for another number of classes: the data set's classes decide the "
                "model's; remove the head from the file to start it fresh)";
       } else if (transformer) {
