@@ -116,6 +116,12 @@ TEST(WordPiece, Utf8DecoderRoundTrip) {
             (std::vector<char32_t>{unicode::kReplacement, unicode::kReplacement}));
 }
 
+// fold_lower_strip's code points as a string.
+std::u32string folded(char32_t cp) {
+  const unicode::Folded f = unicode::fold_lower_strip(cp);
+  return std::u32string(f.code_points.begin(), f.code_points.begin() + f.count);
+}
+
 TEST(WordPiece, CharacterClassesAgreeWithUnicode) {
   EXPECT_TRUE(unicode::is_punctuation('$'));      // BERT counts all ASCII non-alphanumerics
   EXPECT_TRUE(unicode::is_punctuation(0x2014));   // em dash, Pd
@@ -127,13 +133,44 @@ TEST(WordPiece, CharacterClassesAgreeWithUnicode) {
   EXPECT_TRUE(unicode::is_cjk(0x4E00));
   EXPECT_FALSE(unicode::is_cjk(0x3042));  // hiragana
   EXPECT_TRUE(unicode::is_nonspacing_mark(0x0301));
-  EXPECT_EQ(unicode::fold_lower_strip(U'Ž'), U'z');
-  EXPECT_EQ(unicode::fold_lower_strip(U'Ș'), U's');
-  EXPECT_EQ(unicode::fold_lower_strip(U'Ω'), U'ω');
-  EXPECT_EQ(unicode::fold_lower_strip(U'Ё'), U'е');
-  EXPECT_EQ(unicode::fold_lower_strip(U'Ế'), U'e');
-  EXPECT_EQ(unicode::fold_lower_strip(U'Ø'), U'ø');  // no decomposition
-  EXPECT_EQ(unicode::fold_lower_strip(U'ł'), U'ł');
+  EXPECT_EQ(folded(U'Ž'), std::u32string{U'z'});
+  EXPECT_EQ(folded(U'Ș'), std::u32string{U's'});
+  EXPECT_EQ(folded(U'Ω'), std::u32string{U'ω'});
+  EXPECT_EQ(folded(U'Ё'), std::u32string{U'е'});
+  EXPECT_EQ(folded(U'Ế'), std::u32string{U'e'});
+  EXPECT_EQ(folded(U'Ø'), std::u32string{U'ø'});  // no decomposition
+  EXPECT_EQ(folded(U'ł'), std::u32string{U'ł'});
+  // Beyond Latin, Greek and Cyrillic (Python's lower() + NFD + dropping Mn): Greek Extended,
+  // fullwidth Latin, kana with a voicing mark, a CJK compatibility ideograph (to the unified one,
+  // above U+FFFF for some), a two-part vowel sign, Hangul syllables with and without a final
+  // consonant (their jamo).
+  EXPECT_EQ(folded(0x1F08), std::u32string{0x03B1});   // capital alpha with psili -> alpha
+  EXPECT_EQ(folded(0xFF21), std::u32string{0xFF41});   // fullwidth A -> fullwidth a
+  EXPECT_EQ(folded(0x304C), std::u32string{0x304B});   // ga -> ka
+  EXPECT_EQ(folded(0x30D1), std::u32string{0x30CF});   // katakana pa -> ha
+  EXPECT_EQ(folded(0xF900), std::u32string{0x8C48});
+  EXPECT_EQ(folded(0xFA6C), std::u32string{0x242EE});
+  EXPECT_EQ(folded(0x09CB), (std::u32string{0x09C7, 0x09BE}));  // Bengali vowel sign o
+  EXPECT_EQ(folded(0xD55C), (std::u32string{0x1112, 0x1161, 0x11AB}));  // han
+  EXPECT_EQ(folded(0xD558), (std::u32string{0x1112, 0x1161}));          // ha
+  EXPECT_EQ(folded(0xAC00), (std::u32string{0x1100, 0x1161}));          // ga, the first
+  EXPECT_EQ(folded(0xD7A3), (std::u32string{0x1112, 0x1175, 0x11C2}));  // the last
+  // Hugging Face drops every C* category: private use (Co) and unassigned (Cn) too.
+  EXPECT_TRUE(unicode::is_control(0xE000));
+  EXPECT_TRUE(unicode::is_control(0x0378));
+  EXPECT_FALSE(unicode::is_control(0x0377));  // assigned, Ll
+  EXPECT_TRUE(unicode::is_nonspacing_mark(0x3099));   // the voicing mark
+  EXPECT_TRUE(unicode::is_punctuation(0x0F04));       // Tibetan mark, Po
+}
+
+TEST(WordPiece, HangulKanaAndPrivateUseAsHuggingFace) {
+  const auto t = WordPieceTokenizer::from_tokens(
+      {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "abc", "x", "##y", "\u304b", "\u1112", "##\u1161",
+       "##\u11ab"});
+  EXPECT_EQ(t.tokenize("\u304c"), Tokens{"\u304b"});                          // ga -> ka
+  EXPECT_EQ(t.tokenize("\ud55c"), (Tokens{"\u1112", "##\u1161", "##\u11ab"}));  // han
+  EXPECT_EQ(t.tokenize("abc\ue000"), Tokens{"abc"});   // private use dropped
+  EXPECT_EQ(t.tokenize("x\u0378y"), (Tokens{"x", "##y"}));  // unassigned dropped
 }
 
 TEST(WordPiece, ClassificationEncodingTruncatesAndPads) {

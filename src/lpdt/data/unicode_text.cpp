@@ -89,7 +89,7 @@ bool is_whitespace(char32_t cp) {
 bool is_control(char32_t cp) {
   if (cp == '\t' || cp == '\n' || cp == '\r') return false;
   if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) return true;  // Cc
-  return in_ranges(unicode_tables::kFormatRanges, cp);       // Cf
+  return in_ranges(unicode_tables::kControlRanges, cp);      // Cf, Co, Cs, Cn
 }
 
 bool is_punctuation(char32_t cp) {
@@ -109,14 +109,46 @@ bool is_cjk(char32_t cp) {
 
 bool is_nonspacing_mark(char32_t cp) { return in_ranges(unicode_tables::kMarkRanges, cp); }
 
-char32_t fold_lower_strip(char32_t cp) {
-  if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + ('a' - 'A') : cp;
-  if (cp > 0xFFFF) return cp;
-  const auto& table = unicode_tables::kFoldPairs;
-  const auto* it =
-      std::lower_bound(std::begin(table), std::end(table), cp,
-                       [](const std::uint16_t(&pair)[2], char32_t v) { return pair[0] < v; });
-  return (it != std::end(table) && (*it)[0] == cp) ? (*it)[1] : cp;
+Folded fold_lower_strip(char32_t cp) {
+  Folded out;
+  out.count = 1;
+  out.code_points[0] = cp;
+  if (cp < 0x80) {
+    if (cp >= 'A' && cp <= 'Z') out.code_points[0] = cp + ('a' - 'A');
+    return out;
+  }
+  // Hangul syllables: NFD by the formula of Unicode 3.12 (leading consonant, vowel, trailing
+  // consonant if any); jamo have no case and no marks.
+  constexpr char32_t kHangulFirst = 0xAC00, kHangulLast = 0xD7A3;
+  if (cp >= kHangulFirst && cp <= kHangulLast) {
+    const char32_t index = cp - kHangulFirst;
+    constexpr char32_t kVowels = 21, kTrailing = 28;
+    out.code_points[0] = 0x1100 + index / (kVowels * kTrailing);
+    out.code_points[1] = 0x1161 + (index % (kVowels * kTrailing)) / kTrailing;
+    out.count = 2;
+    if (index % kTrailing != 0) out.code_points[out.count++] = 0x11A7 + index % kTrailing;
+    return out;
+  }
+  const auto find = [cp](const auto& table) {
+    const auto* it = std::lower_bound(std::begin(table), std::end(table), cp,
+                                      [](const auto& row, char32_t v) { return row[0] < v; });
+    return (it != std::end(table) && (*it)[0] == cp) ? it : nullptr;
+  };
+  if (cp <= 0xFFFF) {
+    if (const auto* row = find(unicode_tables::kFoldPairs)) {
+      out.code_points[0] = (*row)[1];
+      return out;
+    }
+  }
+  if (const auto* row = find(unicode_tables::kFoldPairsAstral)) {
+    out.code_points[0] = (*row)[1];
+    return out;
+  }
+  if (const auto* row = find(unicode_tables::kFoldMulti)) {
+    out.count = 0;
+    for (int i = 1; i <= 3 && (*row)[i] != 0; ++i) out.code_points[out.count++] = (*row)[i];
+  }
+  return out;
 }
 
 }  // namespace lpdt::data::unicode

@@ -131,15 +131,18 @@ std::vector<std::string> WordPieceTokenizer::basic_tokenize(std::string_view tex
     }
     // Per word: lower(), NFD, drop Mn (BasicTokenizer._run_strip_accents) ...
     if (unicode::is_nonspacing_mark(cp)) continue;
-    const char32_t folded = unicode::fold_lower_strip(cp);
-    // ... then every punctuation character is a word of its own (_run_split_on_punc).
-    if (unicode::is_punctuation(folded)) {
-      flush();
-      unicode::append_utf8(word, folded);
-      flush();
-      continue;
+    const unicode::Folded folded = unicode::fold_lower_strip(cp);
+    for (int i = 0; i < folded.count; ++i) {
+      const char32_t c = folded.code_points[static_cast<std::size_t>(i)];
+      // ... then every punctuation character is a word of its own (_run_split_on_punc).
+      if (unicode::is_punctuation(c)) {
+        flush();
+        unicode::append_utf8(word, c);
+        flush();
+        continue;
+      }
+      unicode::append_utf8(word, c);
     }
-    unicode::append_utf8(word, folded);
   }
   flush();
   return words;

@@ -2,18 +2,22 @@
 """Writes src/lpdt/data/unicode_tables.h: the Unicode facts BERT's BasicTokenizer needs.
 
 BERT's tokenizer (Devlin et al. 2019; Hugging Face's BasicTokenizer) asks Python's unicodedata
-for general categories and NFD decompositions. lpdt carries the part of that database that
-English news text needs, as sorted tables generated here (run with Debian's python3; the Unicode
-version is printed into the header):
+for general categories and NFD decompositions. lpdt carries that part of the database, for all
+of Unicode, as sorted tables generated here (run with python3; the Unicode version is printed
+into the header):
 
-  kFoldPairs        (code point, folded code point): lower() then NFD then drop Mn marks, for
-                    Latin-1 Supplement, Latin Extended-A/B, Greek, Cyrillic and Latin Extended
-                    Additional, where it differs from the code point itself.
-  kMarkRanges       Mn (non-spacing mark) ranges in the combining blocks, CJK Symbols, Hiragana
-                    and below U+0800.
-  kPunctuationRanges P* ranges in Latin-1, General / Supplemental Punctuation, CJK Symbols,
-                    CJK compatibility forms and the fullwidth / halfwidth forms.
-  kFormatRanges     Cf (format) ranges, all of Unicode.
+  kFoldPairs        (code point, folded code point), BMP: lower() then NFD then drop Mn marks,
+                    where that gives one code point other than the code point itself.
+  kFoldPairsAstral  the same where either code point is above U+FFFF.
+  kFoldMulti        (code point, first, second, third or 0): the code points whose fold is two
+                    or three code points (two-part vowel signs of Indic and other scripts,
+                    musical symbols). Hangul syllables, whose NFD is two or
+                    three jamo, are decomposed by their formula in unicode_text.cpp instead.
+  kMarkRanges       Mn (non-spacing mark) ranges, all of Unicode.
+  kPunctuationRanges P* ranges above U+007F, all of Unicode.
+  kControlRanges    C* ranges above U+009F (Cf format, Co private use, Cs surrogates, Cn
+                    unassigned), all of Unicode: Hugging Face's _is_control drops every category
+                    starting with C (Google's original tokenizer only Cc and Cf).
   kSpaceRanges      Zs (space separator) ranges, all of Unicode.
 
 Usage: python3 tests/data/tools/make_unicode_tables.py > src/lpdt/data/unicode_tables.h
@@ -42,35 +46,38 @@ def cat_is(prefix):
     return lambda cp: ud.category(chr(cp)).startswith(prefix)
 
 
-FOLD_BLOCKS = [(0x00C0, 0x0250), (0x0370, 0x0500), (0x1E00, 0x1F00)]
-MARK_BLOCKS = [(0x0300, 0x0800), (0x1AB0, 0x1B00), (0x1DC0, 0x1E00), (0x20D0, 0x2100),
-               (0x3000, 0x30A0), (0xFE00, 0xFE10), (0xFE20, 0xFE30)]
-PUNCT_BLOCKS = [(0x00A0, 0x0100), (0x2000, 0x2070), (0x2E00, 0x2E80), (0x3000, 0x3040),
-                (0xFE10, 0xFE20), (0xFE30, 0xFE70), (0xFF00, 0xFF66)]
+HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
 
-pairs = []
-for lo, hi in FOLD_BLOCKS:
-    for cp in range(lo, hi):
-        c = chr(cp)
-        if ud.category(c) in ("Cn", "Mn"):
-            continue
-        f = fold(c)
-        if f == c:
-            continue
-        assert len(f) == 1, (hex(cp), f)
+pairs, astral, triples = [], [], []
+for cp in range(0x80, 0x110000):
+    if 0xD800 <= cp <= 0xDFFF or HANGUL_FIRST <= cp <= HANGUL_LAST:
+        continue
+    c = chr(cp)
+    if ud.category(c) in ("Cn", "Mn"):
+        continue
+    f = fold(c)
+    if f == c:
+        continue
+    assert 1 <= len(f) <= 3, (hex(cp), f)
+    if len(f) > 1:
+        triples.append((cp, *[ord(x) for x in f], *([0] * (3 - len(f)))))
+    elif cp <= 0xFFFF and ord(f) <= 0xFFFF:
         pairs.append((cp, ord(f)))
+    else:
+        astral.append((cp, ord(f)))
 
-marks = [r for lo, hi in MARK_BLOCKS for r in ranges(cat_is("Mn"), lo, hi)]
-punct = [r for lo, hi in PUNCT_BLOCKS for r in ranges(cat_is("P"), lo, hi)]
-formats = ranges(cat_is("Cf"), 0, 0x110000)
+marks = ranges(cat_is("Mn"), 0, 0x110000)
+punct = ranges(lambda cp: cp > 0x7F and ud.category(chr(cp)).startswith("P"), 0, 0x110000)
+controls = ranges(lambda cp: cp > 0x9F and ud.category(chr(cp)).startswith("C"), 0, 0x110000)
 spaces = ranges(cat_is("Zs"), 0, 0x110000)
 
 
 def emit_pairs(name, rows, ctype):
-    print(f"inline constexpr {ctype} {name}[][2] = {{")
+    width = len(rows[0])
+    print(f"inline constexpr {ctype} {name}[][{width}] = {{")
     line = "   "
-    for a, b in rows:
-        item = f" {{0x{a:04X}, 0x{b:04X}}},"
+    for row in rows:
+        item = " {" + ", ".join(f"0x{v:04X}" for v in row) + "},"
         if len(line) + len(item) > 100:
             print(line)
             line = "   "
@@ -90,11 +97,15 @@ print("namespace lpdt::data::unicode_tables {")
 print()
 emit_pairs("kFoldPairs", pairs, "std::uint16_t")
 print()
+emit_pairs("kFoldPairsAstral", astral, "std::uint32_t")
+print()
+emit_pairs("kFoldMulti", triples, "std::uint32_t")
+print()
 emit_pairs("kMarkRanges", marks, "std::uint32_t")
 print()
 emit_pairs("kPunctuationRanges", punct, "std::uint32_t")
 print()
-emit_pairs("kFormatRanges", formats, "std::uint32_t")
+emit_pairs("kControlRanges", controls, "std::uint32_t")
 print()
 emit_pairs("kSpaceRanges", spaces, "std::uint32_t")
 print()

@@ -23,7 +23,7 @@ def is_whitespace(c):
 def is_control(c):
     if c in ("\t", "\n", "\r"):
         return False
-    return unicodedata.category(c) in ("Cc", "Cf")
+    return unicodedata.category(c).startswith("C")
 
 
 def is_punctuation(c):
