@@ -83,6 +83,18 @@ TEST(SettingsWithoutEffect, ScheduleCompressionAndFaultPartners) {
               IsEmpty());
 }
 
+TEST(SettingsWithoutEffect, DepthChocoInitAndGossipRoundsOffTheirSettings) {
+  EXPECT_THAT(warnings_of({"model.arch=mlp", "model.depth=32", "algo.name=deep-squeeze",
+                           "algo.choco_init=model", "eval.gossip_rounds=10"}),
+              ElementsAre(HasSubstr("model.depth = 32 has no effect: model.arch = \"mlp\""),
+                          HasSubstr("algo.choco_init = \"model\" has no effect"),
+                          HasSubstr("eval.gossip_rounds = 10 has no effect: eval.protocol = ")));
+  EXPECT_THAT(warnings_of({"model.arch=resnet", "model.depth=32", "algo.name=choco",
+                           "algo.choco_init=model", "eval.protocol=reference",
+                           "eval.gossip_rounds=10"}),
+              IsEmpty());
+}
+
 TEST(SettingsWithoutEffect, ModelAndAugmentationKeysOfOtherModels) {
   EXPECT_THAT(warnings_of({"model.arch=lenet5", "model.dropout=0.5", "model.transformer_layers=3",
                            "model.groups=4", "model.residual_init=one"}),

@@ -233,7 +233,8 @@ void add_keys(ConfigSchema& s) {
        "allows it (a float32 model, or an 8-bit one in a build with the CUDA kernels; static "
        "topology, dense messages or top-k with reference "
        "byte accounting, no stochastically rounded int8 messages, a constant or multistep "
-       "schedule, optim.optimizer = sgd; the log says why not otherwise), off = always run "
+       "schedule, optim.optimizer = sgd, no injected faults and no dead nodes; the log says "
+       "why not otherwise), off = always run "
        "the step eagerly.")
       .one_of(choices<RunConfig::CudaGraph>());
 

@@ -25,7 +25,10 @@ class Collector {
   template <typename T>
   static std::string shown(const T& value) {
     if constexpr (std::is_enum_v<T>) {
-      return "\"" + std::string(to_string(value)) + "\"";
+      std::string quoted = "\"";
+      quoted.append(to_string(value));
+      quoted.push_back('"');
+      return quoted;
     } else if constexpr (std::is_same_v<T, std::string>) {
       return "\"" + value + "\"";
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -207,6 +210,20 @@ std::vector<std::string> settings_without_effect(const ExperimentConfig& c) {
                                        "\" has no channel groups (evonorm, groupnorm and "
                                        "rangeevonorm have)"
                                  : arch + " has no normalisation layers with channel groups");
+  }
+  if (c.model.arch != Arch::kResnet) {
+    out.unless_default("model.depth", c.model.depth, d.model.depth,
+                       arch + " (the CIFAR ResNet's depth; resnet18/34 name theirs)");
+  }
+  if (c.algo.name != AlgoConfig::Name::kChoco) {
+    out.unless_default("algo.choco_init", c.algo.choco_init, d.algo.choco_init,
+                       "algo.name = \"" + std::string(to_string(c.algo.name)) +
+                           "\" keeps no public copies (choco only)");
+  }
+  if (c.eval.protocol != EvalConfig::Protocol::kReference) {
+    out.unless_default("eval.gossip_rounds", c.eval.gossip_rounds, d.eval.gossip_rounds,
+                       "eval.protocol = \"" + std::string(to_string(c.eval.protocol)) +
+                           "\" runs no gossip-only rounds (reference only)");
   }
   if (c.model.arch != Arch::kResnet && c.model.arch != Arch::kResnet18 &&
       c.model.arch != Arch::kResnet34 && c.model.arch != Arch::kMobilenetv2) {
