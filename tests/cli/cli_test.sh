@@ -241,6 +241,14 @@ expect 1 "train.samples 20 in checkpoint.lpdt, 24 now" -- "$lpdt" train \
 expect 1 "keeps what was written before: configuration and diverged.json" -- "$lpdt" train \
   --out "$work/diverging" --set data.dataset=synthetic --set model.arch=mlp --set model.norm=none \
   --set run.max_steps_per_epoch=3 --set run.epochs=2 --set optim.lr=1e30
+# An 8-bit model quantizes NaN weights to finite codes, so its loss can stay finite after its
+# parameters have not: the epoch's end checks the parameters too.
+expect 1 "training diverged in epoch 2: the parameters of nodes 0, 1 are not finite" -- \
+  "$lpdt" train --out "$work/diverging8" --set data.dataset=synthetic \
+  --set data.synthetic_samples_per_class=16 --set data.synthetic_size=16 --set graph.nodes=2 \
+  --set run.max_steps_per_epoch=2 --set run.epochs=3 --set run.threads=1 --set data.test_subset=32 \
+  --set data.batch_size=8 --set run.log_every=0 --set model.arch=resnet \
+  --set model.precision=int8 --set quant.backend=integer --set optim.lr=1e5
 # Choco over a time-varying graph warns that its bytes are a deployment's lower bound.
 expect 0 "warning: algo.name = choco over the time-varying topology 'one-peer-exponential'" -- \
   "$lpdt" train --out "$work/time-varying" --set data.dataset=synthetic --set model.arch=mlp \
@@ -312,7 +320,7 @@ expect 2 "got 99999999999999999999: expected an integer >= 1" -- "$lpdt" topo \
   -n 99999999999999999999
 expect 2 "got 18446744073709551616: expected an integer from 0 to 18446744073709551615" -- \
   "$lpdt" topo -t random -n 5 --seed 18446744073709551616
-expect 2 "got -1: expected an integer >= 0" -- "$lpdt" bench --precision --profile -1
+expect 2 "got -1: expected an integer from 0 to 100000" -- "$lpdt" bench --precision --profile -1
 expect 2 "got 100000: expected an integer from 0 to 1024" -- "$lpdt" bench --threads 100000
 expect 2 "'run.threads' = 100000 is out of range" -- "$lpdt" train --set run.threads=100000
 expect 2 "its folder '$work/missing' does not exist" -- "$lpdt" bench --json "$work/missing/b.json"

@@ -95,6 +95,19 @@ TEST(SettingsWithoutEffect, DepthChocoInitAndGossipRoundsOffTheirSettings) {
               IsEmpty());
 }
 
+TEST(SettingsWithoutEffect, RangeEvoNormAndResidualInitWithoutTheirLayers) {
+  EXPECT_THAT(warnings_of({"model.arch=resnet", "model.precision=int8", "model.norm=batchnorm",
+                           "quant.range_evonorm=std"}),
+              ElementsAre(HasSubstr("quant.range_evonorm = \"std\" has no effect: the model has "
+                                    "no Range EvoNorm")));
+  EXPECT_THAT(warnings_of({"model.arch=resnet", "model.norm=none", "model.residual_init=one"}),
+              ElementsAre(HasSubstr("model.residual_init = \"one\" has no effect: model.norm = "
+                                    "\"none\"")));
+  EXPECT_THAT(warnings_of({"model.arch=resnet", "model.precision=int8", "model.norm=evonorm",
+                           "quant.range_evonorm=std", "model.residual_init=one"}),
+              IsEmpty());
+}
+
 TEST(SettingsWithoutEffect, ModelAndAugmentationKeysOfOtherModels) {
   EXPECT_THAT(warnings_of({"model.arch=lenet5", "model.dropout=0.5", "model.transformer_layers=3",
                            "model.groups=4", "model.residual_init=one"}),

@@ -522,12 +522,14 @@ struct FusedCase {
   std::string variant;
   bool int8;
   std::int64_t channels, groups, size;
+  int bits = 8;  // quant.bits of an 8-bit case
 };
 
 class RangeEvoNormFused : public ::testing::TestWithParam<FusedCase> {};
 
 quant::QuantOptions options_of(const FusedCase& c) {
   quant::QuantOptions options = c.int8 ? int8() : quant::QuantOptions{};
+  if (c.int8) options.bits = c.bits;
   options.range_evonorm = c.variant;
   return options;
 }
@@ -586,6 +588,21 @@ TEST_P(RangeEvoNormFused, MatchesTheCompositeVersion) {
     ScopedSimdLevel scoped(level);
     SCOPED_TRACE(simd_level_name(level));
     expect_runs_agree(setup.run(at::kCPU), composite);
+  }
+}
+
+// Codes wider than 8 bits (quant.bits 9 to 16): the fused kernels take 8-bit codes, so the layer
+// runs its composite code even when asked for the fused one (it stopped with "codes are 8-bit").
+TEST(RangeEvoNormWideCodes, RunTheCompositeCode) {
+  for (const int bits : {9, 12, 16}) {
+    SCOPED_TRACE(bits);
+    FusedSetup setup(FusedCase{"reference", true, 16, 8, 6, bits}, 17);
+    setup.norm.use_fused_kernel(false);
+    const FusedRun composite = setup.run(at::kCPU);
+    setup.norm.use_fused_kernel(true);
+    const FusedRun asked_fused = setup.run(at::kCPU);
+    EXPECT_TRUE(at::equal(asked_fused.out, composite.out));
+    EXPECT_TRUE(at::equal(asked_fused.grad_x, composite.grad_x));
   }
 }
 

@@ -791,7 +791,8 @@ void add_checks(ConfigSchema& s) {
                      arch_uses_model_norm(c.get_string("model.arch"))) {
                    return std::string(
                        "model.norm = \"groupnorm\" has no 8-bit version: with model.precision = "
-                       "\"int8\" use evonorm (Range EvoNorm), batchnorm (Range BatchNorm) or none");
+                       "\"int8\" use evonorm or rangeevonorm (Range EvoNorm), batchnorm or rangebatchnorm "
+                       "(Range BatchNorm), or none");
                  }
                  return std::nullopt;
                }});

@@ -225,11 +225,26 @@ std::vector<std::string> settings_without_effect(const ExperimentConfig& c) {
                        "eval.protocol = \"" + std::string(to_string(c.eval.protocol)) +
                            "\" runs no gossip-only rounds (reference only)");
   }
-  if (c.model.arch != Arch::kResnet && c.model.arch != Arch::kResnet18 &&
-      c.model.arch != Arch::kResnet34 && c.model.arch != Arch::kMobilenetv2) {
+  const bool residual = c.model.arch == Arch::kResnet || c.model.arch == Arch::kResnet18 ||
+                        c.model.arch == Arch::kResnet34 || c.model.arch == Arch::kMobilenetv2;
+  if (!residual) {
     out.unless_default("model.residual_init", c.model.residual_init, d.model.residual_init,
                        arch + " has no residual branches (resnet, resnet18/34 and mobilenetv2 "
                               "have)");
+  } else if (c.model.norm == ModelConfig::Norm::kNone) {
+    out.unless_default("model.residual_init", c.model.residual_init, d.model.residual_init,
+                       "model.norm = \"none\" leaves the residual branches without the norm "
+                       "whose gamma it sets");
+  }
+  // Range EvoNorm: model.norm = rangeevonorm, or evonorm in an 8-bit model.
+  const bool range_evonorm =
+      has_norms && (c.model.norm == ModelConfig::Norm::kRangeEvonorm ||
+                    (c.model.norm == ModelConfig::Norm::kEvonorm &&
+                     c.model.precision == ModelConfig::Precision::kInt8));
+  if (!range_evonorm && c.model.precision == ModelConfig::Precision::kInt8) {
+    out.unless_default("quant.range_evonorm", c.quant.range_evonorm, d.quant.range_evonorm,
+                       "the model has no Range EvoNorm (model.norm = \"evonorm\" or "
+                       "\"rangeevonorm\" on a model with normalisation layers)");
   }
   return out.take();
 }

@@ -129,12 +129,26 @@ std::vector<std::int64_t> nodes_with_nonfinite_loss(const at::Tensor& loss_rows,
   return nodes;
 }
 
+// The hosted nodes (global indices) with a parameter that is not finite, dead nodes left out (as
+// above). A loss can stay finite after the parameters have not: an 8-bit model quantizes a NaN
+// weight to a finite code. rows: [k, P], node first_node + i in row i.
+std::vector<std::int64_t> nodes_with_nonfinite_params(const at::Tensor& rows,
+                                                      std::int64_t first_node,
+                                                      const algo::LinkFaults* faults) {
+  const at::Tensor finite = at::isfinite(rows.detach()).all(1);  // [k]
+  return nodes_with_nonfinite_loss(
+      at::where(finite, at::zeros({}, rows.options()), at::full({}, NAN, rows.options())),
+      first_node, faults);
+}
+
 // A diverged run stops: every later step would only compute NaN, and the next checkpoint
 // would overwrite the last good one. `where` says when it was seen ("at step 37 of 1875 of
 // epoch 2" or "in epoch 2"); step is 0 when seen at the epoch's end. Rank 0 records it first.
+// `parameters`: the nodes' parameters were found not finite, not their loss.
 [[noreturn]] void stop_diverged(const ExperimentConfig& config, bool leader, int epoch,
                                 std::int64_t step, const std::string& where,
-                                const std::string& nodes, const std::filesystem::path& run_dir) {
+                                const std::string& nodes, const std::filesystem::path& run_dir,
+                                bool parameters = false) {
   std::string advice = "lower optim.lr (now " + format("%g", config.optim.lr) + ")";
   // Weight decay alone scales the weights by 1 - lr wd each step: at lr wd >= 1 it flips or
   // zeroes them every step (with L2 in the gradient, it grows them without bound beyond 2).
@@ -162,9 +176,10 @@ std::vector<std::int64_t> nodes_with_nonfinite_loss(const at::Tensor& loss_rows,
   }
   if (std::filesystem::exists(run_dir / kCheckpointFile)) kept += ", the last checkpoint";
   const std::string message =
-      "training diverged " + where + ": the training loss of node" +
+      "training diverged " + where + ": the " +
+      (parameters ? "parameters" : "training loss") + " of node" +
       (nodes.find(',') == std::string::npos ? " " : "s ") + nodes +
-      " is not finite (the run stopped; " + run_dir.string() + " keeps what was written before: " +
+      (parameters ? " are not finite (NaN or infinity)" : " is not finite") + " (the run stopped; " + run_dir.string() + " keeps what was written before: " +
       kept + " and " + kDivergedFile + "). To train stably, " + advice + ".";
   if (leader) {
     nlohmann::json record = {{"config", to_json(config)},
@@ -1765,19 +1780,28 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     train_time_s += seconds_since(epoch_start);
     result.steps += steps_per_epoch;
     {
-      // Every rank reports its nodes and rank 0 answers for all, so that all stop together.
-      std::string diverged = join_nodes(nodes_with_nonfinite_loss(node_loss_sum, hosted.first, optimizer.faults()));
-      if (cluster.distributed()) {
+      // Every rank reports its nodes and rank 0 answers for all, so that all stop together: first
+      // the nodes whose loss is not finite, then those whose parameters are not.
+      const auto agreed = [&](const std::vector<std::int64_t>& mine) {
+        std::string nodes = join_nodes(mine);
+        if (!cluster.distributed()) return nodes;
         std::string all;
-        for (const std::string& part : cluster.gather_text(diverged)) {
+        for (const std::string& part : cluster.gather_text(nodes)) {
           if (!part.empty()) all += (all.empty() ? "" : ", ") + part;
         }
-        diverged = cluster.broadcast_text(all);
-      }
-      if (!diverged.empty()) {
+        return cluster.broadcast_text(all);
+      };
+      const std::string loss_nodes =
+          agreed(nodes_with_nonfinite_loss(node_loss_sum, hosted.first, optimizer.faults()));
+      const std::string param_nodes =
+          loss_nodes.empty()
+              ? agreed(nodes_with_nonfinite_params(x, hosted.first, optimizer.faults()))
+              : std::string();
+      if (!loss_nodes.empty() || !param_nodes.empty()) {
         if (meter) meter->clear();
-        stop_diverged(config, leader, epoch + 1, 0, format("in epoch %d", epoch + 1), diverged,
-                      run_dir);
+        stop_diverged(config, leader, epoch + 1, 0, format("in epoch %d", epoch + 1),
+                      loss_nodes.empty() ? param_nodes : loss_nodes, run_dir,
+                      /*parameters=*/loss_nodes.empty());
       }
     }
     if ((epoch + 1) % config.run.eval_every != 0 && epoch + 1 != config.run.epochs) {

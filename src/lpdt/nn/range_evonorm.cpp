@@ -55,8 +55,10 @@ RangeEvoNorm::RangeEvoNorm(Registry& registry, const std::string& name, std::int
 at::Tensor RangeEvoNorm::forward(const Context& ctx, const at::Tensor& x_in) const {
   const bool q = quant_.low_precision();
   const bool on_cuda = x_in.is_cuda();
+  // The fused kernels take the input as 8-bit codes (quant::quantize): wider codes (quant.bits
+  // 9 to 16) and the reference scheme take the composite code.
   if (!fused_ || !(on_cuda || range_evonorm_fused_supports(x_in)) ||
-      (q && quant_.scheme != quant::QuantScheme::kGemmlowp)) {
+      (q && (quant_.scheme != quant::QuantScheme::kGemmlowp || quant_.bits > 8))) {
     return forward_composite(ctx, x_in);
   }
   const std::int64_t k = ctx.k, kc = k * channels_, cg = channels_ / groups_;
