@@ -12,6 +12,7 @@
 
 #include "finite_difference.h"
 #include "lpdt/core/cpu_dispatch.h"
+#include "lpdt/core/error.h"
 #include "lpdt/nn/param_segments.h"
 #include "lpdt/nn/q_conv2d.h"
 #include "lpdt/nn/q_linear.h"
@@ -604,6 +605,27 @@ TEST(RangeEvoNormWideCodes, RunTheCompositeCode) {
     EXPECT_TRUE(at::equal(asked_fused.out, composite.out));
     EXPECT_TRUE(at::equal(asked_fused.grad_x, composite.grad_x));
   }
+}
+
+// A group of one value (one channel per group, 1x1 maps) has no range: its scale factor
+// 1 / sqrt(2 ln 1) is infinite and every output NaN. Said, naming the layer and what to change.
+TEST(RangeEvoNormOneValueGroups, AreAConfigurationError) {
+  Registry registry;
+  RangeEvoNorm norm(registry, "stage3.norm", 4, 4, int8());
+  const at::Tensor params = torch::rand({1, registry.layout().total_numel}) + 0.5;
+  std::vector<at::Tensor> buffers = fresh_buffers(registry, 1);
+  Context ctx{&registry.layout(), params, &buffers, 1, true};
+  try {
+    norm.forward(ctx, torch::randn({2, 4, 1, 1}));
+    ADD_FAILURE() << "a group of one value was normalised";
+  } catch (const lpdt::ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("Range EvoNorm 'stage3.norm'"), std::string::npos) << message;
+    EXPECT_NE(message.find("1x1 maps holds one value"), std::string::npos) << message;
+    EXPECT_NE(message.find("model.groups"), std::string::npos) << message;
+  }
+  // Two values per group (2x1 maps) have a range.
+  EXPECT_NO_THROW(norm.forward(ctx, torch::randn({2, 4, 2, 1})));
 }
 
 // On a machine with a GPU: the layer on CUDA tensors (the CUDA kernels for the range statistic in

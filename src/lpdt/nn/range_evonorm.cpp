@@ -27,7 +27,8 @@ double range_scale_factor(std::int64_t m) {
 
 RangeEvoNorm::RangeEvoNorm(Registry& registry, const std::string& name, std::int64_t channels,
                            std::int64_t groups, const quant::QuantOptions& quant, bool zero_gamma)
-    : channels_(channels),
+    : name_(name),
+      channels_(channels),
       groups_(std::min(groups, channels)),
       quant_(quant),
       variant_(quant.range_evonorm == "paper" ? Variant::kPaper
@@ -53,6 +54,17 @@ RangeEvoNorm::RangeEvoNorm(Registry& registry, const std::string& name, std::int
 }
 
 at::Tensor RangeEvoNorm::forward(const Context& ctx, const at::Tensor& x_in) const {
+  // The reference statistic's scale factor is 1 / sqrt(2 ln m) over chunks of m values: a group
+  // of one value (one channel per group on 1x1 maps) has no range and would make every output
+  // NaN.
+  if (variant_ == Variant::kReference && x_in.dim() == 4 &&
+      channels_ / groups_ * x_in.size(2) * x_in.size(3) < 2) {
+    throw ConfigError("Range EvoNorm '" + name_ + "': a group of " +
+                      std::to_string(channels_ / groups_) + " channel(s) of " +
+                      std::to_string(x_in.size(2)) + "x" + std::to_string(x_in.size(3)) +
+                      " maps holds one value, which has no range: use fewer groups "
+                      "(model.groups), larger inputs, or quant.range_evonorm = 'std'");
+  }
   const bool q = quant_.low_precision();
   const bool on_cuda = x_in.is_cuda();
   // The fused kernels take the input as 8-bit codes (quant::quantize): wider codes (quant.bits

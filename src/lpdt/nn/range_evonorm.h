@@ -1,5 +1,6 @@
 #pragma once
 #include <optional>
+#include <string>
 
 #include "lpdt/nn/layer.h"
 #include "lpdt/nn/quant_measure.h"
@@ -47,6 +48,7 @@ class RangeEvoNorm : public Layer {
  private:
   at::Tensor forward_composite(const Context& ctx, const at::Tensor& x) const;
   bool fused_ = true;
+  std::string name_;  // in errors
   std::int64_t channels_;
   std::int64_t groups_;
   quant::QuantOptions quant_;
