@@ -509,6 +509,23 @@ TEST(ExperimentConfigErrorTest, GraphShapeRules) {
                         "an int in [1, 7]"));
 }
 
+// A cross-key rule broken by two --set arguments is reported at the later one, whichever key it
+// sets.
+TEST(ExperimentConfigErrorTest, ACrossKeyErrorIsReportedAtTheLaterOverride) {
+  const auto error_of = [](const std::vector<std::string>& overrides) {
+    try {
+      load_experiment_config(std::nullopt, overrides);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error_of({"model.precision=int8", "quant.backend=integer", "quant.bits=4"}),
+              ::testing::StartsWith("--set quant.bits=4: quant.backend = \"integer\""));
+  EXPECT_THAT(error_of({"model.precision=int8", "quant.bits=4", "quant.backend=integer"}),
+              ::testing::StartsWith("--set quant.backend=integer: quant.backend = \"integer\""));
+}
+
 TEST(ExperimentConfigErrorTest, OptimizerRules) {
   EXPECT_THAT(load_error("[optim]\nmomentum = 0\n"),
               HasSubstr(":2: optim.nesterov = true needs momentum: expected optim.momentum in "

@@ -60,8 +60,11 @@ std::vector<LayerConsensus> layer_consensus(const at::Tensor& x, const LayerLayo
     layer.distance = distance;
     layer.mean_node_norm = node_sq.sqrt().mean().item<double>();
     layer.average_norm = std::sqrt(mean_sq);
+    // NaN parameters give NaN, not the 0 of a layer whose weights are all zero.
     layer.relative_distance =
-        layer.mean_node_norm > 0 ? std::sqrt(layer.distance) / layer.mean_node_norm : 0.0;
+        layer.mean_node_norm > 0 || !std::isfinite(layer.mean_node_norm)
+            ? std::sqrt(layer.distance) / layer.mean_node_norm
+            : 0.0;
     layers.push_back(std::move(layer));
   }
   return layers;

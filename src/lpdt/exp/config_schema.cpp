@@ -736,7 +736,9 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
   }
 
   // 2. The overrides, in order.
+  int position = 0;
   for (const std::string& argument : overrides) {
+    ++position;
     const auto split = split_override(argument);
     if (!split) {
       errors.push_back("--set '" + argument +
@@ -744,7 +746,7 @@ Config ConfigSchema::resolve_impl(const std::optional<std::string>& path,
       continue;
     }
     const auto& [name, value_text] = *split;
-    const ValueOrigin origin{ValueOrigin::Kind::kOverride, argument, 0};
+    const ValueOrigin origin{ValueOrigin::Kind::kOverride, argument, position};
     const std::string where = origin.where();
     const auto index = find(name);
     if (!index) {
@@ -816,7 +818,10 @@ void ConfigSchema::run_checks(const Config& config, std::vector<std::string>& er
     // Report at the involved key that was set last; then show every involved key.
     const std::string* blamed = &check.keys.front();
     for (const std::string& key : check.keys) {
-      if (origin_rank(config.origin(key)) > origin_rank(config.origin(*blamed))) blamed = &key;
+      // Of two keys of one kind, the later line or --set.
+      const ValueOrigin& a = config.origin(key);
+      const ValueOrigin& b = config.origin(*blamed);
+      if (std::pair(origin_rank(a), a.line) > std::pair(origin_rank(b), b.line)) blamed = &key;
     }
     std::vector<std::string> involved;
     for (const std::string& key : check.keys) involved.push_back(config.describe(key));

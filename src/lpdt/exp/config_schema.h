@@ -101,7 +101,7 @@ struct ValueOrigin {
   enum class Kind { kDefault, kFile, kOverride, kProgram };
   Kind kind = Kind::kDefault;
   std::string source;  // the file path (kFile), the whole `key=value` argument (kOverride)
-  int line = 0;        // kFile only
+  int line = 0;  // kFile: the line; kOverride: the argument's position among the --set ones
 
   // "default", "configs/quick.toml:7", "--set optim.lr=0.05", "program".
   std::string where() const;

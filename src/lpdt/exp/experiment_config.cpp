@@ -774,8 +774,9 @@ void add_checks(ConfigSchema& s) {
                  if (c.get_string("quant.backend") != "integer") return std::nullopt;
                  if (c.get_string("quant.scheme") != "gemmlowp") {
                    return std::string(
-                       "quant.backend = \"integer\" needs quant.scheme = \"gemmlowp\" (an "
-                       "integer zero point makes the padding of integer convolutions exact)");
+                       "quant.backend = \"integer\" needs quant.scheme = \"gemmlowp\" (its "
+                       "kernels take integer codes with an integer zero point, which also makes "
+                       "the zero padding of convolutions exact)");
                  }
                  if (c.get_int("quant.bits") != 8 || c.get_int("quant.grad_bits") != 8) {
                    return std::string(
