@@ -71,11 +71,13 @@ void add_cost_command(CLI::App& app) {
     options.energy = energy;
     options.measure = args->measure;
     const exp::CostReport report = exp::analyse_cost(options);
-    std::cout << exp::describe(report, args->per_layer);
+    // The file first: a write that fails (a path the early check could not see through) stops the
+    // command before it prints a report that seems to have succeeded.
     if (!args->json_path.empty()) {
       exp::write_text_file(args->json_path, exp::to_json(report).dump(1) + "\n");
-      std::cout << "json: " << args->json_path << "\n";
     }
+    std::cout << exp::describe(report, args->per_layer);
+    if (!args->json_path.empty()) std::cout << "json: " << args->json_path << "\n";
   });
 }
 
