@@ -727,6 +727,42 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
+// A checkpoint whose checksum holds but whose contents are of the wrong type (a writer's bug, or
+// an edit): named before anything trains, where copy_ converted an int32 table to floats and the
+// run diverged, and LibTorch's own messages named no file.
+TEST(Checkpoint, TensorsOfAnotherTypeAreNamedBeforeTraining) {
+  const fs::path out = fresh_dir("checkpoint-types");
+  const auto quiet = [](const std::string&) {};
+  ExperimentConfig config = faulty_stateful_run(out, 1);
+  const TrainResult first = train(config, quiet);
+  const fs::path file = first.run_dir / kCheckpointFile;
+  const TrainingState intact = read_checkpoint(file);
+  config.run.epochs = 2;
+  TrainOptions resume;
+  resume.resume_dir = first.run_dir;
+  const auto resume_error = [&](const TrainingState& state) {
+    write_checkpoint(file, state);
+    return error_of([&] { train(config, quiet, resume); });
+  };
+  TrainingState int_params = intact;
+  int_params.params = intact.params.to(at::kInt);
+  EXPECT_THAT(resume_error(int_params),
+              ::testing::AllOf(::testing::HasSubstr(file.string()), ::testing::HasSubstr("holds the parameters as Int, expected "
+                                                        "Float")));
+  TrainingState bad_rng = intact;
+  bad_rng.torch_rng_state = intact.torch_rng_state.to(at::kChar);
+  EXPECT_THAT(resume_error(bad_rng), ::testing::HasSubstr("holds the random generator's state as Char"));
+  ASSERT_TRUE(intact.optimizer.count("fault_held_meta"));
+  TrainingState bad_held = intact;
+  bad_held.optimizer["fault_held_meta"] = intact.optimizer.at("fault_held_meta").to(at::kDouble);
+  EXPECT_THAT(resume_error(bad_held),
+              ::testing::AllOf(::testing::HasSubstr(file.string()), ::testing::HasSubstr("does not hold this run's messages in "
+                                                        "flight")));
+  write_checkpoint(file, intact);
+  EXPECT_NO_THROW(train(config, quiet, resume));
+  fs::remove_all(out);
+}
+
 TEST(Checkpoint, CorruptMissingAndForeignFilesAreClearErrors) {
   const fs::path out = fresh_dir("corrupt");
   const TrainResult run = train(stateful_run(out, 1), [](const std::string&) {});
@@ -751,6 +787,14 @@ TEST(Checkpoint, CorruptMissingAndForeignFilesAreClearErrors) {
               read_checkpoint(write("{\"not\": \"a checkpoint\"}........"));
             }).find("not an lpdt checkpoint"),
             std::string::npos);
+  // An empty file is a write cut short, not another format; a flipped bit in the version field
+  // is damage (the checksum is checked first), not a newer format.
+  EXPECT_NE(error_of([&] { read_checkpoint(write("")); }).find("corrupt or truncated (0 bytes)"),
+            std::string::npos);
+  std::string version_flipped = bytes;
+  version_flipped[8] ^= 0x01;
+  const std::string version_error = error_of([&] { read_checkpoint(write(version_flipped)); });
+  EXPECT_NE(version_error.find("checksum mismatch"), std::string::npos) << version_error;
   // A run stopped before its first checkpoint is named as one cause, beside checkpoints off.
   const std::string missing = error_of([&] { read_checkpoint(out / "missing.lpdt"); });
   EXPECT_NE(missing.find("no checkpoint"), std::string::npos) << missing;
@@ -1119,6 +1163,15 @@ TEST(Checkpoint, ResumingKeepsTheTablesWhoseLaterEpochsItDrops) {
   EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) {
     return w.find(note) != std::string::npos;
   }));
+  // A later resume, which drops nothing, still records in its summary that the folder holds the
+  // tables an earlier one kept.
+  train(stateful_run(out, 4), [](const std::string&) {}, resume);
+  std::ifstream later_file(run.run_dir / "summary.json");
+  const auto later = nlohmann::json::parse(later_file).at("warnings").dump();
+  EXPECT_NE(later.find("an earlier resume of this run found rows written after its checkpoint"),
+            std::string::npos)
+      << later;
+  EXPECT_NE(later.find("epochs.before-resume.csv"), std::string::npos) << later;
   fs::remove_all(out);
 }
 

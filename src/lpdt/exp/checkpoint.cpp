@@ -264,21 +264,27 @@ TrainingState read_checkpoint(const fs::path& file) {
   const auto owned = std::make_shared<std::string>(std::move(*text));
   const std::string& bytes = *owned;
   constexpr std::size_t kFixed = kJsonAt;
-  if (bytes.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), bytes.begin())) {
+  // Shorter than its magic: a write cut short (an empty file, most often), not another format.
+  if (bytes.size() < kMagic.size()) {
+    throw UserError(corrupt(file, std::to_string(bytes.size()) + " bytes"));
+  }
+  if (!std::equal(kMagic.begin(), kMagic.end(), bytes.begin())) {
     throw UserError("'" + file.string() + "' is not an lpdt checkpoint (no LPDTCKPT magic)");
   }
   if (bytes.size() < kFixed + 8 + 4) {
     throw UserError(corrupt(file, std::to_string(bytes.size()) + " bytes"));
+  }
+  // The checksum (the last 4 bytes in every version) first: a flipped bit in the version field
+  // is a damaged file, not a newer format.
+  const std::uint32_t stored_crc = static_cast<std::uint32_t>(get_le(bytes, bytes.size() - 4, 4));
+  if (crc_of(bytes.data(), bytes.size() - 4) != stored_crc) {
+    throw UserError(corrupt(file, "checksum mismatch"));
   }
   const auto version = static_cast<std::uint32_t>(get_le(bytes, 8, 4));
   if (version != kVersion && version != kVersionWithTorchArchive) {
     throw UserError("checkpoint '" + file.string() + "' has format version " +
                     std::to_string(version) + "; this lpdt reads versions " +
                     std::to_string(kVersionWithTorchArchive) + " and " + std::to_string(kVersion));
-  }
-  const std::uint32_t stored_crc = static_cast<std::uint32_t>(get_le(bytes, bytes.size() - 4, 4));
-  if (crc_of(bytes.data(), bytes.size() - 4) != stored_crc) {
-    throw UserError(corrupt(file, "checksum mismatch"));
   }
   const std::uint64_t json_size = get_le(bytes, 12, 8);
   if (json_size > bytes.size() - kFixed - 8 - 4) throw UserError(corrupt(file, "bad JSON size"));

@@ -192,6 +192,9 @@ std::vector<std::int64_t> nodes_with_nonfinite_params(const at::Tensor& rows,
   throw TrainingDiverged(message);
 }
 
+// The first line of an exception's text: LibTorch's messages go on with C++ frames.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 std::string join_nodes(const std::vector<std::int64_t>& nodes) {
   std::string text;
   const std::size_t shown = std::min<std::size_t>(nodes.size(), 16);
@@ -1027,20 +1030,34 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
           resumed->params.size(1) != x.size(1) || resumed->buffers.size() != buffers.size()) {
         throw UserError(shapes.str());
       }
+      // A tensor of another type would be converted by copy_ without a word (an int32 table
+      // read as float32 numbers trains, then diverges): the file is damaged.
+      const auto check_type = [&](const at::Tensor& stored, at::ScalarType expected,
+                                  const std::string& what) {
+        if (stored.scalar_type() != expected) {
+          throw UserError("checkpoint '" + file.string() + "' holds " + what + " as " +
+                          std::string(c10::toString(stored.scalar_type())) + ", expected " +
+                          std::string(c10::toString(expected)) +
+                          ": a damaged file; resume from an intact copy or start the run again");
+        }
+      };
+      check_type(resumed->params, x.scalar_type(), "the parameters");
       torch::NoGradGuard no_grad;
       x.copy_(own_rows(resumed->params));
       for (std::size_t i = 0; i < buffers.size(); ++i) {
         auto expected = buffers[i].sizes().vec();
         expected[0] = n;
         if (resumed->buffers[i].sizes().vec() != expected) throw UserError(shapes.str());
+        check_type(resumed->buffers[i], buffers[i].scalar_type(),
+                   "buffer " + std::to_string(i));
         buffers[i].copy_(own_rows(resumed->buffers[i]));
       }
       try {
         optimizer.load_state(resumed->optimizer);
       } catch (const std::exception& e) {
         throw UserError("checkpoint '" + file.string() + "' does not hold this run's optimizer " +
-                        "state (" + e.what() + "); resume from an intact copy or start the run "
-                        "again");
+                        "state (" + first_line(e.what()) + "); resume from an intact copy or "
+                        "start the run again");
       }
       // A checkpoint written under mpirun after a rank died for real (no fault injected) lists
       // dead nodes, whose rows it holds as zeros: they stay dead in any resumed run, in-process
@@ -1050,7 +1067,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
         optimizer.set_faults(make_link_faults());
       }
       if (optimizer.faults() != nullptr && resumed->optimizer.count("fault_held_meta")) {
-        const_cast<algo::LinkFaults*>(optimizer.faults())->restore_held(resumed->optimizer);
+        try {
+          const_cast<algo::LinkFaults*>(optimizer.faults())->restore_held(resumed->optimizer);
+        } catch (const std::exception& e) {
+          throw UserError("checkpoint '" + file.string() +
+                          "' does not hold this run's messages in flight (" +
+                          first_line(e.what()) +
+                          "); resume from an intact copy or start the run again");
+        }
       }
       // The counts of all nodes so far: rank 0 carries them on (the ranks' counts are summed).
       if (optimizer.faults() != nullptr && !resumed->fault_counts.is_null()) {
@@ -1063,10 +1087,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       }
       ledger = metrics::ByteLedger::from_json(resumed->ledger);
       if (!hosted.is_all()) ledger.keep_only_nodes(hosted.first, k, /*keep_round_totals=*/leader);
-      {
+      check_type(resumed->torch_rng_state, at::kByte, "the random generator's state");
+      try {
         auto generator = at::detail::getDefaultCPUGenerator();
         std::lock_guard<std::mutex> lock(generator.mutex());
         generator.set_state(resumed->torch_rng_state);
+      } catch (const c10::Error& e) {
+        throw UserError("checkpoint '" + file.string() + "' holds a random generator state " +
+                        "LibTorch refuses (" + first_line(e.what_without_backtrace()) +
+                        "): a damaged file; resume from an intact copy or start the run again");
       }
       // The run has its state now: the checkpoint's copy of it (all n nodes' rows, the size of
       // the file) is not read again, and would otherwise be held until the run ends.
@@ -1128,6 +1157,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
           std::to_string(done) + ") by a run that stopped before it checkpointed them; they are "
           "trained again from the checkpoint, and the tables as they were are kept as " + names;
       say("note: " + dropped_rows_note);
+    } else {
+      // An earlier resume of this folder kept such rows: its note is written in the summary of
+      // the run that finishes, whichever resume that is.
+      std::vector<std::string> kept;
+      for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
+        const std::string name = entry.path().filename().string();
+        if (name.find(".before-resume") != std::string::npos && entry.path().extension() == ".csv") {
+          kept.push_back(name);
+        }
+      }
+      std::sort(kept.begin(), kept.end());
+      if (!kept.empty()) {
+        std::string names;
+        for (const std::string& name : kept) names += (names.empty() ? "" : ", ") + name;
+        dropped_rows_note =
+            "an earlier resume of this run found rows written after its checkpoint, trained those "
+            "epochs again, and kept the tables as they were as " + names;
+      }
     }
     if (layers) {
       resumed_layers = layers->kept;
