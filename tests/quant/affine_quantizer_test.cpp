@@ -288,6 +288,31 @@ TEST(Quantize, CodesDequantizeToTheFakeQuantizedValues) {
   }
 }
 
+// A NaN input (a model whose weights went NaN) is code 0, defined, at every vector level and in
+// short and long rows; its neighbours keep their codes. (Converting a NaN to uint8_t is
+// undefined behaviour.)
+TEST(Quantize, ANanInputIsCodeZero) {
+  for (const SimdLevel level : cpu_simd_levels()) {
+    ScopedSimdLevel scoped(level);
+    SCOPED_TRACE(simd_level_name(level));
+    for (const std::int64_t channels : {8, 37}) {
+      const at::Tensor x = random_activation(4, channels, 6, 6, 23);
+      const NodeRange range = tensor_range(x, 1);
+      for (Rounding rounding : {Rounding::kStochastic, Rounding::kNearest}) {
+        QuantizeRequest request{8, QuantScheme::kGemmlowp, rounding, DrawKey{3, 1, 0}, 5};
+        const QuantizedTensor clean = quantize(x, 1, range, request);
+        at::Tensor with_nan = x.clone();
+        with_nan[1][3][2][4] = std::nanf("");
+        const QuantizedTensor q = quantize(with_nan, 1, range, request);
+        EXPECT_EQ(q.codes[1][3][2][4].item<int>(), 0) << channels << " channels";
+        at::Tensor expected = clean.codes.clone();
+        expected[1][3][2][4] = 0;
+        EXPECT_TRUE(at::equal(q.codes, expected)) << channels << " channels";
+      }
+    }
+  }
+}
+
 TEST(Quantize, SampleBySampleEqualsTheWholeTensor) {
   // The per-sample entry points the fused Range EvoNorm reads through: sample n of every node,
   // into a buffer with the tensor's strides, must hold what the whole-tensor calls write there.

@@ -252,11 +252,14 @@ struct QuantizeCodesBlock {
                                          std::int64_t row_stride, float scale, float zero_point,
                                          float qmax, bool stochastic, std::uint64_t stream,
                                          std::uint64_t index0) {
+    // std::max(0.0f, y) returns 0 for a NaN y, where std::max(y, 0.0f) would return the NaN and
+    // its conversion to uint8_t would be undefined: a NaN input is code 0 (the run's parameter
+    // check stops a run whose parameters are NaN at the epoch's end).
     const auto code = [&](std::int64_t r, std::int64_t c, float draw) {
       const float y = scaled_value(x[r * row_stride + c], scale, zero_point, 0.0f,
                                    /*reference_scheme=*/false) +
                       draw;
-      return round_half_even(std::min(std::max(y, 0.0f), qmax));
+      return round_half_even(std::min(std::max(0.0f, y), qmax));
     };
     if (cols >= kLongRun) {
       const auto store = [&](std::int64_t r, std::int64_t c, float draw) {
@@ -268,7 +271,7 @@ struct QuantizeCodesBlock {
           const float y = scaled_value(x[r * row_stride + c], scale, zero_point, 0.0f,
                                        /*reference_scheme=*/false);
           out[r * row_stride + c] =
-              static_cast<std::uint8_t>(round_half_even(std::min(std::max(y, 0.0f), qmax)));
+              static_cast<std::uint8_t>(round_half_even(std::min(std::max(0.0f, y), qmax)));
         }
       }
       return;
