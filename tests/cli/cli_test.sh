@@ -293,7 +293,7 @@ expect 0 "faults.delay_rounds = 3 is not less than the run's 1 gossip rounds" --
   --set model.norm=none --set graph.nodes=2 --set run.epochs=1 --set run.log_every=0 \
   --set run.max_steps_per_epoch=1 --set optim.warmup=official >"$work/ref_warmup.log" 2>&1
 # A one-epoch run with the official warm-up never trains at the full rate: said.
-expect 0 "optim.warmup = official runs epoch 1 at 0.1 x optim.lr, and run.epochs = 1" -- \
+expect 0 "optim.warmup = official runs the first epoch at 0.1 x optim.lr, and run.epochs = 1" -- \
   cat "$work"/ref_warmup.log
 # An out_dir that is a file is a configuration error (exit 2), as other bad keys are.
 touch "$work/a-file"

@@ -286,6 +286,10 @@ TEST(ReportChart, NiceRangesTicksAndCompactNumbers) {
   EXPECT_EQ(nice_range(9.95, 19.8, false), std::make_pair(8.0, 20.0));
   EXPECT_EQ(nice_range(0.003, 0.7, true), std::make_pair(0.001, 1.0));
   EXPECT_EQ(nice_range(1, 2, false, true), std::make_pair(1.0, 2.0));
+  // A constant series of zeros (a one-node run's consensus distance) starts at 0, not -1.
+  EXPECT_EQ(nice_range(0, 0, false).first, 0.0);
+  EXPECT_GT(nice_range(0, 0, false).second, 0.0);
+  EXPECT_LT(nice_range(5, 5, false).first, 5.0);
   // 60 decades: every 8th power of ten, so about 8 labels instead of 61.
   const std::vector<double> wide = Scale(1e-30, 1e30, 0, 1, true).ticks();
   EXPECT_EQ(wide.size(), 7u);
@@ -484,13 +488,39 @@ TEST(ReportRun, MissingOptionalFilesLeaveANoteInsteadOfTheirSection) {
   EXPECT_THAT(read(out), Not(HasSubstr("epochs.csv is missing")));
   // A run that stopped diverged says so, with diverged.json's epoch and message, not that it has
   // not finished.
+  // Its header describes the experiment from diverged.json's configuration (it read summary.json,
+  // which the run does not have).
   write(dir / "diverged.json",
-        "{\"config\": {}, \"epoch\": 2, \"step\": 7, \"nodes\": [1], "
+        "{\"config\": {\"algo\": {\"name\": \"choco\", \"consensus_step\": 0.5}, \"model\": "
+        "{\"arch\": \"transformer\"}}, \"epoch\": 2, \"step\": 7, \"nodes\": [1], "
         "\"message\": \"the training loss of node 1 is nan\"}");
   EXPECT_EQ(write_report(dir, out), out);
-  EXPECT_THAT(read(out), AllOf(HasSubstr("The run stopped diverged in epoch 2: the training loss "
-                                         "of node 1 is nan (diverged.json)"),
-                               Not(HasSubstr("the run has not finished"))));
+  const std::string diverged = read(out);
+  expect_well_formed(diverged);
+  EXPECT_THAT(diverged, AllOf(HasSubstr("The run stopped diverged in epoch 2: the training loss "
+                                        "of node 1 is nan (diverged.json)"),
+                              Not(HasSubstr("the run has not finished")),
+                              HasSubstr("<td>choco, consensus step 0.5</td>")));
+  // A text model has no cost model: said so, not that cost.json is missing.
+  EXPECT_THAT(section(diverged, "cost"), HasSubstr("covers the image models, not transformer"));
+}
+
+// A run with eval.per_node = false has null node figures: the header says they were not
+// evaluated (it printed "- [null, null]"), and leaves empty lists out of the faults row.
+TEST(ReportRun, NodeFiguresNotEvaluatedAreSaidSo) {
+  const fs::path dir = fresh_dir("not-per-node") / "run";
+  write_run(dir, SyntheticRun{});
+  json summary = json::parse(read(dir / "summary.json"));
+  for (const char* key : {"mean_node_accuracy", "min_node_accuracy", "max_node_accuracy"}) {
+    summary["final"][key] = nullptr;
+  }
+  summary["faults"] = {{"dead_edge_rounds", 9}, {"bytes_as_last_reported_by_ranks", json::array()}};
+  write(dir / "summary.json", summary.dump(2));
+  const std::string html = read(write_report(dir));
+  EXPECT_THAT(html, HasSubstr("<td>not evaluated (eval.per_node = false)</td>"));
+  EXPECT_THAT(html, Not(HasSubstr("null")));
+  EXPECT_THAT(html, AllOf(HasSubstr("dead_edge_rounds 9"),
+                          Not(HasSubstr("bytes_as_last_reported_by_ranks"))));
 }
 
 std::string report_error(const fs::path& dir) {

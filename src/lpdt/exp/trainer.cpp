@@ -1318,8 +1318,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // The official warm-up runs the first epoch at 0.1 x lr: a one-epoch run is warm-up only.
   if (config.optim.warmup == OptimConfig::Warmup::kOfficial && config.run.epochs <= 1) {
     const std::string warning =
-        "optim.warmup = official runs epoch 1 at 0.1 x optim.lr, and run.epochs = 1: the whole "
-        "run is warm-up, never at the full rate (more epochs, or optim.warmup = none)";
+        "optim.warmup = official runs the first epoch at 0.1 x optim.lr, and run.epochs = 1: the "
+        "whole run is warm-up, never at the full rate (more epochs, or optim.warmup = none)";
     say("warning: " + warning);
     warnings.push_back(warning);
   }

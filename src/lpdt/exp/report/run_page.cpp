@@ -1,6 +1,7 @@
 // The page of one run folder (report_page.h).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "lpdt/exp/experiment_config.h"
@@ -38,9 +39,61 @@ std::string summary_text(const RunResults& run, const std::vector<std::string>& 
 
 std::string percent(std::optional<double> v) { return v ? format_number(*v) + " %" : "-"; }
 
+// A configuration value as text: from summary.json, or from diverged.json of a run that stopped
+// diverged ("" when absent).
+std::string config_text(const RunResults& run, const std::string& section,
+                        const std::string& key) {
+  if (run.summary) return summary_text(run, {"config", section, key});
+  if (!run.diverged) return "";
+  const json* node = &*run.diverged;
+  for (const std::string& k : {std::string("config"), section, key}) {
+    if (!node->is_object() || !node->contains(k)) return "";
+    node = &(*node)[k];
+  }
+  return node->is_number() ? format_number(node->get<double>()) : json_label(*node);
+}
+
+// The header rows that describe the experiment (its configuration).
+std::vector<std::vector<std::string>> experiment_rows(
+    const std::function<std::string(const std::string&, const std::string&)>& cfg,
+    const std::string& topology_text) {
+  std::string compression = cfg("algo", "compressor");
+  if (!compression.empty() && compression != "none") {
+    compression += ", keep fraction " + cfg("algo", "keep_fraction");
+  }
+  if (!cfg("algo", "message_values").empty()) {
+    compression += ", message values " + cfg("algo", "message_values");
+  }
+  std::string precision = cfg("model", "precision");
+  if (!precision.empty() && precision != "fp32") {
+    precision += " (quant backend " + cfg("quant", "backend") + ")";
+  }
+  return {
+      {"algorithm", cfg("algo", "name") + ", consensus step " + cfg("algo", "consensus_step")},
+      {"model", arch_uses_model_norm(cfg("model", "arch"))
+                    ? cfg("model", "arch") + " (norm " + cfg("model", "norm") + ")"
+                    : cfg("model", "arch")},
+      {"precision", precision},
+      {"topology", topology_text + ", mixing " + cfg("graph", "mixing")},
+      {"nodes", cfg("graph", "nodes")},
+      {"data", cfg("data", "dataset") + ", partition " + cfg("data", "partition") + ", skew " +
+                   cfg("data", "skew")},
+      {"compression", compression},
+      {"epochs", cfg("run", "epochs")},
+      {"batch size per node", cfg("data", "batch_size")}};
+}
+
+std::string kv_table(const std::vector<std::vector<std::string>>& rows) {
+  std::string out = "<table class=\"kv\">\n";
+  for (const auto& row : rows) {
+    out += "<tr><th>" + xml_escape(row[0]) + "</th><td>" + xml_escape(row[1]) + "</td></tr>\n";
+  }
+  return out + "</table>\n";
+}
+
 std::string header_html(const RunResults& run) {
   const auto cfg = [&](const std::string& section, const std::string& key) {
-    return summary_text(run, {"config", section, key});
+    return config_text(run, section, key);
   };
   std::string name = cfg("run", "name");
   if (name.empty()) name = run.folder;
@@ -54,6 +107,7 @@ std::string header_html(const RunResults& run) {
            (message.empty() ? std::string() : ": " + xml_escape(message)) +
            " (diverged.json). It has no summary.json; the figures below are the epochs recorded "
            "before it stopped.</p>\n";
+    return out + kv_table(experiment_rows(cfg, cfg("graph", "topology")));
   } else if (!run.summary) {
     out +=
         "<p class=\"missing\">summary.json is missing: the run has not finished; the figures "
@@ -71,17 +125,6 @@ std::string header_html(const RunResults& run) {
     return out;
   }
   const json& s = *run.summary;
-  std::string compression = cfg("algo", "compressor");
-  if (!compression.empty() && compression != "none") {
-    compression += ", keep fraction " + cfg("algo", "keep_fraction");
-  }
-  if (!cfg("algo", "message_values").empty()) {
-    compression += ", message values " + cfg("algo", "message_values");
-  }
-  std::string precision = cfg("model", "precision");
-  if (!precision.empty() && precision != "fp32") {
-    precision += " (quant backend " + cfg("quant", "backend") + ")";
-  }
   std::string backend;
   for (const char* key : {"engine", "device", "precision", "quant_backend"}) {
     const std::string v = summary_text(run, {"backend", key});
@@ -95,30 +138,22 @@ std::string header_html(const RunResults& run) {
   if (const auto gap = json_number(s, {"topology", "spectral_gap"})) {
     topology += ", spectral gap " + format_number(*gap);
   }
-  std::vector<std::vector<std::string>> rows = {
-      {"algorithm", cfg("algo", "name") + ", consensus step " + cfg("algo", "consensus_step")},
-      {"model", arch_uses_model_norm(cfg("model", "arch"))
-                    ? cfg("model", "arch") + " (norm " + cfg("model", "norm") + ")"
-                    : cfg("model", "arch")},
-      {"precision", precision},
-      {"topology", topology + ", mixing " + cfg("graph", "mixing")},
-      {"nodes", cfg("graph", "nodes")},
-      {"data", cfg("data", "dataset") + ", partition " + cfg("data", "partition") + ", skew " +
-                   cfg("data", "skew")},
-      {"compression", compression},
-      {"epochs", cfg("run", "epochs")},
-      {"batch size per node", cfg("data", "batch_size")},
+  std::vector<std::vector<std::string>> rows = experiment_rows(cfg, topology);
+  // eval.per_node = false: the nodes' figures are null, said as such.
+  const auto mean_node = json_number(s, {"final", "mean_node_accuracy"});
+  const std::vector<std::vector<std::string>> figures = {
       {"average-model accuracy", percent(json_number(s, {"final", "average_model_accuracy"}))},
       {"node accuracy mean [min, max]",
-       percent(json_number(s, {"final", "mean_node_accuracy"})) + " [" +
-           summary_text(run, {"final", "min_node_accuracy"}) + ", " +
-           summary_text(run, {"final", "max_node_accuracy"}) + "]"},
+       mean_node ? percent(mean_node) + " [" + summary_text(run, {"final", "min_node_accuracy"}) +
+                       ", " + summary_text(run, {"final", "max_node_accuracy"}) + "]"
+                 : std::string("not evaluated (eval.per_node = false)")},
       {"consensus distance", summary_text(run, {"final", "consensus_distance"})},
       {"GB sent per node", summary_text(run, {"final", "mean_gb_sent_per_node"})},
       {"wall time (s)", summary_text(run, {"final", "wall_time_s"})},
       {"seed", summary_text(run, {"seed"})},
       {"git revision", revision},
       {"backend", backend}};
+  rows.insert(rows.end(), figures.begin(), figures.end());
   // Runs written before these were recorded have neither: no empty rows for them.
   if (const std::string cpu = summary_text(run, {"machine", "cpu"}); !cpu.empty()) {
     rows.push_back({"machine", cpu + ", " + summary_text(run, {"machine", "logical_cores"}) +
@@ -131,15 +166,12 @@ std::string header_html(const RunResults& run) {
   if (s.contains("faults") && s["faults"].is_object()) {
     std::string faults;
     for (const auto& [key, value] : flatten_json(s["faults"])) {
+      if (value.is_array() && value.empty()) continue;  // e.g. the MPI-only list, in one process
       faults += (faults.empty() ? "" : ", ") + key + " " + json_label(value);
     }
     rows.push_back({"faults", faults});
   }
-  out += "<table class=\"kv\">\n";
-  for (const auto& row : rows) {
-    out += "<tr><th>" + xml_escape(row[0]) + "</th><td>" + xml_escape(row[1]) + "</td></tr>\n";
-  }
-  return out + "</table>\n";
+  return out + kv_table(rows);
 }
 
 std::string accuracy_section(const RunResults& run) {
@@ -479,7 +511,14 @@ std::string ratio(double a, double b) {
 }
 
 std::string cost_section(const RunResults& run) {
-  if (!run.cost) return missing_note("cost.json", "memory and energy per precision");
+  if (!run.cost) {
+    const std::string arch = config_text(run, "model", "arch");
+    if (arch == "transformer" || arch == "distilbert") {
+      return "<p class=\"missing\">No memory and energy per precision: the cost model (cost.json) "
+             "covers the image models, not " + xml_escape(arch) + ".</p>\n";
+    }
+    return missing_note("cost.json", "memory and energy per precision");
+  }
   const CostInfo& cost = *run.cost;
   // Memory: a stacked bar per (phase, precision); parts in the paper's order, then any others.
   std::vector<std::string> parts = {"weights", "activations", "gradients", "optimizer",

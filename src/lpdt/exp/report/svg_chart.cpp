@@ -99,8 +99,10 @@ std::pair<double, double> nice_range(double lo, double hi, bool log, bool intege
     return {a, b};
   }
   if (hi == lo) {
+    // A constant series: a band around it, but from 0 where it is 0 (a one-node run's consensus
+    // distance, which cannot be negative, drew ticks down to -1).
     const double pad = lo == 0 ? 1 : std::abs(lo) * 0.1;
-    lo -= pad;
+    if (lo != 0) lo -= pad;
     hi += pad;
   }
   const double step = nice_step(hi - lo, integer);
