@@ -292,6 +292,18 @@ expect 0 "faults.delay_rounds = 3 is not less than the run's 1 gossip rounds" --
   --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
   --set model.norm=none --set graph.nodes=2 --set run.epochs=1 --set run.log_every=0 \
   --set run.max_steps_per_epoch=1 --set optim.warmup=official >"$work/ref_warmup.log" 2>&1
+# Ctrl-C ends a run as SIGINT would (exit 130), saying what the folder keeps and how to resume.
+"$lpdt" train --out "$work/interrupted" --set data.dataset=synthetic \
+  --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
+  --set model.norm=none --set graph.nodes=2 --set run.epochs=100000 --set run.log_every=0 \
+  >"$work/interrupted.log" 2>&1 &
+interrupted=$!
+for _ in $(seq 300); do grep -q "^epoch 1/" "$work/interrupted.log" && break; sleep 0.1; done
+kill -INT "$interrupted"
+wait "$interrupted"
+expect 0 "130" -- echo "$?"
+expect 0 "lpdt: interrupted; $work/interrupted/quickstart-.* keeps the last checkpoint.*--resume" \
+  -- cat "$work/interrupted.log"
 # A one-epoch run with the official warm-up never trains at the full rate: said.
 expect 0 "optim.warmup = official runs the first epoch at 0.1 x optim.lr, and run.epochs = 1" -- \
   cat "$work"/ref_warmup.log

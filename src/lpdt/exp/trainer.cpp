@@ -26,6 +26,7 @@
 #include "lpdt/algo/lr_schedule.h"
 #include "lpdt/build_info.h"
 #include "lpdt/core/error.h"
+#include "lpdt/core/interrupt_note.h"
 #include "lpdt/core/file_text.h"
 #include "lpdt/core/runtime.h"
 #include "lpdt/data/dataset_registry.h"
@@ -1118,6 +1119,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // Rank 0 writes the folder: it alone holds it, for the whole run.
   std::optional<RunFolderLock> folder_lock;
   if (leader) folder_lock.emplace(run_dir);
+  // Ctrl-C (or a scheduler's SIGTERM) ends the run where it is: say what the folder keeps.
+  if (leader) {
+    set_interrupt_note("lpdt: interrupted; " + run_dir.string() +
+                       " keeps the last checkpoint (every run.checkpoint_every epochs): continue "
+                       "with lpdt train --resume " + run_dir.string());
+  }
+  struct ClearInterruptNote {
+    ~ClearInterruptNote() { clear_interrupt_note(); }
+  } clear_note_at_return;
   // A resumed run's tables, checked against its checkpoint before anything is written.
   std::string resumed_metrics, resumed_epochs;
   std::optional<std::string> resumed_layers;
