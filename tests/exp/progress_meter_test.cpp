@@ -22,7 +22,7 @@ TEST(ProgressMeter, BarShowsTheFractionDone) {
   EXPECT_EQ(line.substr(0, 22), "[#########...........]");
   EXPECT_NE(line.find(" 45%"), std::string::npos) << line;
   EXPECT_NE(line.find("epoch 3/15"), std::string::npos) << line;
-  EXPECT_NE(line.find("step 45/100"), std::string::npos) << line;
+  EXPECT_NE(line.find("run step 45/100"), std::string::npos) << line;
   EXPECT_NE(line.find("ETA 1m23s"), std::string::npos) << line;
   EXPECT_EQ(progress_bar_line(ProgressState{100, 100, 15, 15, 0}, 10).substr(0, 12),
             "[##########]");
@@ -43,7 +43,7 @@ TEST(ProgressMeter, EstimatesTimeLeftFromTheStepsItTimed) {
   char buf[512] = {};
   const std::size_t read = std::fread(buf, 1, sizeof buf - 1, sink);
   const std::string written(buf, read);
-  EXPECT_NE(written.find("step 50/100"), std::string::npos) << written;
+  EXPECT_NE(written.find("run step 50/100"), std::string::npos) << written;
   EXPECT_EQ(written.substr(written.size() - 4), "\r\033[K");  // cleared for the next line
   std::fclose(sink);
 }

@@ -83,7 +83,8 @@ Dataset load_cifar(const std::string& name, const std::string& dir,
     const std::string path = find_plain_or_gz(wanted);
     if (path.empty()) {
       throw UserError(name + ": " + wanted + ": no such file (nor " + file +
-                      ".gz); pass the folder of the binary version's .bin files");
+                      ".gz): set data.dir to the folder of the binary version's .bin files "
+                      "(docs/data.md, CIFAR binary, says where to get them)");
     }
     read_records(path, name, layout, images, labels);
   }

@@ -36,7 +36,8 @@ std::string progress_bar_line(const ProgressState& state, int width) {
   bar.append(bar_width - filled, '.');
   bar += "]";
   char tail[160];
-  std::snprintf(tail, sizeof tail, " %3d%%  epoch %d/%d  step %lld/%lld  ETA %s",
+  // Steps of the whole run (the log lines count an epoch's): said so, not "step".
+  std::snprintf(tail, sizeof tail, " %3d%%  epoch %d/%d  run step %lld/%lld  ETA %s",
                 static_cast<int>(fraction * 100), state.epoch, state.epochs,
                 static_cast<long long>(state.done), static_cast<long long>(state.total),
                 format_duration(state.eta_s).c_str());
