@@ -374,7 +374,7 @@ TEST(LinkFaults, HeldMessagesRoundTripAndSplitByReceiver) {
   ASSERT_GT(count, 0);
   // A process hosting nodes 4..7 keeps the messages those nodes are waiting for, in order.
   LinkFaults block(FaultPlan(f), NodeRange{4, 4, n}, false, true);
-  block.restore_held(held);
+  block.restore_held(held, layout.total_numel);
   const auto kept = block.held_state();
   const auto receivers = held.at("fault_held_meta").select(1, 0);
   const auto mine = torch::nonzero(receivers >= 4).squeeze(1);
@@ -383,7 +383,63 @@ TEST(LinkFaults, HeldMessagesRoundTripAndSplitByReceiver) {
                            held.at("fault_held_values").index_select(0, mine)));
   auto broken = held;
   broken["fault_held_weights"] = torch::zeros({count + 1, 2});
-  EXPECT_THROW(block.restore_held(broken), UserError);
+  EXPECT_THROW(block.restore_held(broken, layout.total_numel), UserError);
+}
+
+// A resealed or damaged checkpoint's held messages must not be mixed into the models: each
+// field a run could not have written is named.
+TEST(LinkFaults, HeldMessagesANodeCouldNotHoldAreRefused) {
+  const auto layout = small_layout();
+  const auto w = exponential8();
+  const std::int64_t n = w.size(0);
+  DecentralizedOptimizer opt(gossip_only("dpsgd", 1.0), n, layout);
+  FaultOptions f;
+  f.seed = 2;
+  f.delay_probability = 0.5;
+  f.delay_rounds = 4;
+  opt.set_faults(faults_for(f, n, false));
+  auto x = torch::randn({n, layout.total_numel});
+  auto ledger = opt.make_ledger();
+  for (std::int64_t round = 0; round < 3; ++round) opt.gossip_round(x, w, round, ledger);
+  const auto held = opt.faults()->held_state();
+  ASSERT_GT(held.at("fault_held_meta").size(0), 0);
+  LinkFaults fresh(FaultPlan(f), NodeRange{0, n, n}, false, true);
+  EXPECT_NO_THROW(fresh.restore_held(held, layout.total_numel));
+
+  const auto refused = [&](const std::string& name, const at::Tensor& value,
+                           const std::string& expected_text, std::int64_t p) {
+    auto broken = held;
+    broken[name] = value;
+    try {
+      fresh.restore_held(broken, p);
+      ADD_FAILURE() << name << ": accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected_text), std::string::npos) << e.what();
+    }
+  };
+  const auto with_meta = [&](std::int64_t column, std::int64_t value) {
+    auto meta = held.at("fault_held_meta").clone();
+    meta[0][column] = value;
+    return meta;
+  };
+  refused("fault_held_meta", with_meta(0, n), "not one a run of 8 nodes", layout.total_numel);
+  refused("fault_held_meta", with_meta(1, -1), "not one a run", layout.total_numel);
+  refused("fault_held_meta", with_meta(1, held.at("fault_held_meta")[0][0].item<std::int64_t>()),
+          "not one a run", layout.total_numel);
+  refused("fault_held_meta", with_meta(3, held.at("fault_held_meta")[0][2].item<std::int64_t>()),
+          "not one a run", layout.total_numel);
+  refused("fault_held_meta", held.at("fault_held_meta").to(torch::kInt), "expected Long",
+          layout.total_numel);
+  auto weights = held.at("fault_held_weights").clone();
+  weights[0][0] = std::numeric_limits<float>::infinity();
+  refused("fault_held_weights", weights, "not one a run", layout.total_numel);
+  auto values = held.at("fault_held_values").clone();
+  values[0][0] = std::numeric_limits<float>::quiet_NaN();
+  refused("fault_held_values", values, "not finite", layout.total_numel);
+  refused("fault_held_values", held.at("fault_held_values"), "this model's have",
+          layout.total_numel + 1);
+  refused("fault_known_weights", torch::tensor({{0.0, 9.0, 1.0, 0.5}}, torch::kDouble),
+          "fault_known_weights row 0", layout.total_numel);
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ TEST(ExperimentConfigTest, DefaultsLoad) {
   EXPECT_DOUBLE_EQ(config.optim.lr, 0.1);
   EXPECT_DOUBLE_EQ(config.optim.weight_decay, 1e-4);
   EXPECT_EQ(config.optim.milestones, (std::vector<int>{100, 150}));
-  EXPECT_EQ(config.eval.gossip_rounds, 51);
+  EXPECT_EQ(config.eval.gossip_rounds, 50);
   EXPECT_EQ(config.ledger.accounting, LedgerConfig::Accounting::kLpdt);
 }
 

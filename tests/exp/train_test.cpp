@@ -643,6 +643,35 @@ INSTANTIATE_TEST_SUITE_P(
                     "data.max_length=24", "optim.optimizer=\"adamw\"", "optim.lr=0.001"}}),
     [](const ::testing::TestParamInfo<ResumeKind>& info) { return std::string(info.param.name); });
 
+// The reference protocol counts bytes as the official code's total does (spec 3.4, 5.4): every
+// round applied, the last training round and each gossip-only round included; training alone
+// (eval.protocol = average) leaves the newest round pending. Dense messages of a fixed size on a
+// regular graph make each round the same R bytes a node, so the totals are steps - 1, steps and
+// steps + 3 rounds.
+TEST(Train, ReferenceProtocolCountsEveryRoundItApplies) {
+  const fs::path out = fresh_dir("reference-bytes");
+  const auto quiet = [](const std::string&) {};
+  ExperimentConfig config = small_synthetic_run(out);
+  config.run.epochs = 1;
+  config.eval.per_node = false;
+  config.ledger.accounting = LedgerConfig::Accounting::kReference;
+  const TrainResult averaged = train(config, quiet);
+  config.eval.protocol = EvalConfig::Protocol::kReference;
+  config.eval.gossip_rounds = 0;
+  const TrainResult none = train(config, quiet);
+  config.eval.gossip_rounds = 3;
+  const TrainResult three = train(config, quiet);
+  ASSERT_GT(averaged.steps, 1);
+  const std::int64_t round = none.bytes_sent_per_node.at(0) - averaged.bytes_sent_per_node.at(0);
+  ASSERT_GT(round, 0);
+  for (std::size_t i = 0; i < averaged.bytes_sent_per_node.size(); ++i) {
+    EXPECT_EQ(averaged.bytes_sent_per_node[i], (averaged.steps - 1) * round) << "node " << i;
+    EXPECT_EQ(none.bytes_sent_per_node[i], none.steps * round) << "node " << i;
+    EXPECT_EQ(three.bytes_sent_per_node[i], (three.steps + 3) * round) << "node " << i;
+  }
+  fs::remove_all(out);
+}
+
 // Stopped after its last epoch's checkpoint but before summary.json (here: during the reference
 // protocol's gossip-only rounds): --resume finishes it with the uninterrupted run's final figures.
 // A finished run (summary.json) is not resumed again.

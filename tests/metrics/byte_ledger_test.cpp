@@ -92,6 +92,34 @@ TEST(ByteLedger, LpdtCountsEveryRoundReferenceLagsOne) {
   EXPECT_DOUBLE_EQ(lpdt.mean_gb_sent_per_node(), 2700.0 / 5 / 1e9);
 }
 
+// The reference protocol's end: the official gossip-averaging loop counts every round it
+// applies (reference spec 3.4, 5.4), so the pending round is counted, once.
+TEST(ByteLedger, CountPendingCountsTheLaggingRoundOnce) {
+  const auto w = irregular_graph();
+  const auto payload = torch::full({5}, 100, torch::kLong);
+  ByteLedger ref(5, ByteAccounting::kReference);
+  ByteLedger lpdt(5, ByteAccounting::kLpdt);
+  for (int r = 0; r < 3; ++r) {
+    ref.record_round_from_payload(r, w, payload);
+    lpdt.record_round_from_payload(r, w, payload);
+  }
+  EXPECT_EQ(ref.rounds_counted(), 2);
+  ref.count_pending();
+  lpdt.count_pending();
+  EXPECT_EQ(ref.rounds_counted(), 3);
+  EXPECT_EQ(ref.total_bytes_sent(), 3 * 900);
+  EXPECT_EQ(ref.bytes_sent_per_node(), lpdt.bytes_sent_per_node());
+  EXPECT_EQ(lpdt.total_bytes_sent(), 3 * 900);  // kLpdt had nothing pending
+  ref.count_pending();
+  EXPECT_EQ(ref.total_bytes_sent(), 3 * 900);  // not twice
+  // It survives a checkpoint, and a later round lags again.
+  ByteLedger copy = ByteLedger::from_json(nlohmann::json::parse(ref.to_json().dump()));
+  EXPECT_EQ(copy.rounds_counted(), 3);
+  copy.record_round_from_payload(3, w, payload);
+  EXPECT_EQ(copy.rounds_counted(), 3);
+  EXPECT_EQ(copy.total_bytes_sent(), 3 * 900);
+}
+
 TEST(ByteLedger, JsonRoundTripContinuesIdentically) {
   const auto w = directed_ring(4);
   const auto payload = torch::tensor({7, 8, 9, 10}, torch::kLong);

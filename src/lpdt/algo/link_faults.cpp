@@ -1,6 +1,7 @@
 #include "lpdt/algo/link_faults.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "lpdt/core/error.h"
@@ -217,38 +218,80 @@ std::map<std::string, at::Tensor> LinkFaults::held_state() const {
           {"fault_held_values", values.empty() ? at::empty({0, 0}, at::kFloat) : at::stack(values)}};
 }
 
-void LinkFaults::restore_held(const std::map<std::string, at::Tensor>& all) {
+void LinkFaults::restore_held(const std::map<std::string, at::Tensor>& all,
+                              std::int64_t parameter_count) {
   held_.clear();
-  const auto get = [&](const char* name) {
+  last_weight_.clear();
+  const auto get = [&](const char* name, at::ScalarType type) {
     const auto it = all.find(name);
     if (it == all.end()) throw UserError(std::string("checkpoint has no tensor '") + name + "'");
-    return it->second;
+    if (it->second.scalar_type() != type) {
+      throw UserError(std::string("checkpoint's ") + name + " is " +
+                      c10::toString(it->second.scalar_type()) + ", expected " +
+                      c10::toString(type));
+    }
+    return it->second.cpu().contiguous();
   };
-  const at::Tensor meta = get("fault_held_meta");
-  const at::Tensor weights = get("fault_held_weights");
-  const at::Tensor values = get("fault_held_values");
+  const at::Tensor meta = get("fault_held_meta", at::kLong);
+  const at::Tensor weights = get("fault_held_weights", at::kFloat);
+  const at::Tensor values = get("fault_held_values", at::kFloat);
   const std::int64_t count = meta.dim() == 2 ? meta.size(0) : -1;
   if (count < 0 || meta.size(1) != 4 || weights.sizes() != at::IntArrayRef{count, 2} ||
       (count > 0 && (values.dim() != 2 || values.size(0) != count))) {
     throw UserError("checkpoint's held messages (fault_held_*) have inconsistent shapes");
   }
-  last_weight_.clear();
-  const at::Tensor known = get("fault_known_weights");
-  if (known.dim() != 2 || known.size(1) != 4 || known.scalar_type() != at::kDouble) {
+  if (count > 0 && values.size(1) != parameter_count) {
+    throw UserError("checkpoint's fault_held_values hold messages of " +
+                    std::to_string(values.size(1)) + " values; this model's have " +
+                    std::to_string(parameter_count));
+  }
+  const std::int64_t n = hosted_.total;
+  const auto node_ok = [n](std::int64_t node) { return node >= 0 && node < n; };
+  const auto m = meta.accessor<std::int64_t, 2>();
+  const auto wt = weights.accessor<float, 2>();
+  for (std::int64_t h = 0; h < count; ++h) {
+    // A message is held by a receiver from another node, for at least one round, with the
+    // finite weights of an edge (0 < W_ij <= 1) and a push-sum weight.
+    const bool nodes = node_ok(m[h][0]) && node_ok(m[h][1]) && m[h][0] != m[h][1];
+    const bool rounds = m[h][2] >= 0 && m[h][3] > m[h][2];
+    const bool weight = std::isfinite(wt[h][0]) && wt[h][0] > 0 && wt[h][0] <= 1 &&
+                        std::isfinite(wt[h][1]);
+    if (!nodes || !rounds || !weight) {
+      throw UserError("checkpoint's held message " + std::to_string(h) + " (receiver " +
+                      std::to_string(m[h][0]) + ", sender " + std::to_string(m[h][1]) +
+                      ", rounds " + std::to_string(m[h][2]) + " -> " + std::to_string(m[h][3]) +
+                      ", weights " + std::to_string(wt[h][0]) + ", " +
+                      std::to_string(wt[h][1]) + ") is not one a run of " + std::to_string(n) +
+                      " nodes could hold");
+    }
+    if (!hosted_.contains(m[h][0])) continue;
+    if (!at::isfinite(values[h]).all().item<bool>()) {
+      throw UserError("checkpoint's held message " + std::to_string(h) +
+                      " has values that are not finite");
+    }
+    held_.push_back(Held{m[h][0], m[h][1], m[h][2], m[h][3], wt[h][0], wt[h][1],
+                         values[h].clone()});
+  }
+  const at::Tensor known = get("fault_known_weights", at::kDouble);
+  if (known.dim() != 2 || known.size(1) != 4) {
     throw UserError("checkpoint's fault_known_weights must be [E, 4] float64");
   }
   const auto k = known.accessor<double, 2>();
   for (std::int64_t e = 0; e < known.size(0); ++e) {
+    const auto whole = [](double v) { return std::isfinite(v) && v == std::floor(v); };
+    const bool ok = whole(k[e][0]) && whole(k[e][1]) && whole(k[e][2]) &&
+                    node_ok(static_cast<std::int64_t>(k[e][0])) &&
+                    node_ok(static_cast<std::int64_t>(k[e][1])) && k[e][0] != k[e][1] &&
+                    k[e][2] >= 0 && std::isfinite(k[e][3]);
+    if (!ok) {
+      throw UserError("checkpoint's fault_known_weights row " + std::to_string(e) +
+                      " is not a (receiver, sender, round, weight) of a run of " +
+                      std::to_string(n) + " nodes");
+    }
     const auto receiver = static_cast<std::int64_t>(k[e][0]);
     if (!hosted_.contains(receiver)) continue;
     last_weight_[{receiver, static_cast<std::int64_t>(k[e][1])}] = {
         static_cast<std::int64_t>(k[e][2]), static_cast<float>(k[e][3])};
-  }
-  const auto m = meta.accessor<std::int64_t, 2>();
-  for (std::int64_t h = 0; h < count; ++h) {
-    if (!hosted_.contains(m[h][0])) continue;
-    held_.push_back(Held{m[h][0], m[h][1], m[h][2], m[h][3], weights[h][0].item<float>(),
-                         weights[h][1].item<float>(), values[h].clone()});
   }
 }
 

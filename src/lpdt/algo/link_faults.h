@@ -93,7 +93,10 @@ class LinkFaults {
   // heard weights "fault_known_weights" [E, 4] float64 (receiver, sender, sent round, weight).
   std::map<std::string, at::Tensor> held_state() const;
   // Keeps the held messages of hosted receivers among `all` (every process's, as held_state).
-  void restore_held(const std::map<std::string, at::Tensor>& all);
+  // parameter_count: P, the length of a message. A file whose tensors have other types or
+  // shapes, or name nodes, rounds or weights no run could have held, is a UserError naming
+  // the tensor, so that a damaged checkpoint is not mixed into the survivors' models.
+  void restore_held(const std::map<std::string, at::Tensor>& all, std::int64_t parameter_count);
 
  private:
   struct Held {

@@ -14,7 +14,7 @@
 namespace lpdt {
 namespace {
 
-// eval.gossip_rounds beyond this is a typo, not a protocol: the official code runs 50 (+1).
+// eval.gossip_rounds beyond this is a typo, not a protocol: the official code runs 50.
 constexpr std::int64_t kMaxGossipRounds = 100000;
 // run.receive_timeout_s: below 10 ms no round's messages arrive in time, and a healthy peer would
 // be taken for dead; above a week the deadlines (3x for rank 0's gathers) stop being a bound.

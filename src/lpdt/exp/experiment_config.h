@@ -214,7 +214,7 @@ struct EvalConfig {
   enum class Protocol { kAverage, kReference };
 
   Protocol protocol = Protocol::kAverage;
-  int gossip_rounds = 51;  // protocol reference only
+  int gossip_rounds = 50;  // protocol reference only (the official code's 50, spec 5.4)
   bool per_node = true;
 
   bool operator==(const EvalConfig&) const = default;

@@ -1069,7 +1069,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       }
       if (optimizer.faults() != nullptr && resumed->optimizer.count("fault_held_meta")) {
         try {
-          const_cast<algo::LinkFaults*>(optimizer.faults())->restore_held(resumed->optimizer);
+          const_cast<algo::LinkFaults*>(optimizer.faults())
+              ->restore_held(resumed->optimizer, x.size(1));
         } catch (const std::exception& e) {
           throw UserError("checkpoint '" + file.string() +
                           "' does not hold this run's messages in flight (" +
@@ -1929,7 +1930,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   if (meter) meter->finish();
 
   // The official code's protocol (spec 5.4): extra gossip-only rounds, then the mean of the
-  // nodes' local accuracies.
+  // nodes' local accuracies. Its loop of 51 forward passes applies the last training round
+  // (which lpdt applies in the training step) and 50 gossip-only rounds: eval.gossip_rounds 50.
   Evaluation final_evaluation =
       result.epochs.empty() ? Evaluation{} : result.epochs.back().evaluation;
   if (config.eval.protocol == EvalConfig::Protocol::kReference) {
@@ -1938,6 +1940,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       const at::Tensor mixing = static_graph ? static_mixing : mixing_at(round);
       optimizer.gossip_round(x, mixing, round, ledger);
     }
+    // The official loop counts each round it applies, the last training round included (spec
+    // 3.4, 5.4): with ledger.accounting = reference, the round still pending is counted now.
+    ledger.count_pending();
     report_deaths();  // nodes killed in these rounds, said before the accuracies they change
     const at::Tensor all_x = all_rows(x);
     std::vector<at::Tensor> all_buffers;

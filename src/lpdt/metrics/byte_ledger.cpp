@@ -113,8 +113,15 @@ void ByteLedger::record_round_from_payload(std::int64_t round, const at::Tensor&
 }
 
 std::int64_t ByteLedger::rounds_counted() const {
-  const std::int64_t r = rounds_recorded();
-  return mode_ == ByteAccounting::kLpdt ? r : std::max<std::int64_t>(0, r - 1);
+  // kReference's most recent round is pending until the next one or count_pending.
+  return rounds_recorded() - (pending_sent_.empty() ? 0 : 1);
+}
+
+void ByteLedger::count_pending() {
+  if (pending_sent_.empty()) return;
+  add_to_totals(pending_sent_, pending_received_);
+  pending_sent_.clear();
+  pending_received_.clear();
 }
 
 std::int64_t ByteLedger::total_bytes_sent() const {

@@ -64,8 +64,14 @@ class ByteLedger {
                                  const at::Tensor& payload);
 
   std::int64_t rounds_recorded() const { return static_cast<std::int64_t>(rounds_.size()); }
-  // Rounds included in the totals: all of them (kLpdt), all but the most recent (kReference).
+  // Rounds included in the totals: all of them (kLpdt), all but the most recent (kReference,
+  // until count_pending).
   std::int64_t rounds_counted() const;
+  // kReference: counts the most recent round now. The official code's final gossip-averaging
+  // loop (reference spec 5.4) counts, with each round it starts, the round before it, so that
+  // every round it applies is counted, the last training round included: the reference
+  // protocol ends with this call. No effect in kLpdt.
+  void count_pending();
 
   // Counted totals per node (the totals the mode defines, see the header comment).
   const std::vector<std::int64_t>& bytes_sent_per_node() const { return sent_per_node_; }
