@@ -165,6 +165,18 @@ std::vector<std::int64_t> nodes_with_nonfinite_params(const at::Tensor& rows,
   if (config.optim.warmup == OptimConfig::Warmup::kNone) {
     advice += ", or start with optim.warmup = \"official\" (0.1x the learning rate in epoch 1)";
   }
+  // Range EvoNorm (either range statistic) scales a group by 1 / (range + 1e-5): 1e5 for a group
+  // of equal values, with a gradient of 1e10, which no learning rate tames (small images leave
+  // deep models 1x1 feature maps: MobileNetV2 at int8 on 1x1 inputs diverges at lr 1e-4).
+  const bool range_norm = config.model.norm == ModelConfig::Norm::kRangeEvonorm ||
+                          (config.model.norm == ModelConfig::Norm::kEvonorm &&
+                           config.model.precision == ModelConfig::Precision::kInt8);
+  if (range_norm && config.quant.range_evonorm != QuantConfig::RangeEvonorm::kStd) {
+    advice += ". An 8-bit model can also diverge at any learning rate in its Range EvoNorm "
+              "layers, which scale a group by 1 / (range + 1e-5), 1e5 where a group's values "
+              "are all equal (as in feature maps of a pixel or two, from small images): "
+              "quant.range_evonorm = \"std\" divides by the standard deviation instead";
+  }
   // What the folder keeps: only what exists (a run diverging in its first epoch has neither
   // evaluated epochs nor a checkpoint).
   std::string kept = "configuration";
