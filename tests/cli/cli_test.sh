@@ -305,6 +305,18 @@ wait "$interrupted"
 expect 0 "130" -- echo "$?"
 expect 0 "lpdt: interrupted; $work/interrupted/quickstart-.* keeps the last checkpoint.*--resume" \
   -- cat "$work/interrupted.log"
+# Before any checkpoint (none at all here), the note offers no --resume that would fail.
+"$lpdt" train --out "$work/interrupted0" --set data.dataset=synthetic \
+  --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
+  --set model.norm=none --set graph.nodes=2 --set run.epochs=100000 --set run.log_every=0 \
+  --set run.checkpoint_every=0 >"$work/interrupted0.log" 2>&1 &
+interrupted=$!
+for _ in $(seq 300); do grep -q "^epoch 1/" "$work/interrupted0.log" && break; sleep 0.1; done
+kill -TERM "$interrupted"
+wait "$interrupted"
+expect 0 "143" -- echo "$?"
+expect 0 "interrupted before the run's first checkpoint (none: run.checkpoint_every = 0), so there is nothing to resume; .* lpdt train --config $work/interrupted0/quickstart-.*/config.toml" \
+  -- cat "$work/interrupted0.log"
 # A one-epoch run with the official warm-up never trains at the full rate: said.
 expect 0 "optim.warmup = official runs the first epoch at 0.1 x optim.lr, and run.epochs = 1" -- \
   cat "$work"/ref_warmup.log

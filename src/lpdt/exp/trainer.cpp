@@ -1132,11 +1132,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // Rank 0 writes the folder: it alone holds it, for the whole run.
   std::optional<RunFolderLock> folder_lock;
   if (leader) folder_lock.emplace(run_dir);
-  // Ctrl-C (or a scheduler's SIGTERM) ends the run where it is: say what the folder keeps.
+  // Ctrl-C (or a scheduler's SIGTERM) ends the run where it is: say what the folder keeps, a
+  // checkpoint to resume from once one is written (a resumed run has one from the start).
+  const std::string resume_note = "lpdt: interrupted; " + run_dir.string() +
+                                  " keeps the last checkpoint (every run.checkpoint_every epochs): "
+                                  "continue with lpdt train --resume " + run_dir.string();
   if (leader) {
-    set_interrupt_note("lpdt: interrupted; " + run_dir.string() +
-                       " keeps the last checkpoint (every run.checkpoint_every epochs): continue "
-                       "with lpdt train --resume " + run_dir.string());
+    if (resumed) {
+      set_interrupt_note(resume_note);
+    } else {
+      set_interrupt_note(
+          "lpdt: interrupted before the run's first checkpoint (" +
+          (config.run.checkpoint_every > 0
+               ? "every " + std::to_string(config.run.checkpoint_every) + " epochs"
+               : std::string("none: run.checkpoint_every = 0")) +
+          "), so there is nothing to resume; " + run_dir.string() +
+          " keeps its configuration: start it again with lpdt train --config " +
+          (run_dir / "config.toml").string());
+    }
   }
   struct ClearInterruptNote {
     ~ClearInterruptNote() { clear_interrupt_note(); }
@@ -1767,6 +1780,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     state.data = data_now;
     write_checkpoint(run_dir / kCheckpointFile, state);
     write_config();
+    set_interrupt_note(resume_note);
     // A resumed finished run's summary.json describes fewer epochs than its checkpoint now holds:
     // it goes, so that a run stopped before its new summary is not taken for the shorter one.
     if (resumed) {
