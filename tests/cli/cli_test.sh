@@ -31,6 +31,9 @@ expect 2 "required" -- "$lpdt"
 # An output file that cannot be written is a usage error (2) before any work, for every command.
 expect 2 "topo \-\-json $work/missing/t.json: its folder" -- "$lpdt" topo --json "$work/missing/t.json"
 expect 2 "topo \-\-dot $work: it is a folder" -- "$lpdt" topo --dot "$work"
+# topo refuses what train refuses, also where 2 nodes pair a directed ring's edges up.
+expect 2 "topo \-\-mixing metropolis needs an undirected topology .* directed-ring is a directed kind" \
+  -- "$lpdt" topo -t directed-ring -m metropolis -n 2
 expect 2 "cost \-\-json $work/missing/c.json: its folder" -- "$lpdt" cost --json "$work/missing/c.json"
 expect 2 "report \-\-out $work/missing/r.html: its folder" -- "$lpdt" report "$work" \
   --out "$work/missing/r.html"

@@ -382,7 +382,7 @@ TEST(ExperimentConfigErrorTest, MetropolisNeedsAnUndirectedTopology) {
   const std::string message = load_error("[graph]\nmixing = \"metropolis\"\n");
   EXPECT_THAT(message, HasSubstr(":2: graph.mixing = \"metropolis\" needs an undirected topology "
                                  "(ring, torus, complete), but graph.topology = "
-                                 "\"directed-ring\" is directed"));
+                                 "\"directed-ring\" is a directed kind"));
   EXPECT_NO_THROW(
       load_experiment_config(std::nullopt, {"graph.mixing=metropolis", "graph.topology=ring"}));
 }

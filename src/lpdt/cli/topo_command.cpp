@@ -6,6 +6,7 @@
 #include "lpdt/cli/commands.h"
 #include "lpdt/cli/option_checks.h"
 #include "lpdt/core/error.h"
+#include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/run_folder.h"
 #include "lpdt/graph/export.h"
 #include "lpdt/graph/factory.h"
@@ -82,6 +83,16 @@ void add_topo_command(CLI::App& app) {
         file_of(args->dot_path) == file_of(args->json_path)) {
       throw ConfigError("topo --dot and --json both name " + args->json_path +
                         ": the JSON would replace the DOT file; give them different names");
+    }
+    // The rule of lpdt train's graph.mixing, so that topo shows only graphs train would run: a
+    // directed kind takes uniform mixing at every size, also where few nodes pair its edges up.
+    if (args->mixing == "metropolis") {
+      const auto kind = config_enum_from_string<GraphConfig::Topology>(args->name);
+      if (kind && GraphConfig::is_directed(*kind)) {
+        throw ConfigError("topo --mixing metropolis needs an undirected topology (ring, torus, "
+                          "complete), as lpdt train's graph.mixing does, but --topology " +
+                          args->name + " is a directed kind; use --mixing uniform");
+      }
     }
     graph::TopologyOptions options;
     options.name(args->name).num_nodes(args->nodes).mixing(args->mixing).seed(args->seed);

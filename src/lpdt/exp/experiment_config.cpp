@@ -259,7 +259,8 @@ void add_keys(ConfigSchema& s) {
       .one_of(choices<DataConfig::SkewMode>());
   s.add_float("data.dirichlet_alpha", d.data.dirichlet_alpha,
               "Concentration of the dirichlet partition; smaller = more skewed (at 1e6 the shares "
-              "are equal to 0.1%; larger values overflow the Gamma draws).")
+              "are equal to 0.1%, and a node's samples of a class are within one of an equal "
+              "split, as the cut points round; larger values overflow the Gamma draws).")
       .greater_than(0)
       .at_most(1e6);
   s.add_int("data.dirichlet_min_samples", d.data.dirichlet_min_samples,
@@ -825,7 +826,7 @@ void add_checks(ConfigSchema& s) {
                      GraphConfig::is_directed(kind.value())) {
                    return "graph.mixing = \"metropolis\" needs an undirected topology (ring, "
                           "torus, complete), but graph.topology = " +
-                          toml_string(topology) + " is directed; set graph.mixing=uniform";
+                          toml_string(topology) + " is a directed kind; set graph.mixing=uniform";
                  }
                  return std::nullopt;
                }});
