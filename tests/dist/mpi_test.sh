@@ -158,6 +158,23 @@ check "kill: survivors' bytes = simulator" cmp <(survivor_bytes kill_np4) <(surv
 check "kill: the dead rank's bytes are marked" bash -c "grep -A1 \
   '\"bytes_as_last_reported_by_ranks\": \\[' $work/kill_np4/*/summary.json | grep -qx ' *3'"
 
+# A rank killed in the reference protocol's gossip-only rounds (faults.kill_step past the 10
+# training rounds) dies there, as the simulator's nodes do: the same deaths, in the same round,
+# and the same final figures of the survivors.
+kill_ref=(--set algo.name=deep-squeeze --set graph.topology=exponential
+          --set eval.protocol=reference --set eval.gossip_rounds=5
+          --set faults.kill_nodes=[4,5,6,7] --set faults.kill_step=12 --set run.receive_timeout_s=10)
+train kill_ref_sim -- "${kill_ref[@]}"
+train kill_ref_np2 "${mpirun[@]}" --enable-recovery -np 2 -- "${kill_ref[@]}"
+final_figures() {
+  grep -E '"(mean_node_accuracy|average_model_accuracy|consensus_distance|seen_in_round)"' \
+    "$work"/$1/*/summary.json
+}
+check "kill in gossip-only rounds: nodes died in round 12" \
+  bash -c "grep -c '\"seen_in_round\": 12' $work/kill_ref_np2/*/summary.json | grep -qx 4"
+check "kill in gossip-only rounds: final figures = simulator" cmp \
+  <(final_figures kill_ref_np2) <(final_figures kill_ref_sim)
+
 # Resumed after the death: a checkpoint written once the rank had died (step 7, in epoch 2)
 # continued to a third epoch, under mpirun and in-process (from a copy). The killed rank dies
 # again at its first step and its nodes stay dead: no rows of theirs in epoch 3, null final

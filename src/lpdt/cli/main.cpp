@@ -81,13 +81,15 @@ int main(int argc, char** argv) {
   }
   // Only train is a multi-process job: under mpirun every other command would run once per
   // process, side by side (a sweep's runs twice, benchmarks timing each other's load).
-  if (argc > 1 && std::string(argv[1]) != "train" && lpdt::dist::launched_by_mpirun()) {
+  // (lpdt --version and lpdt --help name no command: they only print, rank 0 alone, below.)
+  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "train" &&
+      lpdt::dist::launched_by_mpirun()) {
     int processes = 1;
     for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
       if (const char* value = std::getenv(name)) processes = std::atoi(value);
     }
     bool sharded = false;
-    bool help = false;  // help only prints, once per process: nothing to refuse
+    bool help = false;  // help only prints (rank 0, below): nothing to refuse
     for (int i = 2; i < argc; ++i) {
       const std::string arg = argv[i];
       sharded = sharded || arg.starts_with("--shard");

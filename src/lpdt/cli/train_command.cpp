@@ -114,7 +114,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--print-config", args->print_config, "Print the resolved configuration and exit (under mpirun: rank 0)");
   cmd->callback([args]() {
     if (args->help_config) {
-      std::cout << experiment_schema().help_text();
+      // Under mpirun rank 0 prints it, as --help and --print-config.
+      if (dist::launcher_rank() <= 0) std::cout << experiment_schema().help_text();
       return;
     }
     // Under mpirun a rank that cannot start (its configuration fails, its --resume folder is

@@ -1,6 +1,7 @@
 #include "lpdt/core/runtime.h"
 
 #include <malloc.h>
+#include <sched.h>
 #include <omp.h>
 #include <sys/resource.h>
 #include <torch/types.h>
@@ -41,6 +42,19 @@ int processes_on_this_host() {
     }
   }
   return 1;
+}
+
+// run.threads = 0: the CPUs this process may run on. A launcher that binds each process to its
+// own cores has divided them already; processes that may all run everywhere (mpirun
+// --oversubscribe, or no binding) share the host's CPUs, as they share its memory.
+int automatic_threads() {
+  const int host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int allowed = host;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) allowed = std::max(1, CPU_COUNT(&set));
+  if (allowed < host) return allowed;
+  return std::max(1, host / processes_on_this_host());
 }
 
 std::string gib_text(std::uint64_t bytes) {
@@ -86,8 +100,7 @@ std::uint64_t limit_data_to_available_memory(int processes_on_host) {
 RuntimeInfo configure_runtime(int threads, bool on_cuda) {
   RuntimeInfo info;
   info.cpu_kernels = simd_level_name(simd_level());
-  info.intra_op_threads =
-      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  info.intra_op_threads = threads > 0 ? threads : automatic_threads();
   torch::set_num_threads(info.intra_op_threads);
   // The project's own parallel loops run on the OpenMP runtime this binary links. That is
   // LibTorch's (Debian's libgomp), which the line above set; a PyTorch wheel's LibTorch brings its

@@ -181,8 +181,9 @@ void add_keys(ConfigSchema& s) {
   s.add_string("run.device", name_of(d.run.device), "Device that trains the nodes.")
       .one_of(choices<RunConfig::Device>());
   s.add_int("run.threads", d.run.threads,
-            "CPU threads for tensor operations; 0 = all cores (more threads than cores share "
-            "them and wait on each other: the run warns).")
+            "CPU threads for tensor operations; 0 = the cores this process may use (under "
+            "mpirun, shared between the job's processes on the host unless it binds each to its "
+            "own; more threads than cores share them and wait on each other: the run warns).")
       .at_least(0)
       .at_most(static_cast<double>(kMaxThreads));
   s.add_int("run.epochs", d.run.epochs, "Training epochs (passes over each node's partition).")

@@ -741,10 +741,15 @@ std::string epoch_span_text(const std::set<int>& epochs) {
 
 }  // namespace
 
+// An error as one rank sends it to the others: its kind's mark, then its message.
+std::string marked_error(const UserError& error) {
+  return std::string(dynamic_cast<const ConfigError*>(&error) ? kConfigErrorMark
+                                                               : kOtherErrorMark) +
+         error.what();
+}
+
 void share_start_error(const UserError& error, dist::Cluster& cluster) {
-  const std::string marked =
-      std::string(dynamic_cast<const ConfigError*>(&error) ? kConfigErrorMark : kOtherErrorMark) +
-      error.what();
+  const std::string marked = marked_error(error);
   cluster.gather_text(marked);
   // Rank 0's own error comes first; otherwise rank 0 names the first rank that had one.
   const std::string verdict = cluster.broadcast_text(cluster.leader() ? marked : "");
@@ -776,7 +781,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     threads_warning = "run.threads = " + std::to_string(config.run.threads) +
                       " is more than this machine's " + std::to_string(cores) +
                       " logical cores: the threads share them and wait on each other (much "
-                      "slower; 0 takes every core)";
+                      "slower; 0 takes the cores this process may use)";
     say("warning: " + *threads_warning);
   }
   const at::Device device = resolve_device(config);
@@ -934,6 +939,19 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       cluster.size() > 1 && !config.faults.kill_nodes.empty() &&
       std::count_if(config.faults.kill_nodes.begin(), config.faults.kill_nodes.end(),
                     [&](int node) { return hosted.contains(node); }) == k;
+  // At or after: a run resumed from a checkpoint written after the death dies at its first
+  // round, as its nodes were dead then. Called before every round, training steps and the
+  // reference protocol's gossip-only rounds alike (the simulator kills in both).
+  const auto kill_if_due = [&](std::int64_t round) {
+    if (!killed_rank || round < config.faults.kill_step) return;
+    std::fprintf(stderr,
+                 "rank %d: injected fault: killing this process (nodes %lld .. %lld) "
+                 "at round %lld (faults.kill_nodes)\n",
+                 cluster.rank(), static_cast<long long>(hosted.first),
+                 static_cast<long long>(hosted.end() - 1), static_cast<long long>(round));
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  };
   metrics::ByteLedger ledger = optimizer.make_ledger();
   const algo::LrSchedule schedule(schedule_options(config));
 
@@ -1126,9 +1144,21 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
 
   // The run folder (rank 0 writes it): config first, so even a run that fails later says what
   // it was.
+  // Under mpirun the other ranks wait for its name: a folder rank 0 cannot create (run.out_dir
+  // unwritable) is sent in its place, and every rank stops with that error, rank 0 reporting it.
   std::filesystem::path run_dir = options.resume_dir;
-  if (!resumed && leader) run_dir = create_run_folder(config.run.out_dir, config.run.name);
-  run_dir = cluster.broadcast_text(run_dir.string());
+  std::string run_dir_text = run_dir.string();
+  if (!resumed && leader) {
+    try {
+      run_dir_text = create_run_folder(config.run.out_dir, config.run.name).string();
+    } catch (const UserError& e) {
+      if (!cluster.distributed()) throw;
+      run_dir_text = marked_error(e);
+    }
+  }
+  run_dir_text = cluster.broadcast_text(run_dir_text);
+  if (is_error_mark(run_dir_text)) throw_verdict(run_dir_text);
+  run_dir = run_dir_text;
   // Rank 0 writes the folder: it alone holds it, for the whole run.
   std::optional<RunFolderLock> folder_lock;
   if (leader) folder_lock.emplace(run_dir);
@@ -1819,17 +1849,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
         step_inputs = batch.inputs.to(device, /*non_blocking=*/true);
         step_targets = batch.targets.to(device, /*non_blocking=*/true);
       }
-      // At or after: a run resumed from a checkpoint written after the death dies at its first
-      // step, as its nodes were dead then.
-      if (killed_rank && round >= config.faults.kill_step) {
-        std::fprintf(stderr,
-                     "rank %d: injected fault: killing this process (nodes %lld .. %lld) "
-                     "at step %lld (faults.kill_nodes)\n",
-                     cluster.rank(), static_cast<long long>(hosted.first),
-                     static_cast<long long>(hosted.end() - 1), static_cast<long long>(round));
-        std::fflush(stderr);
-        std::raise(SIGKILL);
-      }
+      kill_if_due(round);
       step_lr = lr;
       step_round = round;
       step_mixing = static_graph ? static_mixing : mixing_at(round);
@@ -1963,6 +1983,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   if (config.eval.protocol == EvalConfig::Protocol::kReference) {
     torch::NoGradGuard no_grad;
     for (int r = 0; r < config.eval.gossip_rounds; ++r, ++round) {
+      kill_if_due(round);
       const at::Tensor mixing = static_graph ? static_mixing : mixing_at(round);
       optimizer.gossip_round(x, mixing, round, ledger);
     }

@@ -39,10 +39,11 @@ struct TrainResult {
 // A node's training loss stopped being finite (docs/results.md, "A diverged run"). Before it is
 // thrown, rank 0 records the run's configuration and where it diverged in RUN_DIR/diverged.json
 // (kDivergedFile): {"config", "epoch", "step" (null when seen at the epoch's end), "nodes",
-// "message"}.
-class TrainingDiverged : public UserError {
+// "message"}. Under mpirun every rank throws it with the same message (the ranks agree on the
+// diverged nodes first), so it is a JobWideError: rank 0 alone reports it.
+class TrainingDiverged : public JobWideError {
  public:
-  using UserError::UserError;
+  using JobWideError::JobWideError;
 };
 inline constexpr const char* kDivergedFile = "diverged.json";
 
