@@ -464,13 +464,14 @@ else
 fi
 
 # A diverged run (the loss stops being finite) stops on every rank at the end of the epoch, with
-# an error naming the epoch and what to change, instead of training on NaN.
+# an error naming the epoch and what to change, instead of training on NaN; rank 0 alone says it.
 out=$(timeout 300 "${mpirun[@]}" -np 2 "$lpdt" train --out "$work/diverged" "${tiny[@]}" \
   --set optim.lr=1e30 2>&1)
 code=$?
 if [ "$code" != 0 ] && [ "$code" != 124 ] &&
   grep -q "training diverged in epoch 1: the training loss of nodes 0, 1, 2, 3" <<<"$out" &&
-  grep -q "lower optim.lr (now 1e+30)" <<<"$out"; then
+  grep -q "lower optim.lr (now 1e+30)" <<<"$out" &&
+  [ "$(grep -c "training diverged" <<<"$out")" = 1 ]; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1))
