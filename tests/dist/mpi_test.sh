@@ -220,8 +220,10 @@ fi
 
 # A rank killed (from outside) during an evaluation: its message to rank 0 (its rows, or its
 # nodes' accuracies) may then already be on the way, and rank 0, reading it from a dead process,
-# waits out the deadline instead of forever; it finishes the run without that rank.
-"${mpirun[@]}" --enable-recovery -np 2 "$lpdt" train --out "$work/killed" "${tiny[@]}" \
+# waits out the deadline instead of forever; it finishes the run without that rank. Rank 2,
+# whose message rank 0 takes after rank 1's, waits for it longer and lives on (it was ended
+# with the dead rank when it waited one deadline too).
+"${mpirun[@]}" --enable-recovery -np 3 "$lpdt" train --out "$work/killed" "${tiny[@]}" \
   --set run.epochs=6 --set run.max_steps_per_epoch=1 --set data.test_subset=0 \
   --set data.synthetic_samples_per_class=1000 --set run.receive_timeout_s=3 \
   --set graph.topology=exponential >"$work/killed.log" 2>&1 &
@@ -238,7 +240,10 @@ if kill -0 "$job" 2>/dev/null; then
   pkill -9 -P "$job"
   kill "$job"
 elif grep -q '"dead_nodes"' "$work"/killed/*/summary.json 2>/dev/null &&
-  grep -q "treating rank 1 as dead\|rank 1 (nodes 4 .. 7) did not answer" "$work/killed.log"; then
+  grep -q "treating rank 1 as dead\|rank 1 (nodes 3 .. 5) did not answer" "$work/killed.log" &&
+  ! grep -q "rank 2: error" "$work/killed.log" &&
+  [ "$(grep -o '"node": [0-9]*' "$work"/killed/*/summary.json | sort -u | tr -d '\n')" = \
+    '"node": 3"node": 4"node": 5' ]; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1))
@@ -247,8 +252,8 @@ else
 fi
 wait "$job" 2>/dev/null
 
-# That run, which lost rank 1 for real, resumed for two more epochs under mpirun (rank 1 started
-# again, its nodes 4 .. 7 dead from the checkpoint on, trained on rows nobody mixes) and in-process
+# That run, which lost rank 1 for real, resumed for two more epochs under mpirun with 2 ranks (its
+# nodes 3 .. 5 dead from the checkpoint on, trained on rows nobody mixes) and in-process
 # from a copy: the same state value for value, the dead nodes' rows zeros in both (docs/mpi.md).
 if compgen -G "$work/killed/*/checkpoint.lpdt" >/dev/null &&
   grep -q '"dead_nodes"' "$work"/killed/*/summary.json 2>/dev/null; then

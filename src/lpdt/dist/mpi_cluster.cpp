@@ -153,7 +153,7 @@ class MpiCluster final : public Cluster {
     const auto* bytes = static_cast<const std::uint8_t*>(mine.data_ptr());
     const std::size_t size_bytes = static_cast<std::size_t>(mine.nbytes());
     if (!leader()) {
-      control_->send({bytes, size_bytes}, 0, kTagGather, "its rows");
+      control_->send({bytes, size_bytes}, 0, kTagGather, "its rows", gather_deadlines());
       return at::Tensor();
     }
     auto shape = mine.sizes().vec();
@@ -187,7 +187,7 @@ class MpiCluster final : public Cluster {
     const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(text.data()),
                                               text.size());
     if (!leader()) {
-      control_->send(bytes, 0, kTagGather, "its text");
+      control_->send(bytes, 0, kTagGather, "its text", gather_deadlines());
       return {};
     }
     std::vector<std::string> all{text};
@@ -222,6 +222,11 @@ class MpiCluster final : public Cluster {
   std::set<int> dead_ranks() const override { return notices_->dead_ranks(); }
 
  private:
+  // Rank 0 takes the gathered messages in rank order, and may wait a whole deadline for each
+  // rank before this one that died (found dead by that deadline): rank r's message waits r
+  // deadlines to be taken, so that a live rank behind a dead one is not ended with it.
+  int gather_deadlines() const { return std::max(1, rank()); }
+
   // A gathered message from rank r; nullopt (and r marked dead) when none came by the deadline.
   std::optional<std::vector<std::uint8_t>> receive_or_mark_dead(int r, const std::string& what) {
     try {

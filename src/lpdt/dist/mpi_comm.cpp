@@ -134,9 +134,11 @@ void MpiComm::wait_all(std::vector<MPI_Request>& requests, Clock::time_point dea
 }
 
 void MpiComm::send(std::span<const std::uint8_t> bytes, int dest, int tag,
-                   const std::string& what) {
+                   const std::string& what, int deadlines) {
   std::vector<MPI_Request> requests{start_send(bytes, dest, tag)};
-  wait_all(requests, deadline(), what + " to be taken by rank " + std::to_string(dest));
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(timeout_s_ * deadlines));
+  wait_all(requests, until, what + " to be taken by rank " + std::to_string(dest));
 }
 
 std::optional<std::vector<std::uint8_t>> MpiComm::try_receive(int source, int tag,

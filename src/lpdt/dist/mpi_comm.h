@@ -49,9 +49,10 @@ class MpiComm {
   // Waits for every request; PeerTimeout after the deadline, naming `what`.
   void wait_all(std::vector<MPI_Request>& requests, Clock::time_point deadline,
                 const std::string& what);
-  // Blocking send with a deadline. `what` names the payload ("its rows"): a timeout says "rank R
-  // waited T s for <what> to be taken by rank <dest>".
-  void send(std::span<const std::uint8_t> bytes, int dest, int tag, const std::string& what);
+  // Blocking send with a deadline of `deadlines` times timeout_s. `what` names the payload ("its
+  // rows"): a timeout says "rank R waited T s for <what> to be taken by rank <dest>".
+  void send(std::span<const std::uint8_t> bytes, int dest, int tag, const std::string& what,
+            int deadlines = 1);
   // Receives one message of any size from `source` (probed), with a deadline; `what` names the
   // payload ("rank R waited T s for <what> from rank <source>"). notices: if
   // given, the wait ends early (nullopt) when `source` is found dead, and its deadline is a
