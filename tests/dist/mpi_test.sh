@@ -105,9 +105,23 @@ check "dpsgd: 2 ranks = simulator" "$equal" "$(ckpt dpsgd_np2)" "$(ckpt dpsgd_si
 
 # Resume under mpirun: 1 epoch, then continued to 2, equals the uninterrupted 2-epoch run.
 train resume_np4 "${mpirun[@]}" -np 4 -- "${choco[@]}" --set run.epochs=1
+cp -r "$work/resume_np4" "$work/resume_epoch1"
 check "resume under mpirun" "${mpirun[@]}" -np 4 "$lpdt" train \
   --resume "$(dirname "$(ckpt resume_np4)")" --set run.epochs=2
 check "resumed 4-rank run = simulator" "$equal" "$(ckpt resume_np4)" "$(ckpt choco_sim)"
+# Ranks resuming copies of the run folder at different epochs: a configuration error naming both
+# before any training (not a payload of the wrong round in the middle of it).
+out=$(timeout 120 "${mpirun[@]}" -np 1 "$lpdt" train --resume "$(dirname "$(ckpt resume_np4)")" \
+  --set run.epochs=3 : -np 1 "$lpdt" train \
+  --resume "$(dirname "$work"/resume_epoch1/*/checkpoint.lpdt)" --set run.epochs=3 2>&1)
+code=$?
+if [ "$code" = 2 ] && grep -q "the ranks resume different checkpoints: rank 0's is of epoch 2 ([0-9]* rounds done), rank 1's of epoch 1 ([0-9]* rounds done)" <<<"$out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAILED: ranks resuming different checkpoints -> exit $code:"
+  echo "$out" | tail -10
+fi
 
 # Injected faults (docs/faults.md): lost and delayed messages are decided alike in every
 # process, so 4 ranks still equal the simulator, messages in flight included, also across a

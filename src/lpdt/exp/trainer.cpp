@@ -423,12 +423,22 @@ void check_ranks_same_data(const ExperimentConfig& config, const nlohmann::json&
 // The ranks that started a step every rank takes (reading its own copy of a checkpoint) meet
 // here; a rank that failed it calls share_start_error instead, and rank 0 passes its error on
 // (naming the rank) to every rank, so that none waits for another that left.
-void agree_no_rank_failed(dist::Cluster& cluster) {
-  const std::vector<std::string> texts = cluster.gather_text("");
+// After a step every rank took alone (reading its copy of a checkpoint): stops every rank if one
+// failed, or if the ranks' `state` texts differ (copies of a run folder at different epochs),
+// naming both; rank 0 answers for all.
+void agree_no_rank_failed(dist::Cluster& cluster, const std::string& state = "") {
+  const std::vector<std::string> texts = cluster.gather_text(state);
   std::string verdict;
   for (std::size_t r = 1; cluster.leader() && r < texts.size(); ++r) {
     if (is_error_mark(texts[r])) {
       verdict = verdict_naming_rank(texts[r], r);
+      break;
+    }
+    if (!texts[r].empty() && texts[r] != texts[0]) {
+      verdict = std::string(kConfigErrorMark) +
+                "the ranks resume different checkpoints: rank 0's is of " + texts[0] +
+                ", rank " + std::to_string(r) + "'s of " + texts[r] +
+                ": give every rank a copy of the same run folder (--resume)";
       break;
     }
   }
@@ -1139,7 +1149,12 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       if (!cluster.distributed()) throw;
       share_start_error(e, cluster);
     }
-    if (cluster.distributed()) agree_no_rank_failed(cluster);
+    if (cluster.distributed()) {
+      agree_no_rank_failed(cluster, resumed ? "epoch " + std::to_string(resumed->epochs_done) +
+                                                  " (" + std::to_string(resumed->rounds_done) +
+                                                  " rounds done)"
+                                            : std::string());
+    }
   }
 
   // The run folder (rank 0 writes it): config first, so even a run that fails later says what
