@@ -195,6 +195,7 @@ check "kill in gossip-only rounds: final figures = simulator" cmp \
 # accuracies, their bytes still those of their last report; and both resumed runs agree.
 train kill_part "${mpirun[@]}" --enable-recovery -np 4 -- "${kill[@]}"
 cp -r "$work/kill_part" "$work/kill_part_copy"
+cp -r "$work/kill_part" "$work/kill_part_np2"
 check "kill: resumed under mpirun after the death" logged "$work/kill_resumed_mpi.log" \
   "${mpirun[@]}" --enable-recovery -np 4 \
   "$lpdt" train --resume "$(dirname "$(ckpt kill_part)")" --set run.epochs=3
@@ -219,6 +220,14 @@ check "kill: resumed under mpirun saw only the planned deaths" cmp <(dead_nodes 
   <(echo -n "$deaths")
 check "kill: resumed in-process saw only the planned deaths" cmp <(dead_nodes kill_part_copy) \
   <(echo -n "$deaths")
+# With 2 ranks, where rank 1 hosts nodes 4 .. 7 of which only 6 and 7 died: no whole process
+# to kill any more (it was refused as a kill list of part of a rank), and the same state as
+# resumed in-process.
+check "kill: resumed with 2 ranks after the death" logged "$work/kill_resumed_np2.log" \
+  "${mpirun[@]}" -np 2 "$lpdt" train \
+  --resume "$(dirname "$work"/kill_part_np2/kill_part-*/checkpoint.lpdt)" --set run.epochs=3
+check "kill: resumed with 2 ranks = resumed in-process" "$equal" \
+  "$work"/kill_part_np2/kill_part-*/checkpoint.lpdt "$work"/kill_part_copy/kill_part-*/checkpoint.lpdt
 failed_before=$failed
 check "kill: resumed under mpirun = resumed in-process" diff \
   <(cut -d, -f1,2,5 "$work"/kill_part/*/metrics.csv) \

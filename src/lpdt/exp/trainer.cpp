@@ -462,9 +462,14 @@ void check_multi_process(const ExperimentConfig& config, const dist::Cluster& cl
   if (config.graph.nodes >= 32767) {
     throw ConfigError("multi-process runs tag messages by node: graph.nodes must be < 32767");
   }
+}
+
+// faults.kill_nodes under mpirun. A rank dies as a whole: the killed nodes must be whole blocks,
+// and rank 0 (which writes the run) must live. Not checked for a run resumed past kill_step: its
+// killed nodes are dead from the checkpoint on whoever hosts them (restore_dead), so it may be
+// resumed with another number of ranks.
+void check_mpi_kills(const ExperimentConfig& config, const dist::Cluster& cluster) {
   if (!config.faults.kill_nodes.empty() && cluster.size() > 1) {
-    // A rank dies as a whole: the killed nodes must be whole blocks, and rank 0 (which writes
-    // the run) must live.
     const std::set<std::int64_t> kill(config.faults.kill_nodes.begin(),
                                       config.faults.kill_nodes.end());
     for (int r = 0; r < cluster.size(); ++r) {
@@ -1155,6 +1160,9 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                                                   " rounds done)"
                                             : std::string());
     }
+  }
+  if (!(resumed && resumed->rounds_done > config.faults.kill_step)) {
+    check_mpi_kills(config, cluster);
   }
 
   // The run folder (rank 0 writes it): config first, so even a run that fails later says what
