@@ -70,11 +70,25 @@ TEST(TopologyTest, FromMatrixTensorRoundTrips) {
   EXPECT_EQ(copy.num_edges(), ring5.num_edges());
   EXPECT_EQ(copy.out_neighbors(0), ring5.out_neighbors(0));
   EXPECT_EQ(copy.weights(), ring5.weights());
-  // 1/3 rounded to float32 breaks column-stochasticity at the 1e-12 tolerance: rejected, so a
-  // float32 matrix never silently drifts the average.
-  const std::string message =
-      config_error([&] { Topology::from_matrix("float32", ring5.mixing_matrix(at::kFloat)); });
+  // 1/3 rounded to float32 sums to 1 only within float32's rounding: taken at float32's
+  // precision, each column divided by its sum in float64, so that the average never drifts.
+  const Topology from32 = Topology::from_matrix("float32", ring5.mixing_matrix(at::kFloat));
+  const at::Tensor w32 = from32.mixing_matrix();
+  EXPECT_TRUE(at::allclose(w32, ring5.mixing_matrix(), /*rtol=*/0, /*atol=*/1e-7));
+  EXPECT_LT((w32.sum(0) - 1).abs().max().item<double>(), 1e-12);
+  // A float32 column off by more than n of float32's epsilons is no rounding: named.
+  at::Tensor off = ring5.mixing_matrix(at::kFloat);
+  off[0][2] += 1e-3f;
+  const std::string message = config_error([&] { Topology::from_matrix("off", off); });
   EXPECT_NE(message.find("tolerance 1e-12"), std::string::npos) << message;
+  EXPECT_NE(message.find("column 2"), std::string::npos) << message;
+  // Node counts beyond kMaxNodes are refused before anything is allocated (n * n overflowed).
+  EXPECT_NE(config_error([] { Topology::from_matrix("huge", std::int64_t{1} << 32, {}); })
+                .find("at most 4096"),
+            std::string::npos);
+  EXPECT_NE(config_error([] { Topology::from_weighted_edges("huge", std::int64_t{1} << 32, {}); })
+                .find("at most 4096"),
+            std::string::npos);
   EXPECT_NE(config_error([] {
               Topology::from_matrix("vector", at::ones({3}, at::kDouble));
             }).find("square floating-point tensor"),

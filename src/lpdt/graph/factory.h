@@ -11,11 +11,6 @@
 
 namespace lpdt::graph {
 
-// The most nodes a topology may have: its mixing matrix is dense (n^2 doubles) and its spectral
-// gap a dense n^3 eigendecomposition (about a minute at 3,000 nodes on a 2-core CPU), so a larger
-// graph would run for hours or exhaust memory before training started.
-constexpr std::int64_t kMaxNodes = 4096;
-
 // Options with chained setters; every field is recorded in the resolved config of a run.
 // Options of other topologies (rows and cols for "torus", random_* for "random") are ignored, as a
 // config file carries every field with its default; the label of the result names the

@@ -53,6 +53,10 @@ void check_num_nodes(const std::string& name, std::int64_t n) {
   if (n < 1) {
     throw ConfigError(topology_named(name) + " needs at least 1 node; got " + std::to_string(n));
   }
+  if (n > kMaxNodes) {
+    throw ConfigError(topology_named(name) + " has " + std::to_string(n) +
+                      " nodes; a topology has at most " + std::to_string(kMaxNodes));
+  }
 }
 
 void check_endpoint(const std::string& name, std::int64_t n, std::int64_t node) {
@@ -160,7 +164,18 @@ Topology Topology::from_matrix(std::string name, const at::Tensor& weights,
        << weights.scalar_type() << " of shape " << weights.sizes();
     throw ConfigError(os.str());
   }
-  const at::Tensor w = weights.to(at::kCPU, at::kDouble).contiguous();
+  at::Tensor w = weights.to(at::kCPU, at::kDouble).contiguous();
+  if (weights.scalar_type() != at::kDouble && w.numel() > 0) {
+    // Rounded to the narrower type, a column of weights summing to 1 sums to 1 only within
+    // about n of its epsilons: within that, the rounding is undone; beyond it, the constructor
+    // names the column.
+    const at::ScalarType type = weights.scalar_type();
+    const double epsilon = type == at::kBFloat16 ? 0x1p-7 : type == at::kHalf ? 0x1p-10 : 0x1p-23;
+    const at::Tensor sums = w.sum(0, /*keepdim=*/true);  // [1, n]
+    const double bound = static_cast<double>(w.size(0)) * epsilon;
+    const at::Tensor rounding_only = (sums - 1).abs() <= bound;  // [1, n]; false for NaN
+    w = at::where(rounding_only, w / sums, w).contiguous();
+  }
   const double* data = w.data_ptr<double>();
   return from_matrix(std::move(name), w.size(0), std::vector<double>(data, data + w.numel()),
                      connectivity);

@@ -47,10 +47,14 @@ enum class Connectivity {
 
 class Topology final : public TopologySchedule {
  public:
-  // From a dense matrix, row-major: weights[i * n + j] = W[i][j]. Mixing name "custom".
+  // From a dense matrix, row-major: weights[i * n + j] = W[i][j]. Mixing name "custom". Every
+  // constructor takes 1 to kMaxNodes nodes.
   static Topology from_matrix(std::string name, std::int64_t num_nodes, std::vector<double> weights,
                               Connectivity connectivity = Connectivity::kStronglyConnected);
-  // From a tensor [n, n] of any floating dtype (converted to float64).
+  // From a tensor [n, n] of any floating dtype. A float64 tensor is taken as it is; one of a
+  // narrower type (float32, bfloat16, half: mixing_matrix(at::kFloat) for one) is taken at its
+  // own precision: its columns must sum to 1 within n times its machine epsilon, and are then
+  // divided by their sums in float64, so that they sum to 1 as kStochasticTolerance asks.
   static Topology from_matrix(std::string name, const at::Tensor& weights,
                               Connectivity connectivity = Connectivity::kStronglyConnected);
   // From explicit weights; entries with src == dst are self weights. A repeated (src, dst) pair
