@@ -3,6 +3,9 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <functional>
+#include <limits>
+
 #include "graphs.h"
 #include "lpdt/algo/decentralized_optimizer.h"
 #include "lpdt/algo/local_sgd.h"
@@ -221,6 +224,70 @@ TEST(DecentralizedOptimizer, StateRoundTrip) {
       EXPECT_THROW(b.load_state(saved), UserError);
     }
   }
+}
+
+// A call with a bad argument is refused by name before anything changes: the same calls
+// retried correctly then give exactly the run that never had the bad call.
+TEST(DecentralizedOptimizer, ARefusedCallChangesNothing) {
+  const auto layout = small_layout();
+  const auto w = irregular_directed();  // [5, 5]
+  const auto options = DecentralizedOptions().algorithm("choco").compressor(
+      compress::CompressorOptions().name("topk").keep_fraction(0.3));
+  torch::manual_seed(2);
+  const auto start = torch::randn({5, layout.total_numel});
+  const auto targets = torch::randn_like(start);
+  DecentralizedOptimizer clean(options, 5, layout);
+  DecentralizedOptimizer tried(options, 5, layout);
+  auto clean_ledger = clean.make_ledger();
+  auto tried_ledger = tried.make_ledger();
+  auto x = start.clone();
+  auto y = start.clone();
+  clean.step(x, x - targets, w, 0.1, 0, clean_ledger);
+  tried.step(y, y - targets, w, 0.1, 0, tried_ledger);
+
+  const auto refused = [&](const std::function<void()>& call, const std::string& expected) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted; expected: " << expected;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  const auto grad = y - targets;
+  refused([&] { tried.step(y, grad, w, 0.1, 0, tried_ledger); }, "round 0 is not after the ledger's last round, 0");
+  auto other_ledger = metrics::ByteLedger(4, metrics::ByteAccounting::kLpdt);
+  refused([&] { tried.step(y, grad, w, 0.1, 1, other_ledger); }, "counts 4 nodes");
+  auto y64 = y.to(torch::kDouble);
+  refused([&] { tried.step(y64, grad, w, 0.1, 1, tried_ledger); }, "x must be [5, ");
+  refused([&] { tried.step(y, grad.narrow(1, 0, 3), w, 0.1, 1, tried_ledger); },
+          "grad must have x's shape");
+  refused([&] { tried.step(y, grad, w.narrow(0, 0, 4), 0.1, 1, tried_ledger); },
+          "mixing must be [5, 5] float32");
+  auto nan = w.clone();
+  nan[1][0] = std::numeric_limits<float>::quiet_NaN();
+  refused([&] { tried.step(y, grad, nan, 0.1, 1, tried_ledger); }, "not finite");
+  auto negative = w.clone();
+  negative[1][0] -= 2.0f;
+  negative[0][0] += 2.0f;  // the column still sums to 1
+  refused([&] { tried.step(y, grad, negative, 0.1, 1, tried_ledger); }, "negative weight");
+  auto no_self = w.clone();
+  no_self[2][2] = 0.0f;
+  refused([&] { tried.step(y, grad, no_self, 0.1, 1, tried_ledger); }, "self weight");
+  auto not_stochastic = w.clone();
+  not_stochastic[3][3] += 0.01f;
+  refused([&] { tried.step(y, grad, not_stochastic, 0.1, 1, tried_ledger); }, "column 3 sums");
+  // The same matrix changed in place after it was checked is checked again.
+  auto changed = w.clone();
+  tried.gossip_round(y, changed, 1, tried_ledger);
+  clean.gossip_round(x, w, 1, clean_ledger);
+  changed[0][0] += 0.5f;
+  refused([&] { tried.gossip_round(y, changed, 2, tried_ledger); }, "column 0 sums");
+
+  clean.step(x, x - targets, w, 0.1, 2, clean_ledger);
+  tried.step(y, y - targets, w, 0.1, 2, tried_ledger);
+  EXPECT_TRUE(torch::equal(x, y));
+  EXPECT_EQ(tried.rounds_done(), clean.rounds_done());
+  EXPECT_EQ(tried_ledger.total_bytes_sent(), clean_ledger.total_bytes_sent());
 }
 
 // The ledger receives payload x out-degree per node and round.

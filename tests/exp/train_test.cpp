@@ -643,6 +643,24 @@ INSTANTIATE_TEST_SUITE_P(
                     "data.max_length=24", "optim.optimizer=\"adamw\"", "optim.lr=0.001"}}),
     [](const ::testing::TestParamInfo<ResumeKind>& info) { return std::string(info.param.name); });
 
+// A configuration built in code is checked before anything is written: a run.name that would
+// make its folder outside run.out_dir, or an enumerated field out of range, is a ConfigError and
+// leaves no folder behind.
+TEST(Train, AConfigBuiltInCodeIsCheckedFirst) {
+  const fs::path out = fresh_dir("code-config");
+  fs::create_directories(out);
+  const auto quiet = [](const std::string&) {};
+  ExperimentConfig escaping = small_synthetic_run(out / "runs");
+  escaping.run.name = "../escape";
+  EXPECT_THROW(train(escaping, quiet), ConfigError);
+  ExperimentConfig out_of_range = small_synthetic_run(out / "runs");
+  out_of_range.graph.topology = static_cast<GraphConfig::Topology>(99);
+  EXPECT_THROW(train(out_of_range, quiet), ConfigError);
+  EXPECT_FALSE(fs::exists(out / "runs"));
+  EXPECT_TRUE(fs::is_empty(out)) << "something was written next to run.out_dir";
+  fs::remove_all(out);
+}
+
 // The reference protocol counts bytes as the official code's total does (spec 3.4, 5.4): every
 // round applied, the last training round and each gossip-only round included; training alone
 // (eval.protocol = average) leaves the newest round pending. Dense messages of a fixed size on a

@@ -134,6 +134,16 @@ TEST(ByteLedger, JsonRoundTripContinuesIdentically) {
   EXPECT_EQ(b.rounds_counted(), 5);
   EXPECT_EQ(b.total_bytes_sent(), 5 * 34);
   EXPECT_THROW(ByteLedger::from_json(nlohmann::json{{"num_nodes", 2}}), UserError);
+  // Rounds out of order (bytes_sent_in_round's search needs them increasing), node counts that
+  // are none: named as a damaged checkpoint, not a crash.
+  nlohmann::json backwards = a.to_json();
+  backwards["rounds"] = nlohmann::json::array({{5, 1}, {2, 1}});
+  EXPECT_THROW(ByteLedger::from_json(backwards), UserError);
+  for (const std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}}) {
+    nlohmann::json none = a.to_json();
+    none["num_nodes"] = bad;
+    EXPECT_THROW(ByteLedger::from_json(none), UserError);
+  }
 }
 
 // Paper Table 3 with reference accounting: 200 epochs x 196 iterations = 39,200 rounds on a

@@ -122,24 +122,79 @@ void DecentralizedOptimizer::set_trainable(const at::Tensor& trainable) {
 
 std::int64_t DecentralizedOptimizer::rounds_done() const { return rounds_.item<std::int64_t>(); }
 
-void DecentralizedOptimizer::check_inputs(const at::Tensor& x, const at::Tensor& mixing) const {
-  std::ostringstream msg;
-  msg << "x must be [" << nodes_.count << ", " << layout_.total_numel << "] float32 on " << device_
-      << ", got " << x.sizes() << " " << x.scalar_type() << " on " << x.device()
-      << "; mixing must be [" << num_nodes_ << ", " << num_nodes_ << "] float32, got "
-      << mixing.sizes() << " " << mixing.scalar_type();
-  LPDT_CHECK(x.dim() == 2 && x.size(0) == nodes_.count && x.size(1) == layout_.total_numel &&
-                 x.scalar_type() == at::kFloat && x.device().type() == device_.type() &&
-                 mixing.dim() == 2 && mixing.size(0) == num_nodes_ &&
-                 mixing.size(1) == num_nodes_ && mixing.scalar_type() == at::kFloat &&
-                 mixing.device().type() == device_.type(),
-             msg.str());
+void DecentralizedOptimizer::check_inputs(const at::Tensor& x, const at::Tensor& mixing,
+                                          std::int64_t round, const metrics::ByteLedger& ledger) {
+  const auto describe = [](const at::Tensor& t) {
+    if (!t.defined()) return std::string("an undefined tensor");
+    std::ostringstream os;
+    os << t.sizes() << " " << t.scalar_type() << " on " << t.device();
+    return os.str();
+  };
+  const bool x_ok = x.defined() && x.dim() == 2 && x.size(0) == nodes_.count &&
+                    x.size(1) == layout_.total_numel && x.scalar_type() == at::kFloat &&
+                    x.device().type() == device_.type();
+  if (!x_ok) {
+    std::ostringstream msg;
+    msg << "DecentralizedOptimizer: x must be [" << nodes_.count << ", " << layout_.total_numel
+        << "] float32 on " << device_ << " (the hosted nodes' parameters), got " << describe(x);
+    throw UserError(msg.str());
+  }
+  const bool mixing_ok = mixing.defined() && mixing.dim() == 2 && mixing.size(0) == num_nodes_ &&
+                         mixing.size(1) == num_nodes_ && mixing.scalar_type() == at::kFloat &&
+                         mixing.device().type() == device_.type();
+  if (!mixing_ok) {
+    std::ostringstream msg;
+    msg << "DecentralizedOptimizer: mixing must be [" << num_nodes_ << ", " << num_nodes_
+        << "] float32 on " << device_ << " (W of the round), got " << describe(mixing);
+    throw UserError(msg.str());
+  }
+  if (ledger.mode() != accounting_ || ledger.num_nodes() != num_nodes_) {
+    throw UserError("DecentralizedOptimizer: the byte ledger counts " +
+                    std::to_string(ledger.num_nodes()) + " nodes in " +
+                    std::string(metrics::to_string(ledger.mode())) +
+                    " accounting; this optimizer's has " + std::to_string(num_nodes_) +
+                    " nodes in " + std::string(metrics::to_string(accounting_)) +
+                    " accounting (make_ledger() makes one)");
+  }
+  if (!ledger.rounds().empty() && round <= ledger.rounds().back().first) {
+    throw UserError("DecentralizedOptimizer: round " + std::to_string(round) +
+                    " is not after the ledger's last round, " +
+                    std::to_string(ledger.rounds().back().first) + ": rounds must increase");
+  }
+  // W's values (docs/graph.md): what a push-sum round needs to keep the nodes' average.
+  if (checked_mixing_.defined() && checked_mixing_.is_same(mixing) &&
+      checked_mixing_version_ == mixing._version()) {
+    return;
+  }
+  const at::Tensor w = mixing.to(at::kCPU, at::kDouble);
+  std::string problem;
+  if (!at::isfinite(w).all().item<bool>()) {
+    problem = "has values that are not finite";
+  } else if (w.min().item<double>() < 0) {
+    problem = "has a negative weight";
+  } else if (w.diagonal().min().item<double>() <= 0) {
+    problem = "has a node without its self weight (W[i][i] = 0)";
+  } else {
+    // float32 weights sum to 1 within their rounding, n of float32's epsilons.
+    const at::Tensor off = (w.sum(0) - 1).abs();
+    const double bound = static_cast<double>(num_nodes_) * 0x1p-23 + 1e-6;
+    if (off.max().item<double>() > bound) {
+      const std::int64_t column = off.argmax().item<std::int64_t>();
+      problem = "is not column-stochastic: column " + std::to_string(column) + " sums to " +
+                std::to_string(w.select(1, column).sum().item<double>());
+    }
+  }
+  if (!problem.empty()) {
+    throw UserError("DecentralizedOptimizer: mixing " + problem +
+                    "; W must be column-stochastic with self weights, no weight negative "
+                    "(graph::Topology::mixing_matrix(at::kFloat) makes one)");
+  }
+  checked_mixing_ = mixing;
+  checked_mixing_version_ = mixing._version();
 }
 
 void DecentralizedOptimizer::consensus(at::Tensor& z, const at::Tensor& mixing, std::int64_t round,
                                        metrics::ByteLedger& ledger) {
-  LPDT_CHECK(ledger.mode() == accounting_ && ledger.num_nodes() == num_nodes_,
-             "byte ledger mode / node count differs from the optimizer's");
   const compress::Compressed sent = gossip_->prepare(z, round);
   ExchangedRound heard =
       exchange_->exchange(sent, push_sum_.weights(), host_mixing(mixing), round, algorithm_);
@@ -226,9 +281,19 @@ void DecentralizedOptimizer::account_replayed_round(const at::Tensor& mixing, st
 
 void DecentralizedOptimizer::step(at::Tensor& x, const at::Tensor& grad, const at::Tensor& mixing,
                                   double lr, std::int64_t round, metrics::ByteLedger& ledger) {
-  check_inputs(x, mixing);
-  LPDT_CHECK(grad.sizes() == x.sizes() && grad.scalar_type() == at::kFloat,
-             "grad must have the shape and dtype of x");
+  check_inputs(x, mixing, round, ledger);
+  if (!grad.defined() || grad.sizes() != x.sizes() || grad.scalar_type() != at::kFloat ||
+      grad.device().type() != x.device().type()) {
+    std::ostringstream msg;
+    msg << "DecentralizedOptimizer: grad must have x's shape " << x.sizes()
+        << ", float32, on its device; got ";
+    if (grad.defined()) {
+      msg << grad.sizes() << " " << grad.scalar_type() << " on " << grad.device();
+    } else {
+      msg << "an undefined tensor";
+    }
+    throw UserError(msg.str());
+  }
   at::NoGradGuard no_grad;
   const at::Tensor x_before = qgm_ ? x.clone() : at::Tensor();
   at::Tensor& z = x;
@@ -248,7 +313,7 @@ void DecentralizedOptimizer::step(at::Tensor& x, const at::Tensor& grad, const a
 
 void DecentralizedOptimizer::gossip_round(at::Tensor& x, const at::Tensor& mixing,
                                           std::int64_t round, metrics::ByteLedger& ledger) {
-  check_inputs(x, mixing);
+  check_inputs(x, mixing, round, ledger);
   at::NoGradGuard no_grad;
   push_sum_.to_numerator(x);
   if (rounds_done() == 0) gossip_->start(x);

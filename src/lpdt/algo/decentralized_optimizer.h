@@ -126,7 +126,13 @@ class DecentralizedOptimizer {
   const NodeRange& nodes() const { return nodes_; }
 
  private:
-  void check_inputs(const at::Tensor& x, const at::Tensor& mixing) const;
+  // Everything a call is given, checked before anything changes, so that a refused call leaves x
+  // and the optimizer's state as they were: UserError naming the argument and what it must be.
+  // A mixing matrix's values are checked once per tensor (and again after an in-place change).
+  void check_inputs(const at::Tensor& x, const at::Tensor& mixing, std::int64_t round,
+                    const metrics::ByteLedger& ledger);
+  at::Tensor checked_mixing_;
+  std::uint32_t checked_mixing_version_ = 0;
   // The gossip round on numerators x (in place) and the byte record.
   void consensus(at::Tensor& z, const at::Tensor& mixing, std::int64_t round,
                  metrics::ByteLedger& ledger);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "lpdt/core/error.h"
+
 namespace lpdt {
 
 struct LayerSegment {
@@ -23,10 +25,19 @@ struct LayerLayout {
   std::vector<LayerSegment> segments;
   std::int64_t total_numel = 0;  // P
 
-  // Appends a segment after the last one and returns its index.
+  // Appends a segment after the last one and returns its index. UserError for a dimension
+  // below 1 (a segment holds at least one value: top-k keeps at least one of each).
   std::size_t append(std::string name, std::vector<std::int64_t> shape) {
     std::int64_t numel = 1;
-    for (auto d : shape) numel *= d;
+    for (auto d : shape) {
+      if (d < 1) {
+        std::string dims;
+        for (auto e : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(e);
+        throw UserError("layer layout: segment '" + name + "' has shape [" + dims +
+                        "]; every dimension must be at least 1");
+      }
+      numel *= d;
+    }
     segments.push_back(LayerSegment{std::move(name), total_numel, numel, std::move(shape)});
     total_numel += numel;
     return segments.size() - 1;

@@ -774,6 +774,15 @@ void share_start_error(const UserError& error, dist::Cluster& cluster) {
 TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_out,
                   const TrainOptions& options) {
   const auto start = Clock::now();
+  // A configuration built in code (a program using lpdt as a library) is checked as a file or
+  // --set would be, before anything is read, built or written (a run.name with a '/' made its
+  // folder outside run.out_dir before the check at the first write).
+  try {
+    (void)to_config(config);
+  } catch (const std::out_of_range&) {
+    throw ConfigError("the configuration holds an enumerated value that is none of its key's "
+                      "names (a field of ExperimentConfig set out of range in code)");
+  }
   // The progress bar (rank 0, once the step count is known) is erased before every line.
   std::optional<ProgressMeter> meter;
   const ProgressSink progress = [&](const std::string& line) {

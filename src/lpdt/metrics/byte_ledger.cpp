@@ -207,8 +207,12 @@ nlohmann::json ByteLedger::to_json() const {
 
 ByteLedger ByteLedger::from_json(const nlohmann::json& j) {
   try {
-    ByteLedger ledger(j.at("num_nodes").get<std::int64_t>(),
-                      parse_byte_accounting(j.at("mode").get<std::string>()));
+    const auto num_nodes = j.at("num_nodes").get<std::int64_t>();
+    if (num_nodes < 1 || num_nodes > (std::int64_t{1} << 20)) {
+      throw UserError("byte ledger checkpoint: num_nodes " + std::to_string(num_nodes) +
+                      " is not a node count");
+    }
+    ByteLedger ledger(num_nodes, parse_byte_accounting(j.at("mode").get<std::string>()));
     ledger.sent_per_node_ = j.at("bytes_sent_per_node").get<std::vector<std::int64_t>>();
     ledger.received_per_node_ = j.at("bytes_received_per_node").get<std::vector<std::int64_t>>();
     ledger.rounds_ = j.at("rounds").get<std::vector<std::pair<std::int64_t, std::int64_t>>>();
@@ -226,8 +230,16 @@ ByteLedger ByteLedger::from_json(const nlohmann::json& j) {
     };
     bool any_negative = negative(ledger.sent_per_node_) || negative(ledger.received_per_node_) ||
                         negative(ledger.pending_sent_) || negative(ledger.pending_received_);
-    for (const auto& [sent, received] : ledger.rounds_) any_negative |= sent < 0 || received < 0;
-    if (any_negative) throw UserError("byte ledger checkpoint: a negative byte count");
+    for (const auto& [round, sent] : ledger.rounds_) any_negative |= round < 0 || sent < 0;
+    if (any_negative) throw UserError("byte ledger checkpoint: a negative round or byte count");
+    // Rounds are recorded in increasing order, which bytes_sent_in_round's search relies on.
+    for (std::size_t r = 1; r < ledger.rounds_.size(); ++r) {
+      if (ledger.rounds_[r].first <= ledger.rounds_[r - 1].first) {
+        throw UserError("byte ledger checkpoint: round " +
+                        std::to_string(ledger.rounds_[r].first) + " recorded after round " +
+                        std::to_string(ledger.rounds_[r - 1].first) + " (rounds increase)");
+      }
+    }
     return ledger;
   } catch (const nlohmann::json::exception& e) {
     throw UserError(std::string("byte ledger checkpoint is malformed: ") + json_error_text(e));
