@@ -220,6 +220,20 @@ TEST(DecentralizedOptimizer, StateRoundTrip) {
       auto ledger_b = b.make_ledger();
       for (int t = 5; t < 10; ++t) b.step(y, y - targets, w, 0.1, t, ledger_b);
       EXPECT_TRUE(torch::equal(x, y));
+      // A refused state changes nothing: every tensor is checked before any is copied.
+      const auto before = b.state().at("rounds").item<std::int64_t>();
+      for (const auto& [name, bad] :
+           std::vector<std::pair<std::string, torch::Tensor>>{
+               {"rounds", torch::tensor(2.7)},                    // a count stored as a float
+               {"ps", torch::zeros({5})},                         // no push-sum weight
+               {algorithm == std::string("choco") ? "xhat" : "error_feedback",
+                torch::zeros({5, layout.total_numel + 1})}}) {  // another model
+        auto broken = saved;
+        broken["rounds"] = torch::tensor(std::int64_t{7});
+        broken[name] = bad;
+        EXPECT_THROW(b.load_state(broken), UserError) << name;
+        EXPECT_EQ(b.state().at("rounds").item<std::int64_t>(), before) << name;
+      }
       saved.erase("ps");
       EXPECT_THROW(b.load_state(saved), UserError);
     }

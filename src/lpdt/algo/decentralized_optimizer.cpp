@@ -340,7 +340,11 @@ std::map<std::string, at::Tensor> DecentralizedOptimizer::state() {
 
 void DecentralizedOptimizer::load_state(const std::map<std::string, at::Tensor>& saved) {
   at::NoGradGuard no_grad;
-  for (auto& [name, live] : state()) {
+  // Every tensor is checked before any is copied: a refused state leaves this one as it was.
+  // A count or a float stored as another type would be converted without a word (2.7 rounds
+  // read as 2): each has its live tensor's type.
+  std::map<std::string, at::Tensor> live_state = state();
+  for (const auto& [name, live] : live_state) {
     const auto it = saved.find(name);
     if (it == saved.end()) {
       throw UserError("optimizer checkpoint has no tensor '" + name + "'");
@@ -348,13 +352,24 @@ void DecentralizedOptimizer::load_state(const std::map<std::string, at::Tensor>&
     // Per-node tensors hold all n nodes' rows; this process takes its own.
     auto expected = live.sizes().vec();
     if (live.dim() > 0) expected[0] = num_nodes_;
-    if (it->second.sizes().vec() != expected) {
+    if (it->second.sizes().vec() != expected || it->second.scalar_type() != live.scalar_type()) {
       std::ostringstream msg;
-      msg << "optimizer checkpoint tensor '" << name << "' has shape " << it->second.sizes()
-          << ", expected " << at::IntArrayRef(expected);
+      msg << "optimizer checkpoint tensor '" << name << "' is " << it->second.sizes() << " "
+          << it->second.scalar_type() << ", expected " << at::IntArrayRef(expected) << " "
+          << live.scalar_type();
       throw UserError(msg.str());
     }
-    live.copy_(live.dim() > 0 ? it->second.narrow(0, nodes_.first, nodes_.count) : it->second);
+    if (at::isFloatingType(live.scalar_type()) && !at::isfinite(it->second).all().item<bool>()) {
+      throw UserError("optimizer checkpoint tensor '" + name + "' has values that are not finite");
+    }
+  }
+  const auto ps = saved.at("ps");
+  if (!(ps > 0).all().item<bool>()) {
+    throw UserError("optimizer checkpoint tensor 'ps' has a push-sum weight that is not positive");
+  }
+  for (auto& [name, live] : live_state) {
+    const at::Tensor& stored = saved.at(name);
+    live.copy_(live.dim() > 0 ? stored.narrow(0, nodes_.first, nodes_.count) : stored);
   }
   gossip_->restore(saved);
 }

@@ -553,10 +553,12 @@ void add_keys(ConfigSchema& s) {
                  "Injected fault: these nodes die at step faults.kill_step; the survivors drop "
                  "their edges, renormalise and finish. Under mpirun the list must be whole "
                  "ranks' blocks of nodes, not rank 0's, and those processes are killed (run "
-                 "mpirun with --enable-recovery so that it lets the others finish).");
+                 "mpirun with --enable-recovery so that it lets the others finish); a run "
+                 "resumed past faults.kill_step may have other ranks.");
   s.add_int("faults.kill_step", d.faults.kill_step,
-            "The training step (0-based, counted over the whole run) at which faults.kill_nodes "
-            "die.")
+            "The gossip round (0-based, counted over the whole run) at which faults.kill_nodes "
+            "die: round t is training step t, and eval.protocol = reference's gossip-only "
+            "rounds follow the last step.")
       .at_least(0);
 }
 

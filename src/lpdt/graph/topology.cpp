@@ -239,6 +239,10 @@ double Topology::weight(std::int64_t i, std::int64_t j) const {
 }
 
 at::Tensor Topology::mixing_matrix(at::ScalarType dtype) const {
+  if (!at::isFloatingType(dtype)) {
+    throw ConfigError(topology_named(name_) + ": a mixing matrix holds weights in [0, 1], so " +
+                      "its type is a floating-point one, not " + std::string(c10::toString(dtype)));
+  }
   at::Tensor w = at::empty({num_nodes_, num_nodes_}, at::TensorOptions().dtype(at::kDouble));
   std::copy(weights_.begin(), weights_.end(), w.data_ptr<double>());
   return dtype == at::kDouble ? w : w.to(dtype);

@@ -87,7 +87,7 @@ class Topology final : public TopologySchedule {
   // W row-major, W[i * n + j], float64.
   const std::vector<double>& weights() const { return weights_; }
   // W as a tensor: [n, n], `dtype` (default float64; float32 rounds, so its columns sum to 1 only
-  // to float32 precision).
+  // to float32 precision). ConfigError for a type that is not floating-point.
   at::Tensor mixing_matrix(at::ScalarType dtype = at::kDouble) const;
 
   // Neighbour lists, self excluded, sorted ascending.

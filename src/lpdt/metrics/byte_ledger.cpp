@@ -230,8 +230,13 @@ ByteLedger ByteLedger::from_json(const nlohmann::json& j) {
     };
     bool any_negative = negative(ledger.sent_per_node_) || negative(ledger.received_per_node_) ||
                         negative(ledger.pending_sent_) || negative(ledger.pending_received_);
-    for (const auto& [round, sent] : ledger.rounds_) any_negative |= round < 0 || sent < 0;
-    if (any_negative) throw UserError("byte ledger checkpoint: a negative round or byte count");
+    bool negative_round = false;
+    for (const auto& [round, sent] : ledger.rounds_) {
+      any_negative |= sent < 0;
+      negative_round |= round < 0;
+    }
+    if (any_negative) throw UserError("byte ledger checkpoint: a negative byte count");
+    if (negative_round) throw UserError("byte ledger checkpoint: a negative round");
     // Rounds are recorded in increasing order, which bytes_sent_in_round's search relies on.
     for (std::size_t r = 1; r < ledger.rounds_.size(); ++r) {
       if (ledger.rounds_[r].first <= ledger.rounds_[r - 1].first) {
