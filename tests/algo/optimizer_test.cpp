@@ -225,7 +225,7 @@ TEST(DecentralizedOptimizer, StateRoundTrip) {
       for (const auto& [name, bad] :
            std::vector<std::pair<std::string, torch::Tensor>>{
                {"rounds", torch::tensor(2.7)},                    // a count stored as a float
-               {"ps", torch::zeros({5})},                         // no push-sum weight
+               {"ps", torch::full({5}, -1.0f)},                   // a negative weight
                {algorithm == std::string("choco") ? "xhat" : "error_feedback",
                 torch::zeros({5, layout.total_numel + 1})}}) {  // another model
         auto broken = saved;

@@ -115,38 +115,42 @@ TEST(ResNet18, SmallInputsRunThroughTheMaxPoolAndAdaptivePool) {
 }
 
 // The official 8-bit models start each residual branch's last norm at gamma = 0
-// (ResidualInit::kReference); kOne starts it at 1, as the full-precision models.
+// (ResidualInit::kReference); kOne starts it at 1, as the full-precision models. Range EvoNorm
+// and Range BatchNorm alike (Range BatchNorm started at 1).
 TEST(ImageNetModels8Bit, ZeroTheLastGammaOfEveryResidualBranch) {
   for (const nn::ResidualInit init : {nn::ResidualInit::kReference, nn::ResidualInit::kOne}) {
     for (const std::string arch : {"resnet18", "mobilenetv2", "resnet"}) {
-      SCOPED_TRACE(arch + (init == nn::ResidualInit::kOne ? " (one)" : " (reference)"));
-      ModelOptions options = options_for(arch, "evonorm", 10);
-      options.height = options.width = 32;
-      options.quant.precision = quant::Precision::kInt8;
-      options.residual_init = init;
-      const auto model = make_model(options);
-      EXPECT_NE(model->name().find("-int8"), std::string::npos);
-      const at::Tensor params = model->init_params(3);
-      // Residual branches' last norms: ResNet bn2; MobileNetV2's projection norm of a block with
-      // an add (features.3: 24 -> 24, stride 1), not of one without (features.2: 16 -> 24).
-      const std::string branch_end =
-          arch == "mobilenetv2" ? "features.3.conv.5.weight" : "layer1.0.bn2.weight";
-      const std::string other =
-          arch == "mobilenetv2" ? "features.2.conv.5.weight" : "layer1.0.bn1.weight";
-      const double branch_gamma = init == nn::ResidualInit::kOne ? 1.0 : 0.0;
-      int found = 0;
-      for (const LayerSegment& seg : model->layout().segments) {
-        const at::Tensor values = params.narrow(0, seg.offset, seg.numel);
-        if (seg.name == branch_end) {
-          EXPECT_TRUE(values.eq(branch_gamma).all().item<bool>()) << seg.name;
-          ++found;
+      for (const std::string norm : {"evonorm", "batchnorm"}) {
+        SCOPED_TRACE(arch + " " + norm +
+                     (init == nn::ResidualInit::kOne ? " (one)" : " (reference)"));
+        ModelOptions options = options_for(arch, norm, 10);
+        options.height = options.width = 32;
+        options.quant.precision = quant::Precision::kInt8;
+        options.residual_init = init;
+        const auto model = make_model(options);
+        EXPECT_NE(model->name().find("-int8"), std::string::npos);
+        const at::Tensor params = model->init_params(3);
+        // Residual branches' last norms: ResNet bn2; MobileNetV2's projection norm of a block with
+        // an add (features.3: 24 -> 24, stride 1), not of one without (features.2: 16 -> 24).
+        const std::string branch_end =
+            arch == "mobilenetv2" ? "features.3.conv.5.weight" : "layer1.0.bn2.weight";
+        const std::string other =
+            arch == "mobilenetv2" ? "features.2.conv.5.weight" : "layer1.0.bn1.weight";
+        const double branch_gamma = init == nn::ResidualInit::kOne ? 1.0 : 0.0;
+        int found = 0;
+        for (const LayerSegment& seg : model->layout().segments) {
+          const at::Tensor values = params.narrow(0, seg.offset, seg.numel);
+          if (seg.name == branch_end) {
+            EXPECT_TRUE(values.eq(branch_gamma).all().item<bool>()) << seg.name;
+            ++found;
+          }
+          if (seg.name == other) {
+            EXPECT_TRUE(values.eq(1).all().item<bool>()) << seg.name;
+            ++found;
+          }
         }
-        if (seg.name == other) {
-          EXPECT_TRUE(values.eq(1).all().item<bool>()) << seg.name;
-          ++found;
-        }
+        EXPECT_EQ(found, 2) << "segments " << branch_end << ", " << other;
       }
-      EXPECT_EQ(found, 2) << "segments " << branch_end << ", " << other;
     }
   }
 }

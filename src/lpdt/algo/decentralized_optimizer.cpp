@@ -363,9 +363,10 @@ void DecentralizedOptimizer::load_state(const std::map<std::string, at::Tensor>&
       throw UserError("optimizer checkpoint tensor '" + name + "' has values that are not finite");
     }
   }
-  const auto ps = saved.at("ps");
-  if (!(ps > 0).all().item<bool>()) {
-    throw UserError("optimizer checkpoint tensor 'ps' has a push-sum weight that is not positive");
+  // A dead node's row is zeros in a checkpoint (docs/results.md): 0 is a weight, a negative one
+  // is none.
+  if ((saved.at("ps") < 0).any().item<bool>()) {
+    throw UserError("optimizer checkpoint tensor 'ps' has a negative push-sum weight");
   }
   for (auto& [name, live] : live_state) {
     const at::Tensor& stored = saved.at(name);

@@ -17,13 +17,16 @@ namespace {
 
 // The number of test samples node `node` of [k, P] `params` classifies correctly in `batch`, as one
 // pass of one node on the calling thread. buffers: each [k, ...].
+// draws: the key of row 0 and test batch 0 (node_accuracies).
 std::int64_t correct_in_batch(const models::Model& model, const at::Tensor& params,
                               const std::vector<at::Tensor>& buffers, std::int64_t node,
-                              const data::EvalBatch& batch) {
+                              const data::EvalBatch& batch, std::int64_t batch_index,
+                              const quant::DrawKey& draws) {
   std::vector<at::Tensor> node_buffers;
   for (const auto& b : buffers) node_buffers.push_back(b.narrow(0, node, 1));
   nn::Context ctx{&model.layout(),    params.narrow(0, node, 1),     &node_buffers, 1,
                   /*training=*/false, nn::ConvAlgorithm::kPerNode};
+  ctx.draws = quant::DrawKey{draws.seed, draws.step + batch_index, draws.first_node + node};
   const at::Tensor predictions = model.forward(ctx, batch.inputs.unsqueeze(0)).argmax(2);  // [1, B]
   return predictions.eq(batch.targets.unsqueeze(0)).sum().item<std::int64_t>();
 }
@@ -39,9 +42,14 @@ std::vector<double> percentages(const std::vector<std::int64_t>& correct, std::i
 
 }  // namespace
 
+quant::DrawKey eval_draws(std::uint64_t seed, std::int64_t evaluation, std::int64_t first_node) {
+  return quant::DrawKey{seed, (std::int64_t{1} << 62) + (evaluation << 32), first_node};
+}
+
 std::vector<double> node_accuracies(const models::Model& model, const at::Tensor& params,
                                     const std::vector<at::Tensor>& buffers,
-                                    const data::EvalBatches& batches, int workers) {
+                                    const data::EvalBatches& batches, int workers,
+                                    const quant::DrawKey& draws) {
   torch::NoGradGuard no_grad;
   const std::int64_t k = params.size(0);
   // Evaluation must not move BatchNorm running statistics: work on copies.
@@ -66,7 +74,7 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
       const PassWorkerPoolScope evaluation_workers(kEvaluationPoolFamily);
       pass_workers(workers).run(k * group, [&](std::int64_t task) {
         const std::int64_t node = task / group, b = task % group;
-        slots[task] = correct_in_batch(model, params, eval_buffers, node, made[b]);
+        slots[task] = correct_in_batch(model, params, eval_buffers, node, made[b], first + b, draws);
       });
       for (std::int64_t task = 0; task < k * group; ++task) correct[task / group] += slots[task];
     }
@@ -79,6 +87,7 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
   const std::int64_t pass = device.is_cpu() ? 1 : k;
   const nn::ConvAlgorithm conv =
       device.is_cpu() ? nn::ConvAlgorithm::kPerNode : nn::ConvAlgorithm::kGrouped;
+  std::int64_t batch_index = 0;
   for (const data::EvalBatch& batch : batches) {
     const at::Tensor in = batch.inputs.to(device);  // [B, C, H, W] float32 or [B, L] int64
     const at::Tensor targets = batch.targets.to(device);
@@ -89,6 +98,7 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
       nn::Context ctx{&model.layout(),    params.narrow(0, start, count),
                       &node_buffers,      count,
                       /*training=*/false, conv};
+      ctx.draws = quant::DrawKey{draws.seed, draws.step + batch_index, draws.first_node + start};
       std::vector<std::int64_t> node_shape = in.sizes().vec();
       node_shape.insert(node_shape.begin(), count);
       const at::Tensor node_inputs = in.unsqueeze(0).expand(node_shape);  // [count, B, ...]
@@ -96,6 +106,7 @@ std::vector<double> node_accuracies(const models::Model& model, const at::Tensor
       correct.narrow(0, start, count) += predictions.eq(targets.unsqueeze(0)).sum(1);
     }
     total += in.size(0);
+    ++batch_index;
   }
   const at::Tensor correct_host = correct.cpu();
   std::vector<std::int64_t> counts(k);
@@ -113,7 +124,8 @@ std::pair<at::Tensor, std::vector<at::Tensor>> average_model(
 Evaluation evaluation_with_node_accuracies(const models::Model& model, const at::Tensor& params,
                                            const std::vector<at::Tensor>& buffers,
                                            const data::EvalBatches& batches,
-                                           std::vector<double> node_accuracy, int workers) {
+                                           std::vector<double> node_accuracy, int workers,
+                                           const quant::DrawKey& draws) {
   torch::NoGradGuard no_grad;
   const at::Tensor detached = params.detach();
   LPDT_CHECK(
@@ -131,19 +143,23 @@ Evaluation evaluation_with_node_accuracies(const models::Model& model, const at:
         std::numeric_limits<double>::quiet_NaN();
   }
   auto [mean_params, mean_buffers] = average_model(detached, buffers);
+  const quant::DrawKey average_draws{draws.seed, draws.step,
+                                     draws.first_node + detached.size(0)};
   result.average_model_accuracy =
-      node_accuracies(model, mean_params, mean_buffers, batches, workers)[0];
+      node_accuracies(model, mean_params, mean_buffers, batches, workers, average_draws)[0];
   result.consensus_distance = algo::consensus_distance(detached);
   return result;
 }
 
 Evaluation evaluate(const models::Model& model, const at::Tensor& params,
                     const std::vector<at::Tensor>& buffers, const data::EvalBatches& batches,
-                    bool per_node, int workers) {
+                    bool per_node, int workers, const quant::DrawKey& draws) {
   std::vector<double> node_accuracy;
-  if (per_node) node_accuracy = node_accuracies(model, params.detach(), buffers, batches, workers);
+  if (per_node) {
+    node_accuracy = node_accuracies(model, params.detach(), buffers, batches, workers, draws);
+  }
   return evaluation_with_node_accuracies(model, params, buffers, batches, std::move(node_accuracy),
-                                         workers);
+                                         workers, draws);
 }
 
 }  // namespace lpdt::exp

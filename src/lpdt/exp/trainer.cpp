@@ -1732,17 +1732,23 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   // nodes): rank 0 alone would evaluate every node while the others wait (docs/mpi.md). A node's
   // accuracy is one pass of that node alone wherever it runs, so it is the simulator's. In one
   // process, or without per-node evaluation, undefined: evaluate() measures them.
-  const auto gathered_node_accuracies = [&](bool per_node) -> at::Tensor {
+  // `evaluation` numbers a run's evaluations (the epoch, then run.epochs + 1 for the reference
+  // protocol's final one): it keys quant.eval_rounding = stochastic's draws (eval_draws), each
+  // node drawing as its global id, wherever it is evaluated.
+  const auto gathered_node_accuracies = [&](bool per_node, std::int64_t evaluation) -> at::Tensor {
     if (!cluster.distributed() || !per_node) return at::Tensor();
     const std::vector<double> mine =
-        node_accuracies(*model, x.detach(), buffers, test_batches, eval_workers);
+        node_accuracies(*model, x.detach(), buffers, test_batches, eval_workers,
+                        eval_draws(config.run.seed, evaluation, hosted.first));
     return all_rows(at::tensor(mine, at::kDouble));
   };
   // Evaluation of the survivors' models (every node when none died). all_node_accuracy: as
   // gathered_node_accuracies returns it.
   const auto evaluate_survivors =
       [&](const at::Tensor& all_x, const std::vector<at::Tensor>& all_buffers, bool per_node,
-          const at::Tensor& all_node_accuracy, std::vector<std::int64_t>& alive) {
+          const at::Tensor& all_node_accuracy, std::vector<std::int64_t>& alive,
+          std::int64_t evaluation) {
+        const quant::DrawKey draws = eval_draws(config.run.seed, evaluation, 0);
         alive = survivors();
         const bool everyone = static_cast<std::int64_t>(alive.size()) == n;
         at::Tensor alive_x = all_x;
@@ -1760,9 +1766,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
           for (const std::int64_t i : alive)
             accuracy.push_back(all_node_accuracy[i].item<double>());
           ev = evaluation_with_node_accuracies(*model, alive_x, alive_buffers, test_batches,
-                                               std::move(accuracy), eval_workers);
+                                               std::move(accuracy), eval_workers, draws);
         } else {
-          ev = evaluate(*model, alive_x, alive_buffers, test_batches, per_node, eval_workers);
+          ev = evaluate(*model, alive_x, alive_buffers, test_batches, per_node, eval_workers,
+                        draws);
         }
         if (!everyone) ev.node_ids = alive;
         return ev;
@@ -1951,7 +1958,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     for (const auto& b : buffers) all_buffers.push_back(all_rows(b));
     const at::Tensor all_loss_sum = all_rows(node_loss_sum);
     const auto ledger_now = whole_ledger();
-    const at::Tensor all_node_accuracy = gathered_node_accuracies(config.eval.per_node);
+    const at::Tensor all_node_accuracy = gathered_node_accuracies(config.eval.per_node, epoch + 1);
     EpochSummary summary;
     summary.epoch = epoch + 1;
     summary.lr = lr;
@@ -1959,7 +1966,8 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
       const at::Tensor node_mean_loss = (all_loss_sum / static_cast<double>(steps_per_epoch)).cpu();
       std::vector<std::int64_t> alive;
       summary.evaluation =
-          evaluate_survivors(all_x, all_buffers, config.eval.per_node, all_node_accuracy, alive);
+          evaluate_survivors(all_x, all_buffers, config.eval.per_node, all_node_accuracy, alive,
+                             epoch + 1);
       summary.train_loss =
           node_mean_loss.index_select(0, at::tensor(alive, at::kLong)).mean().item<double>();
       summary.mean_gb_sent_per_node = ledger_now->mean_gb_sent_per_node();
@@ -2026,11 +2034,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     const at::Tensor all_x = all_rows(x);
     std::vector<at::Tensor> all_buffers;
     for (const auto& b : buffers) all_buffers.push_back(all_rows(b));
-    const at::Tensor all_node_accuracy = gathered_node_accuracies(/*per_node=*/true);
+    const at::Tensor all_node_accuracy =
+        gathered_node_accuracies(/*per_node=*/true, config.run.epochs + 1);
     if (leader) {
       std::vector<std::int64_t> alive;
       final_evaluation =
-          evaluate_survivors(all_x, all_buffers, /*per_node=*/true, all_node_accuracy, alive);
+          evaluate_survivors(all_x, all_buffers, /*per_node=*/true, all_node_accuracy, alive,
+                             config.run.epochs + 1);
       progress(
           format("after %d gossip-only rounds: mean of node accuracies %.2f%% (the official "
                  "code's \"averaged model\"), exact average %.2f%%",

@@ -24,8 +24,9 @@ namespace lpdt::models {
 // (fp32) and Range EvoNorm (8 bits) gate by themselves, so they replace "norm + ReLU6" and the
 // projection's plain norm alike, as the reference's EvoNorm ResNets use EvoNorm before the
 // residual add: with EvoNorm the bottleneck is not strictly linear.
-// At 8 bits (LayerFactory): QConv2d (the depthwise one as a grouped QConv2d; the simulated
-// backend only, quant.backend = 'integer' is refused), Range EvoNorm (Range BatchNorm + ReLU6),
+// At 8 bits (LayerFactory): QConv2d (the depthwise one as a grouped QConv2d; on the integer
+// backend lpdt's int8 depthwise kernels, quant/int8_depthwise_conv.h), Range EvoNorm (Range
+// BatchNorm + ReLU6),
 // quantized residual add, QLinear classifier; the projection norm of a block with a residual
 // add starts with gamma = 0, as the 8-bit ResNets.
 class MobileNetV2 : public Model {

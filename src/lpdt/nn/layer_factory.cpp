@@ -84,7 +84,7 @@ std::unique_ptr<Layer> LayerFactory::norm(const std::string& name, std::int64_t 
       layer = std::make_unique<RangeEvoNorm>(registry_, name, channels, groups_, quant_, zero_gamma);
       break;
     case NormKind::kRangeBatchNorm:
-      layer = std::make_unique<RangeBatchNorm>(registry_, name, channels, quant_, relu);
+      layer = std::make_unique<RangeBatchNorm>(registry_, name, channels, quant_, relu, zero_gamma);
       break;
     default:
       layer = std::make_unique<NormAct>(registry_, name, norm_, channels, groups_, relu);

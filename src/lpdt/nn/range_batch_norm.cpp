@@ -10,10 +10,11 @@
 namespace lpdt::nn {
 
 RangeBatchNorm::RangeBatchNorm(Registry& registry, const std::string& name, std::int64_t channels,
-                               const quant::QuantOptions& quant, bool relu)
+                               const quant::QuantOptions& quant, bool relu, bool zero_gamma)
     : channels_(channels), quant_(quant), relu_(relu) {
   if (quant.low_precision()) input_.emplace(registry, join_name(name, "quantize_input"), quant);
-  gamma_ = registry.add_param(join_name(name, "weight"), {channels}, ParamInit::ones());
+  gamma_ = registry.add_param(join_name(name, "weight"), {channels},
+                              zero_gamma ? ParamInit::zeros() : ParamInit::ones());
   beta_ = registry.add_param(join_name(name, "bias"), {channels}, ParamInit::zeros());
   running_mean_ = registry.add_buffer(join_name(name, "running_mean"), {channels}, 0.0);
   running_scale_ = registry.add_buffer(join_name(name, "running_scale"), {channels}, 1.0);

@@ -15,7 +15,8 @@ namespace lpdt::nn {
 //   out = (x - mean) * scale * gamma + beta, followed by ReLU when `relu` is set.
 // In 8-bit models the input goes through a QuantMeasure, scale, gamma and beta are quantized
 // (nearest, per-node range) and the gradient passed backwards is quantized to grad_bits.
-// gamma = 1, beta = 0 at init; running mean 0, running scale 1.
+// gamma = 1 (0 with zero_gamma: the last norm of an 8-bit residual branch, as Range EvoNorm's),
+// beta = 0 at init; running mean 0, running scale 1.
 //
 // One departure from the reference: a channel that is constant on a node in a batch (range 0:
 // in MobileNetV2 a depthwise convolution of a channel ReLU6 zeroed) would get scale 1e5. Its
@@ -28,7 +29,7 @@ namespace lpdt::nn {
 class RangeBatchNorm : public Layer {
  public:
   RangeBatchNorm(Registry& registry, const std::string& name, std::int64_t channels,
-                 const quant::QuantOptions& quant, bool relu);
+                 const quant::QuantOptions& quant, bool relu, bool zero_gamma = false);
   // x: [b, k*C, H, W] float32 (channels-last) -> same shape
   at::Tensor forward(const Context& ctx, const at::Tensor& x) const override;
 
