@@ -167,6 +167,12 @@ TEST(DecentralizedOptimizer, OptionErrorsNameTheValue) {
   expect_config_error(DecentralizedOptions().eta(1.5), "1.5");
   expect_config_error(DecentralizedOptions().momentum(1.0), "momentum");
   expect_config_error(DecentralizedOptions().weight_decay(-1.0), "weight_decay");
+  expect_config_error(
+      DecentralizedOptions().weight_decay(std::numeric_limits<double>::infinity()),
+      "finite and >= 0");
+  expect_config_error(DecentralizedOptions().optimizer("adam").weight_decay(
+                          std::numeric_limits<double>::infinity()),
+                      "finite and >= 0");
   expect_config_error(DecentralizedOptions().algorithm("admm"), "admm");
   expect_config_error(DecentralizedOptions().accounting("bits"), "bits");
   expect_config_error(DecentralizedOptions().algorithm("dpsgd").compressor(

@@ -89,6 +89,12 @@ TEST(ByteLedger, LpdtCountsEveryRoundReferenceLagsOne) {
   EXPECT_EQ(lpdt.bytes_sent_in_round(1), 1800);
   EXPECT_THROW(lpdt.bytes_sent_in_round(5), UserError);
   EXPECT_THROW(lpdt.record_round_from_payload(1, w, payload), InternalError);  // not increasing
+  // Byte counts are whole and not negative: a float's 2.9 was read as 2, -10 subtracted.
+  EXPECT_THROW(lpdt.record_round(7, torch::full({5}, 2.9), torch::zeros({5}, torch::kLong)),
+               UserError);
+  EXPECT_THROW(lpdt.record_round(7, torch::full({5}, -10, torch::kLong),
+                                 torch::zeros({5}, torch::kLong)),
+               UserError);
   EXPECT_DOUBLE_EQ(lpdt.mean_gb_sent_per_node(), 2700.0 / 5 / 1e9);
 }
 

@@ -27,9 +27,9 @@ void validate(const AdamOptions& options) {
         << options.eps();
     throw ConfigError(msg.str());
   }
-  if (!(options.weight_decay() >= 0.0)) {
+  if (!(options.weight_decay() >= 0.0) || !std::isfinite(options.weight_decay())) {
     std::ostringstream msg;
-    msg << "weight_decay must be >= 0, got " << options.weight_decay();
+    msg << "weight_decay must be finite and >= 0, got " << options.weight_decay();
     throw ConfigError(msg.str());
   }
 }

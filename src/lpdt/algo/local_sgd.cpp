@@ -1,5 +1,6 @@
 #include "lpdt/algo/local_sgd.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "lpdt/core/error.h"
@@ -12,9 +13,9 @@ void validate(const SgdOptions& options) {
     msg << "momentum must be in [0, 1), got " << options.momentum();
     throw ConfigError(msg.str());
   }
-  if (!(options.weight_decay() >= 0.0)) {
+  if (!(options.weight_decay() >= 0.0) || !std::isfinite(options.weight_decay())) {
     std::ostringstream msg;
-    msg << "weight_decay must be >= 0, got " << options.weight_decay();
+    msg << "weight_decay must be finite and >= 0, got " << options.weight_decay();
     throw ConfigError(msg.str());
   }
 }

@@ -13,12 +13,25 @@ namespace lpdt::metrics {
 namespace {
 
 std::vector<std::int64_t> to_vector(const at::Tensor& t, std::int64_t n, const char* what) {
-  std::ostringstream msg;
-  msg << what << ": expected [" << n << "] integers, got " << t.sizes();
-  LPDT_CHECK(t.defined() && t.dim() == 1 && t.size(0) == n, msg.str());
+  // Byte counts: whole and never negative (a float tensor's 2.9 would be read as 2).
+  if (!t.defined() || t.dim() != 1 || t.size(0) != n || at::isFloatingType(t.scalar_type()) ||
+      t.scalar_type() == at::kBool) {
+    std::ostringstream msg;
+    msg << "byte ledger: " << what << " must be [" << n << "] integers, got ";
+    if (t.defined()) {
+      msg << t.sizes() << " " << t.scalar_type();
+    } else {
+      msg << "an undefined tensor";
+    }
+    throw UserError(msg.str());
+  }
   const at::Tensor c = t.to(at::kCPU, at::kLong).contiguous();
   const auto* p = c.data_ptr<std::int64_t>();
-  return std::vector<std::int64_t>(p, p + n);
+  std::vector<std::int64_t> counts(p, p + n);
+  if (std::any_of(counts.begin(), counts.end(), [](std::int64_t v) { return v < 0; })) {
+    throw UserError(std::string("byte ledger: ") + what + " has a negative byte count");
+  }
+  return counts;
 }
 
 at::Tensor off_diagonal_edges(const at::Tensor& mixing) {
