@@ -656,6 +656,16 @@ TEST(Train, AConfigBuiltInCodeIsCheckedFirst) {
   ExperimentConfig out_of_range = small_synthetic_run(out / "runs");
   out_of_range.graph.topology = static_cast<GraphConfig::Topology>(99);
   EXPECT_THROW(train(out_of_range, quiet), ConfigError);
+  // The text written as config.toml must be this configuration's.
+  const ExperimentConfig plain = small_synthetic_run(out / "runs");
+  TrainOptions garbage;
+  garbage.config_toml = "garbage that is not toml";
+  EXPECT_THROW(train(plain, quiet, garbage), ConfigError);
+  ExperimentConfig other = plain;
+  other.optim.lr = 0.5;
+  TrainOptions another;
+  another.config_toml = to_toml(other);
+  EXPECT_THROW(train(plain, quiet, another), ConfigError);
   EXPECT_FALSE(fs::exists(out / "runs"));
   EXPECT_TRUE(fs::is_empty(out)) << "something was written next to run.out_dir";
   fs::remove_all(out);

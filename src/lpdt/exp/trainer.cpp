@@ -783,6 +783,15 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     throw ConfigError("the configuration holds an enumerated value that is none of its key's "
                       "names (a field of ExperimentConfig set out of range in code)");
   }
+  // The text written as the run's config.toml must be this configuration: a folder's config.toml
+  // is what reproduces its run (docs/results.md).
+  if (!options.config_toml.empty() &&
+      experiment_config_from(experiment_schema().resolve_text(
+          options.config_toml, "TrainOptions::config_toml", {})) != config) {
+    throw ConfigError("TrainOptions::config_toml does not describe the configuration trained "
+                      "(its values differ): pass the resolved configuration's to_toml(), or "
+                      "leave it empty");
+  }
   // The progress bar (rank 0, once the step count is known) is erased before every line.
   std::optional<ProgressMeter> meter;
   const ProgressSink progress = [&](const std::string& line) {

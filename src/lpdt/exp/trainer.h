@@ -62,7 +62,8 @@ struct TrainOptions {
   // terminal). Either way the periodic log lines carry the estimate. Changes no result.
   bool progress_bar = false;
   // The run folder's config.toml when not empty: the resolved configuration with the origin of
-  // each value set by a file or --set (the CLI's Config::to_toml()); it must describe `config`.
+  // each value set by a file or --set (the CLI's Config::to_toml()); it must describe `config`
+  // (ConfigError otherwise, before anything is written).
   // Empty: to_toml(config), without origins (a resumed run rewrites its file so).
   std::string config_toml;
 };
