@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
 
 #include "graphs.h"
 #include "lpdt/algo/decentralized_optimizer.h"
@@ -356,20 +358,31 @@ TEST(LinkFaults, ChocoWithLateMessagesStillAgrees) {
   EXPECT_LT((x - x.mean(0, true)).abs().max().item<double>(), 1e-3 * spread_before);
 }
 
-TEST(LinkFaults, HeldMessagesRoundTripAndSplitByReceiver) {
-  const auto layout = small_layout();
-  const auto w = exponential8();
-  const std::int64_t n = w.size(0);
-  DecentralizedOptimizer opt(gossip_only("dpsgd", 1.0), n, layout);
+// Half the messages of 8 nodes on the exponential graph delayed 4 rounds, after 3 rounds of
+// D-PSGD: the faults (f) and the messages still held then (LinkFaults::held_state).
+struct HeldAfterThreeRounds {
   FaultOptions f;
-  f.seed = 2;
-  f.delay_probability = 0.5;
-  f.delay_rounds = 4;
-  opt.set_faults(faults_for(f, n, false));
+  std::map<std::string, at::Tensor> held;
+};
+HeldAfterThreeRounds held_after_three_rounds(const LayerLayout& layout, std::int64_t n) {
+  const auto w = exponential8();
+  DecentralizedOptimizer opt(gossip_only("dpsgd", 1.0), n, layout);
+  HeldAfterThreeRounds out;
+  out.f.seed = 2;
+  out.f.delay_probability = 0.5;
+  out.f.delay_rounds = 4;
+  opt.set_faults(faults_for(out.f, n, false));
   auto x = torch::randn({n, layout.total_numel});
   auto ledger = opt.make_ledger();
   for (std::int64_t round = 0; round < 3; ++round) opt.gossip_round(x, w, round, ledger);
-  const auto held = opt.faults()->held_state();
+  out.held = opt.faults()->held_state();
+  return out;
+}
+
+TEST(LinkFaults, HeldMessagesRoundTripAndSplitByReceiver) {
+  const auto layout = small_layout();
+  const std::int64_t n = exponential8().size(0);
+  const auto [f, held] = held_after_three_rounds(layout, n);
   const std::int64_t count = held.at("fault_held_meta").size(0);
   ASSERT_GT(count, 0);
   // A process hosting nodes 4..7 keeps the messages those nodes are waiting for, in order.
@@ -390,18 +403,8 @@ TEST(LinkFaults, HeldMessagesRoundTripAndSplitByReceiver) {
 // field a run could not have written is named.
 TEST(LinkFaults, HeldMessagesANodeCouldNotHoldAreRefused) {
   const auto layout = small_layout();
-  const auto w = exponential8();
-  const std::int64_t n = w.size(0);
-  DecentralizedOptimizer opt(gossip_only("dpsgd", 1.0), n, layout);
-  FaultOptions f;
-  f.seed = 2;
-  f.delay_probability = 0.5;
-  f.delay_rounds = 4;
-  opt.set_faults(faults_for(f, n, false));
-  auto x = torch::randn({n, layout.total_numel});
-  auto ledger = opt.make_ledger();
-  for (std::int64_t round = 0; round < 3; ++round) opt.gossip_round(x, w, round, ledger);
-  const auto held = opt.faults()->held_state();
+  const std::int64_t n = exponential8().size(0);
+  const auto [f, held] = held_after_three_rounds(layout, n);
   ASSERT_GT(held.at("fault_held_meta").size(0), 0);
   LinkFaults fresh(FaultPlan(f), NodeRange{0, n, n}, false, true);
   EXPECT_NO_THROW(fresh.restore_held(held, layout.total_numel));

@@ -296,28 +296,27 @@ expect 0 "faults.delay_rounds = 3 is not less than the run's 1 gossip rounds" --
   --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
   --set model.norm=none --set graph.nodes=2 --set run.epochs=1 --set run.log_every=0 \
   --set run.max_steps_per_epoch=1 --set optim.warmup=official >"$work/ref_warmup.log" 2>&1
+# interrupted NAME SIGNAL ARGS...: a long run into $work/NAME (output in $work/NAME.log) sent
+# SIGNAL once its first epoch is done; prints its exit status.
+interrupted() {
+  local name="$1" signal="$2"
+  shift 2
+  "$lpdt" train --out "$work/$name" --set data.dataset=synthetic \
+    --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
+    --set model.norm=none --set graph.nodes=2 --set run.epochs=100000 --set run.log_every=0 \
+    "$@" >"$work/$name.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 300); do grep -q "^epoch 1/" "$work/$name.log" && break; sleep 0.1; done
+  kill "-$signal" "$pid"
+  wait "$pid"
+  echo "$?"
+}
 # Ctrl-C ends a run as SIGINT would (exit 130), saying what the folder keeps and how to resume.
-"$lpdt" train --out "$work/interrupted" --set data.dataset=synthetic \
-  --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
-  --set model.norm=none --set graph.nodes=2 --set run.epochs=100000 --set run.log_every=0 \
-  >"$work/interrupted.log" 2>&1 &
-interrupted=$!
-for _ in $(seq 300); do grep -q "^epoch 1/" "$work/interrupted.log" && break; sleep 0.1; done
-kill -INT "$interrupted"
-wait "$interrupted"
-expect 0 "130" -- echo "$?"
+expect 0 "130" -- interrupted interrupted INT
 expect 0 "lpdt: interrupted; $work/interrupted/quickstart-.* keeps the last checkpoint.*--resume" \
   -- cat "$work/interrupted.log"
 # Before any checkpoint (none at all here), the note offers no --resume that would fail.
-"$lpdt" train --out "$work/interrupted0" --set data.dataset=synthetic \
-  --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
-  --set model.norm=none --set graph.nodes=2 --set run.epochs=100000 --set run.log_every=0 \
-  --set run.checkpoint_every=0 >"$work/interrupted0.log" 2>&1 &
-interrupted=$!
-for _ in $(seq 300); do grep -q "^epoch 1/" "$work/interrupted0.log" && break; sleep 0.1; done
-kill -TERM "$interrupted"
-wait "$interrupted"
-expect 0 "143" -- echo "$?"
+expect 0 "143" -- interrupted interrupted0 TERM --set run.checkpoint_every=0
 expect 0 "interrupted before the run's first checkpoint (none: run.checkpoint_every = 0), so there is nothing to resume; .* lpdt train --config $work/interrupted0/quickstart-.*/config.toml" \
   -- cat "$work/interrupted0.log"
 # A one-epoch run with the official warm-up never trains at the full rate: said.
