@@ -181,6 +181,13 @@ TEST(DecentralizedOptimizer, OptionErrorsNameTheValue) {
   expect_config_error(DecentralizedOptions().compressor(
                           compress::CompressorOptions().name("topk").keep_fraction(0.0)),
                       "keep fraction");
+  // Sizes no optimizer can have, and masks of another layout: named, not internal errors.
+  EXPECT_THROW(DecentralizedOptimizer(DecentralizedOptions(), -1, layout), UserError);
+  EXPECT_THROW(DecentralizedOptimizer(DecentralizedOptions(), 0, layout), UserError);
+  EXPECT_THROW(DecentralizedOptimizer(DecentralizedOptions(), 3, LayerLayout{}), UserError);
+  EXPECT_THROW(columns_mask(layout, {true}), UserError);
+  DecentralizedOptimizer masked(DecentralizedOptions(), 3, layout);
+  EXPECT_THROW(masked.set_trainable(torch::ones({layout.total_numel + 1})), UserError);
   EXPECT_EQ(parse_algorithm("sparse-push"), Algorithm::kDeepSqueeze);
   EXPECT_EQ(parse_algorithm("quant-sgp"), Algorithm::kChoco);
 }

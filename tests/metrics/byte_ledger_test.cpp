@@ -88,7 +88,9 @@ TEST(ByteLedger, LpdtCountsEveryRoundReferenceLagsOne) {
   EXPECT_EQ(ref.bytes_sent_per_node(), (std::vector<std::int64_t>{300, 200, 200, 100, 100}));
   EXPECT_EQ(lpdt.bytes_sent_in_round(1), 1800);
   EXPECT_THROW(lpdt.bytes_sent_in_round(5), UserError);
-  EXPECT_THROW(lpdt.record_round_from_payload(1, w, payload), InternalError);  // not increasing
+  EXPECT_THROW(lpdt.record_round_from_payload(1, w, payload), UserError);  // not increasing
+  EXPECT_THROW(ByteLedger(0, ByteAccounting::kLpdt), UserError);
+  EXPECT_THROW(ByteLedger(-1, ByteAccounting::kLpdt), UserError);
   // Byte counts are whole and not negative: a float's 2.9 was read as 2, -10 subtracted.
   EXPECT_THROW(lpdt.record_round(7, torch::full({5}, 2.9), torch::zeros({5}, torch::kLong)),
                UserError);

@@ -53,8 +53,11 @@ DecentralizedOptions validated(const DecentralizedOptions& o) {
 }  // namespace
 
 at::Tensor columns_mask(const LayerLayout& layout, const std::vector<bool>& per_segment) {
-  LPDT_CHECK(per_segment.size() == layout.segments.size(),
-             "columns_mask: one flag per layout segment");
+  if (per_segment.size() != layout.segments.size()) {
+    throw UserError("columns_mask: one flag per layout segment: " +
+                    std::to_string(layout.segments.size()) + " segments, " +
+                    std::to_string(per_segment.size()) + " flags");
+  }
   at::Tensor mask = at::zeros({layout.total_numel}, at::kBool);
   for (std::size_t s = 0; s < per_segment.size(); ++s) {
     if (per_segment[s]) {
@@ -68,7 +71,14 @@ DecentralizedOptimizer::DecentralizedOptimizer(const DecentralizedOptions& optio
                                                std::int64_t num_nodes, const LayerLayout& layout,
                                                at::Device device)
     : DecentralizedOptimizer(options, layout, device,
-                             std::make_unique<InProcessExchange>(num_nodes)) {}
+                             std::make_unique<InProcessExchange>([num_nodes] {
+                               if (num_nodes < 1) {
+                                 throw UserError(
+                                     "DecentralizedOptimizer: num_nodes must be at least 1, got " +
+                                     std::to_string(num_nodes));
+                               }
+                               return num_nodes;
+                             }())) {}
 
 DecentralizedOptimizer::DecentralizedOptimizer(const DecentralizedOptions& options,
                                                const LayerLayout& layout, at::Device device,
@@ -84,9 +94,16 @@ DecentralizedOptimizer::DecentralizedOptimizer(const DecentralizedOptions& optio
       push_sum_(nodes_.count, device),
       rounds_(at::zeros({}, at::kLong)) {
   LPDT_CHECK(exchange_ != nullptr, "optimizer needs a message exchange");
-  LPDT_CHECK(nodes_.count > 0 && layout.total_numel > 0, "optimizer needs nodes and parameters");
-  LPDT_CHECK(options_.compressor().first_node() == nodes_.first,
-             "optimizer: compressor first_node must be the first hosted node");
+  if (nodes_.count < 1 || layout.total_numel < 1) {
+    throw UserError("DecentralizedOptimizer: needs nodes and parameters, got " +
+                    std::to_string(nodes_.count) + " nodes and a layout of " +
+                    std::to_string(layout.total_numel) + " values");
+  }
+  if (options_.compressor().first_node() != nodes_.first) {
+    throw UserError("DecentralizedOptimizer: the compressor's first_node is " +
+                    std::to_string(options_.compressor().first_node()) +
+                    "; it must be the first hosted node, " + std::to_string(nodes_.first));
+  }
   const XhatInit xhat_init = parse_xhat_init(options_.xhat_init());
   const std::int64_t rows = nodes_.count;
   if (options_.qgm()) {
@@ -114,9 +131,12 @@ void DecentralizedOptimizer::set_trainable(const at::Tensor& trainable) {
     trainable_ = at::Tensor();
     return;
   }
-  std::ostringstream msg;
-  msg << "trainable mask must be [" << layout_.total_numel << "], got " << trainable.sizes();
-  LPDT_CHECK(trainable.dim() == 1 && trainable.size(0) == layout_.total_numel, msg.str());
+  if (trainable.dim() != 1 || trainable.size(0) != layout_.total_numel) {
+    std::ostringstream msg;
+    msg << "DecentralizedOptimizer: the trainable mask must be [" << layout_.total_numel
+        << "], got " << trainable.sizes();
+    throw UserError(msg.str());
+  }
   trainable_ = trainable.to(device_, at::kFloat).ne(0).to(at::kFloat).unsqueeze(0);  // [1, P]
 }
 

@@ -227,9 +227,10 @@ const Topology& Topology::at(std::int64_t step) const {
 }
 
 void Topology::check_node(std::int64_t node) const {
-  LPDT_CHECK(node >= 0 && node < num_nodes_, "node " + std::to_string(node) + " out of range [0, " +
-                                                 std::to_string(num_nodes_) + ") in " +
-                                                 topology_named(name_));
+  if (node < 0 || node >= num_nodes_) {
+    throw UserError("node " + std::to_string(node) + " out of range [0, " +
+                    std::to_string(num_nodes_) + ") in " + topology_named(name_));
+  }
 }
 
 double Topology::weight(std::int64_t i, std::int64_t j) const {

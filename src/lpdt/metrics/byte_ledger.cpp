@@ -83,12 +83,16 @@ EdgeBytes bytes_over_edges(const at::Tensor& mixing, const at::Tensor& payload) 
 }
 
 ByteLedger::ByteLedger(std::int64_t num_nodes, ByteAccounting mode)
-    : num_nodes_(num_nodes),
+    : num_nodes_([num_nodes] {
+        if (num_nodes < 1) {
+          throw UserError("byte ledger: needs at least one node, got " +
+                          std::to_string(num_nodes));
+        }
+        return num_nodes;
+      }()),
       mode_(mode),
-      sent_per_node_(static_cast<std::size_t>(num_nodes), 0),
-      received_per_node_(static_cast<std::size_t>(num_nodes), 0) {
-  LPDT_CHECK(num_nodes > 0, "byte ledger needs at least one node");
-}
+      sent_per_node_(static_cast<std::size_t>(num_nodes_), 0),
+      received_per_node_(static_cast<std::size_t>(num_nodes_), 0) {}
 
 void ByteLedger::add_to_totals(const std::vector<std::int64_t>& sent,
                                const std::vector<std::int64_t>& received) {
@@ -104,7 +108,7 @@ void ByteLedger::record_round(std::int64_t round, const at::Tensor& bytes_sent,
     std::ostringstream msg;
     msg << "byte ledger: round " << round << " recorded after round " << rounds_.back().first
         << " (rounds must increase)";
-    LPDT_CHECK(round > rounds_.back().first, msg.str());
+    if (round <= rounds_.back().first) throw UserError(msg.str());
   }
   auto sent = to_vector(bytes_sent, num_nodes_, "bytes_sent");
   auto received = to_vector(bytes_received, num_nodes_, "bytes_received");
