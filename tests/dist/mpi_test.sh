@@ -64,6 +64,9 @@ train choco_np4 "${mpirun[@]}" -np 4 -- "${choco[@]}"
 train choco_np1 "${mpirun[@]}" -np 1 -- "${choco[@]}"
 check "choco: 4 ranks = simulator" "$equal" "$(ckpt choco_np4)" "$(ckpt choco_sim)"
 check "choco: 1 rank = simulator" "$equal" "$(ckpt choco_np1)" "$(ckpt choco_sim)"
+# The averaged model rank 0 writes from the gathered rows is the simulator's, byte for byte.
+check "choco: 4 ranks' model.safetensors = simulator's" cmp \
+  "$work"/choco_np4/choco_np4-*/model.safetensors "$work"/choco_sim/choco_sim-*/model.safetensors
 # Each rank measures the accuracies of its own nodes, rank 0 the averaged model's: every epoch's
 # accuracies, per node and over the nodes, are the simulator's.
 same_accuracies() {

@@ -17,10 +17,13 @@
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
 #include "lpdt/exp/checkpoint.h"
+#include "lpdt/exp/config_options.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/report/report_page.h"
 #include "lpdt/exp/report/run_results.h"
 #include "lpdt/exp/trainer.h"
+#include "lpdt/models/model.h"
+#include "lpdt/models/safetensors.h"
 
 namespace lpdt::exp {
 namespace {
@@ -642,6 +645,31 @@ INSTANTIATE_TEST_SUITE_P(
                     "model.transformer_layers=1", "model.transformer_ffn=64",
                     "data.max_length=24", "optim.optimizer=\"adamw\"", "optim.lr=0.001"}}),
     [](const ::testing::TestParamInfo<ResumeKind>& info) { return std::string(info.param.name); });
+
+// A finished run leaves its averaged model as model.safetensors: every parameter of the model
+// under its name and shape, the mean over the nodes of the run's final parameters (those of its
+// last checkpoint), and the buffers likewise.
+TEST(Train, AFinishedRunWritesItsAveragedModel) {
+  const fs::path out = fresh_dir("model-file");
+  ExperimentConfig config = small_synthetic_run(out);
+  config.run.epochs = 1;
+  config.model.arch = ExperimentConfig{}.model.arch;  // LeNet-5: weights and biases of 5 layers
+  const TrainResult result = train(config, [](const std::string&) {});
+  const models::SafetensorsFile file = models::read_safetensors((result.run_dir / kModelFile).string());
+  const TrainingState state = read_checkpoint(result.run_dir / kCheckpointFile);
+  const auto model = models::make_model(model_options_for(config, dataset_input_shape(config)));
+  const at::Tensor mean = state.params.mean(0);  // [P]
+  ASSERT_EQ(file.tensors.size(), model->layout().segments.size() + state.buffers.size());
+  for (const LayerSegment& seg : model->layout().segments) {
+    const at::Tensor& stored = file.tensors.at(seg.name);
+    EXPECT_EQ(stored.sizes().vec(), seg.shape) << seg.name;
+    EXPECT_TRUE(at::equal(stored, mean.narrow(0, seg.offset, seg.numel).reshape(seg.shape)))
+        << seg.name;
+  }
+  EXPECT_EQ(file.metadata.at("lpdt.nodes_averaged"), "4");
+  EXPECT_EQ(file.metadata.at("lpdt.model"), model->name());
+  fs::remove_all(out);
+}
 
 // A configuration built in code is checked before anything is written: a run.name that would
 // make its folder outside run.out_dir, or an enumerated field out of range, is a ConfigError and

@@ -25,6 +25,7 @@
 #include "lpdt/algo/link_faults.h"
 #include "lpdt/algo/lr_schedule.h"
 #include "lpdt/build_info.h"
+#include "lpdt/models/safetensors.h"
 #include "lpdt/core/error.h"
 #include "lpdt/core/interrupt_note.h"
 #include "lpdt/core/file_text.h"
@@ -755,6 +756,29 @@ std::string epoch_span_text(const std::set<int>& epochs) {
 }
 
 }  // namespace
+
+// The averaged model of the nodes in `alive` (what "average-model accuracy" measures) as a
+// safetensors file any tool reads (docs/results.md): each parameter under its name and shape, each
+// buffer likewise, float32. params: [n, P]; buffers: each [n, ...].
+void write_averaged_model(const std::filesystem::path& path, const models::Model& model,
+                          const at::Tensor& params, const std::vector<at::Tensor>& buffers,
+                          const std::vector<std::int64_t>& alive,
+                          std::map<std::string, std::string> metadata) {
+  const at::Tensor rows = at::tensor(alive, at::kLong).to(params.device());
+  const at::Tensor mean = params.detach().index_select(0, rows).mean(0).cpu();  // [P]
+  std::map<std::string, at::Tensor> tensors;
+  for (const LayerSegment& seg : model.layout().segments) {
+    tensors[seg.name] = mean.narrow(0, seg.offset, seg.numel).reshape(seg.shape).clone();
+  }
+  const auto& specs = model.registry().buffers();
+  for (std::size_t i = 0; i < specs.size() && i < buffers.size(); ++i) {
+    const at::Tensor b = buffers[i].detach().index_select(0, rows.to(buffers[i].device()));
+    tensors[specs[i].name] = b.mean(0).cpu().contiguous();
+  }
+  metadata["format"] = "pt";
+  metadata["lpdt.nodes_averaged"] = std::to_string(alive.size());
+  models::write_safetensors(path.string(), tensors, metadata);
+}
 
 // An error as one rank sends it to the others: its kind's mark, then its message.
 std::string marked_error(const UserError& error) {
@@ -2058,6 +2082,10 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     }
   }
   const auto final_ledger = whole_ledger();
+  // The trained model, every node's rows on rank 0 (model.safetensors below).
+  const at::Tensor final_x = all_rows(x);
+  std::vector<at::Tensor> final_buffers;
+  for (const auto& b : buffers) final_buffers.push_back(all_rows(b));
   const dist::WireTraffic traffic = cluster.traffic();
   const std::vector<std::string> traffic_texts = cluster.gather_text(nlohmann::json{
       {"payloads_sent", traffic.payloads_sent},
@@ -2184,6 +2212,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                       {"wall_time_s", result.wall_time_s},
                       {"train_images_per_s", result.train_images_per_s}};
   write_config();
+  write_averaged_model(run_dir / kModelFile, *model, final_x, final_buffers, survivors(),
+                       {{"lpdt.model", model->name()},
+                        {"lpdt.revision", std::string(build_info::kGitRevision)},
+                        {"lpdt.average_model_accuracy",
+                         format("%.4f", final_evaluation.average_model_accuracy)}});
   write_text_file(run_dir / "summary.json", summary.dump(2) + "\n");
 
   progress(

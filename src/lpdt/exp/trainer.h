@@ -46,6 +46,8 @@ class TrainingDiverged : public JobWideError {
   using JobWideError::JobWideError;
 };
 inline constexpr const char* kDivergedFile = "diverged.json";
+// The averaged model of a finished run (docs/results.md): RUN_DIR/model.safetensors.
+inline constexpr const char* kModelFile = "model.safetensors";
 
 // Where progress goes: one line at a time (stdout in the CLI, captured in tests).
 using ProgressSink = std::function<void(const std::string& line)>;
