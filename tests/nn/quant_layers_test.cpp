@@ -450,21 +450,32 @@ TEST(QuantMeasure, RangesAsParametersLiveInTheParameterRows) {
   EXPECT_TRUE(!leaf.grad().defined() || at::equal(leaf.grad(), at::zeros({k, 2})));  // no gradient
 }
 
-// Reference spec 7.3 written out for one node, NCHW, without quantizers.
-at::Tensor reference_range_evonorm(const at::Tensor& x, const at::Tensor& v,
-                                   const at::Tensor& gamma, const at::Tensor& beta,
-                                   std::int64_t groups) {
+// Reference spec 7.3 written out for one node, NCHW, without quantizers: the group scales
+// [b, G] of x [b, C, H, W], and the output for given scales.
+at::Tensor reference_group_scales(const at::Tensor& x, std::int64_t groups) {
   const auto b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
-  const at::Tensor n = x * at::clamp(x * v.view({1, c, 1, 1}) / 6 + 0.5, 0, 1);
   const std::int64_t m = c * h * w / (groups * 16);
   const at::Tensor y = x.reshape({b, groups, 16, m});
   const at::Tensor rng = (std::get<0>(y.max(-1)) - std::get<0>(y.min(-1))).mean(-1);
   const double sf =
       0.5 * 0.35 * (1 + std::sqrt(M_PI * std::log(4.0))) / std::sqrt(2 * std::log(double(m)));
-  const at::Tensor s = 1.0 / (rng * sf + 1e-5);
+  return 1.0 / (rng * sf + 1e-5);
+}
+
+at::Tensor reference_range_evonorm(const at::Tensor& x, const at::Tensor& v,
+                                   const at::Tensor& gamma, const at::Tensor& beta,
+                                   const at::Tensor& s) {
+  const auto b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), groups = s.size(1);
+  const at::Tensor n = x * at::clamp(x * v.view({1, c, 1, 1}) / 6 + 0.5, 0, 1);
   return (n.reshape({b, groups, -1}) * s.unsqueeze(-1)).reshape({b, c, h, w}) *
              gamma.view({1, c, 1, 1}) +
          beta.view({1, c, 1, 1});
+}
+
+at::Tensor reference_range_evonorm(const at::Tensor& x, const at::Tensor& v,
+                                   const at::Tensor& gamma, const at::Tensor& beta,
+                                   std::int64_t groups) {
+  return reference_range_evonorm(x, v, gamma, beta, reference_group_scales(x, groups));
 }
 
 TEST(RangeEvoNorm, MatchesTheReferenceFormulaPerNode) {
@@ -518,12 +529,108 @@ TEST(RangeEvoNorm, StdVariantIsEvoNormS0WithTheHardSigmoid) {
   }
 }
 
+// A group whose values are all equal (range 0) would get the reference's scale 1 / 1e-5: its
+// output 1e5 times its input. It takes the largest scale of its node's other groups (over the
+// batch) instead, and the other groups are normalised as the reference does; node 1, without a
+// flat group, is untouched. fp32, the composite code and the fused one at every vector level.
+TEST(RangeEvoNorm, AFlatGroupTakesItsNodesLargestOtherScale) {
+  Registry registry;
+  const std::int64_t k = 2, c = 16, groups = 8;
+  RangeEvoNorm norm(registry, "norm", c, groups, quant::QuantOptions{});
+  torch::manual_seed(23);
+  const at::Tensor params = torch::rand({k, registry.layout().total_numel}) + 0.5;
+  at::Tensor x = torch::randn({3, k * c, 4, 4});
+  x.select(0, 1).narrow(0, 2, 2).fill_(0.7);  // sample 1, node 0, group 1 (channels 2 and 3)
+  x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  Context ctx{&registry.layout(), params, nullptr, k, true};
+  std::vector<at::Tensor> expected;
+  for (std::int64_t i = 0; i < k; ++i) {
+    const at::Tensor xi = x.narrow(1, i * c, c).contiguous();
+    at::Tensor s = reference_group_scales(xi, groups);  // [b, G]
+    if (i == 0) {
+      ASSERT_GT(s[1][1].item<double>(), 9e4) << "the flat group's reference scale";
+      s = s.clone();
+      s[1][1] = 0.0;
+      const double largest_other = s.max().item<double>();
+      ASSERT_LT(largest_other, 100.0);
+      s[1][1] = largest_other;
+    }
+    expected.push_back(reference_range_evonorm(xi, ctx.param(ParamRef{2})[i],
+                                               ctx.param(ParamRef{0})[i],
+                                               ctx.param(ParamRef{1})[i], s));
+  }
+  const auto expect_expected = [&](const std::string& what) {
+    const at::Tensor input = x.clone().requires_grad_(true);
+    const at::Tensor y = norm.forward(ctx, input);
+    y.sum().backward();
+    for (std::int64_t i = 0; i < k; ++i) {
+      EXPECT_TRUE(at::allclose(y.narrow(1, i * c, c), expected[i], kFloatTolerance,
+                               kFloatTolerance))
+          << what << ", node " << i;
+    }
+    EXPECT_TRUE(input.grad().isfinite().all().item<bool>()) << what;
+    EXPECT_LT(input.grad().abs().max().item<double>(), 1e3) << what;
+  };
+  norm.use_fused_kernel(false);
+  expect_expected("composite");
+  norm.use_fused_kernel(true);
+  for (const SimdLevel level : cpu_simd_levels()) {
+    ScopedSimdLevel scoped(level);
+    expect_expected(std::string("fused, ") + simd_level_name(level));
+  }
+}
+
+// 8-bit: each node's group scales are quantized with one range, which a flat group's 1e5 would
+// stretch so that the node's other scales (about 1) round to 0 or 392. With the flat group's
+// scale at the node's largest other, the quantization range is the one an ordinary group in its
+// place gives: node 0's other groups come out exactly as when the flat group holds a copy of
+// another group's values (within the input's range, so that the input codes are the same).
+TEST(RangeEvoNorm, AFlatGroupLeavesTheOtherGroupsOf8BitModelsAlone) {
+  for (const std::string variant : {"reference", "paper"}) {
+    SCOPED_TRACE(variant);
+    Registry registry;
+    const std::int64_t k = 2, c = 16, groups = 8, b = 3;
+    quant::QuantOptions q8 = int8();
+    q8.range_evonorm = variant;
+    RangeEvoNorm norm(registry, "norm", c, groups, q8);
+    torch::manual_seed(24);
+    const at::Tensor params = torch::rand({k, registry.layout().total_numel}) + 0.5;
+    const at::Tensor x = torch::randn({b, k * c, 4, 4});
+    at::Tensor flat = x.clone(), copied = x.clone();
+    // Sample 1, node 0, group 1: zeros, a value the input's codes hold exactly (stochastic
+    // rounding of another value could leave the group with two codes).
+    flat.select(0, 1).narrow(0, 2, 2).zero_();
+    copied.select(0, 1).narrow(0, 2, 2).copy_(x.select(0, 1).narrow(0, 6, 2));  // group 3's
+    for (const bool fused : {false, true}) {
+      SCOPED_TRACE(fused ? "fused" : "composite");
+      norm.use_fused_kernel(fused);
+      const auto run = [&](const at::Tensor& input) {
+        std::vector<at::Tensor> buffers = fresh_buffers(registry, k);
+        Context ctx{&registry.layout(), params, &buffers, k, true};
+        ctx.draws = quant::DrawKey{5, 0, 0};
+        return norm.forward(ctx, input.contiguous(at::MemoryFormat::ChannelsLast));
+      };
+      const at::Tensor y_flat = run(flat), y_copied = run(copied);
+      ASSERT_TRUE(y_flat.isfinite().all().item<bool>());
+      // Every sample's node-0 channels but the replaced group's, and all of node 1.
+      for (std::int64_t n = 0; n < b; ++n) {
+        for (std::int64_t ch = 0; ch < k * c; ++ch) {
+          if (n == 1 && (ch == 2 || ch == 3)) continue;
+          ASSERT_TRUE(at::equal(y_flat[n][ch], y_copied[n][ch])) << "sample " << n << " channel "
+                                                                 << ch;
+        }
+      }
+    }
+  }
+}
+
 // The fused CPU operation against the composite version: outputs and gradients, fp32 and 8-bit.
 struct FusedCase {
   std::string variant;
   bool int8;
   std::int64_t channels, groups, size;
   int bits = 8;  // quant.bits of an 8-bit case
+  bool flat_group = false;  // node 0's first group all zeros in sample 1 (range 0)
 };
 
 class RangeEvoNormFused : public ::testing::TestWithParam<FusedCase> {};
@@ -550,8 +657,9 @@ struct FusedSetup {
       : norm(registry, "norm", c.channels, c.groups, options_of(c)) {
     torch::manual_seed(static_cast<std::int64_t>(seed));
     params0 = torch::rand({k, registry.layout().total_numel}) + 0.5;
-    x0 = torch::randn({b, k * c.channels, c.size, c.size})
-             .contiguous(at::MemoryFormat::ChannelsLast);
+    x0 = torch::randn({b, k * c.channels, c.size, c.size});
+    if (c.flat_group) x0.select(0, 1).narrow(0, 0, c.channels / c.groups).zero_();
+    x0 = x0.contiguous(at::MemoryFormat::ChannelsLast);
     probe = torch::randn_like(x0);
   }
   FusedRun run(at::Device device) {
@@ -652,10 +760,15 @@ INSTANTIATE_TEST_SUITE_P(
                       FusedCase{"reference", true, 16, 8, 28},
                       FusedCase{"reference", false, 16, 8, 28}, FusedCase{"std", false, 16, 8, 6},
                       FusedCase{"std", false, 64, 4, 7}, FusedCase{"std", true, 16, 8, 6},
-                      FusedCase{"std", true, 32, 4, 28}),
+                      FusedCase{"std", true, 32, 4, 28},
+                      // A group of range 0 (flat_group_scales.h).
+                      FusedCase{"reference", true, 16, 8, 6, 8, true},
+                      FusedCase{"reference", false, 16, 8, 6, 8, true},
+                      FusedCase{"paper", true, 8, 2, 5, 8, true}),
     [](const auto& info) {
       return info.param.variant + (info.param.int8 ? "_int8_" : "_fp32_") +
-             std::to_string(info.param.channels) + "ch_" + std::to_string(info.param.size) + "px";
+             std::to_string(info.param.channels) + "ch_" + std::to_string(info.param.size) + "px" +
+             (info.param.flat_group ? "_flat" : "");
     });
 
 TEST(RangeEvoNorm, ChunksFallBackBelowSixteen) {
@@ -880,8 +993,7 @@ TEST(RangeBatchNorm, AConstantChannelLeavesTheOtherChannelsScalesAlone) {
               running_scale.index_select(0, torch::tensor({0, 1, 3})).max().item<double>(), 1e-6);
   // The replacement itself: per node, the largest other scale; 1 if every channel is constant.
   const at::Tensor scale = torch::tensor({2.0, 1e5, 3.0, 1e5, 1e5, 1e5});
-  const at::Tensor range = torch::tensor({0.5, 0.0, 0.3, 0.0, 0.0, 0.0});
-  EXPECT_TRUE(at::equal(constant_channels_take_largest_scale(scale, range, 2),
+  EXPECT_TRUE(at::equal(constant_channels_take_largest_scale(scale, 2),
                         torch::tensor({2.0, 3.0, 3.0, 1.0, 1.0, 1.0})));
 }
 

@@ -3,6 +3,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "lpdt/nn/flat_group_scales.h"
 #include "lpdt/nn/quantized_params.h"
 #include "lpdt/nn/range_evonorm.h"
 #include "lpdt/quant/fake_quant_ops.h"
@@ -21,13 +22,10 @@ RangeBatchNorm::RangeBatchNorm(Registry& registry, const std::string& name, std:
   if (quant.low_precision()) grad_site_ = registry.add_quant_site(join_name(name, "quantize_grad"));
 }
 
-at::Tensor constant_channels_take_largest_scale(const at::Tensor& scale, const at::Tensor& range,
-                                               std::int64_t k) {
-  const at::Tensor constant = range.eq(0).view({k, -1});
+at::Tensor constant_channels_take_largest_scale(const at::Tensor& scale, std::int64_t k) {
   const at::Tensor per_node = scale.view({k, -1});
-  at::Tensor largest = std::get<0>(per_node.masked_fill(constant, 0).max(1, /*keepdim=*/true));
-  largest = at::where(largest.gt(0), largest, at::ones_like(largest));  // every channel constant
-  return at::where(constant, largest.detach().expand_as(per_node), per_node).reshape(scale.sizes());
+  return flat_entries_take_largest_scale(per_node, per_node.ge(kFlatRangeScale), /*node_dim=*/0)
+      .reshape(scale.sizes());
 }
 
 at::Tensor RangeBatchNorm::forward(const Context& ctx, const at::Tensor& x_in) const {
@@ -47,8 +45,7 @@ at::Tensor RangeBatchNorm::forward(const Context& ctx, const at::Tensor& x_in) c
     const at::Tensor chunked = rows.view({chunks, m, kc});
     const at::Tensor range =
         (std::get<0>(chunked.max(1)) - std::get<0>(chunked.min(1))).mean(0);  // [k*C]
-    scale = constant_channels_take_largest_scale(1.0 / (range * range_scale_factor(m) + 1e-5),
-                                                 range, k);
+    scale = constant_channels_take_largest_scale(1.0 / (range * range_scale_factor(m) + 1e-5), k);
     torch::NoGradGuard no_grad;
     const double mom = quant_.range_momentum;
     running_mean.mul_(1.0 - mom).add_(mean.detach().view({k, channels_}), mom);

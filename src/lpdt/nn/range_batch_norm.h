@@ -18,13 +18,13 @@ namespace lpdt::nn {
 // gamma = 1 (0 with zero_gamma: the last norm of an 8-bit residual branch, as Range EvoNorm's),
 // beta = 0 at init; running mean 0, running scale 1.
 //
-// One departure from the reference: a channel that is constant on a node in a batch (range 0:
-// in MobileNetV2 a depthwise convolution of a channel ReLU6 zeroed) would get scale 1e5. Its
-// output (x - mean) * scale is 0 whatever the scale, but the reference quantizes the scale
-// vector with one range for the whole layer, so a step of 1e5 / 255 would round every other
-// channel's scale (about 1) to 0 or 392. Such a channel takes the largest scale of the node's
-// other channels instead (1 if all are constant), which leaves the quantization range as it
-// would be without it and keeps the running scale finite.
+// One departure from the reference (nn/flat_group_scales.h): a channel that is constant on a node
+// in a batch (range 0: in MobileNetV2 a depthwise convolution of a channel ReLU6 zeroed) would
+// get scale 1e5. Its output (x - mean) * scale is 0 whatever the scale, but the reference
+// quantizes the scale vector with one range for the whole layer, so a step of 1e5 / 255 would
+// round every other channel's scale (about 1) to 0 or 392. Such a channel takes the largest scale
+// of the node's other channels instead (1 if all are constant), which leaves the quantization
+// range as it would be without it and keeps the running scale finite.
 
 class RangeBatchNorm : public Layer {
  public:
@@ -45,9 +45,9 @@ class RangeBatchNorm : public Layer {
   quant::SiteId grad_site_ = 0;
 };
 
-// scale, range: [k*C] -> scale with each node's range-0 channels set to the node's largest
-// other scale (1 if none); no gradient reaches the replacement.
-at::Tensor constant_channels_take_largest_scale(const at::Tensor& scale, const at::Tensor& range,
-                                               std::int64_t k);
+// scale: [k*C] -> scale with each node's flat channels (scale >= kFlatRangeScale: range 0, or
+// below the epsilon) set to the node's largest other scale (1 if none); no gradient reaches the
+// replacement.
+at::Tensor constant_channels_take_largest_scale(const at::Tensor& scale, std::int64_t k);
 
 }  // namespace lpdt::nn

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "lpdt/core/error.h"
+#include "lpdt/nn/flat_group_scales.h"
 #include "lpdt/nn/quantized_params.h"
 #include "lpdt/nn/range_evonorm_kernel.h"
 #include "lpdt/quant/fake_quant_ops.h"
@@ -143,6 +144,10 @@ at::Tensor RangeEvoNorm::forward_composite(const Context& ctx, const at::Tensor&
     for (std::int64_t j = 1; j < chunks; ++j) range_sum = range_sum + chunk_ranges.select(-1, j);
     const at::Tensor range = range_sum / static_cast<double>(chunks);  // [b, k, G]
     scale = 1.0 / (range * range_scale_factor(m) + 1e-5);
+  }
+  if (variant_ != Variant::kStd) {
+    // A flat group's 1e5 takes its node's largest other scale (flat_group_scales.h).
+    scale = flat_entries_take_largest_scale(scale, scale.ge(kFlatRangeScale), /*node_dim=*/1);
   }
   if (q) {
     // Each node's b x G scales share one per-tensor range (reference spec 7.2).

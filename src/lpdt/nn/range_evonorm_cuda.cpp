@@ -5,6 +5,7 @@
 #include <torch/types.h>
 
 #include "lpdt/core/error.h"
+#include "lpdt/nn/flat_group_scales.h"
 #include "lpdt/nn/range_evonorm_kernel.h"
 #include "lpdt/nn/range_evonorm_saved_shape.h"
 
@@ -77,9 +78,13 @@ struct RangeEvoNormCudaFunction : torch::autograd::Function<RangeEvoNormCudaFunc
     const at::Tensor arg_min = at::empty_like(arg_max);
     cuda_kernels::range_statistic(input, geo, s.data_ptr<float>(), arg_max.data_ptr<std::int32_t>(),
                                   arg_min.data_ptr<std::int32_t>(), current_stream());
-    const at::Tensor qs = shape.scale_bits > 0
-                              ? quantize_group_scales(s, k, shape.scale_bits, shape.scale_scheme)
-                              : s;
+    // As the CPU operation: flat groups take their node's largest other scale
+    // (flat_group_scales.h), and the backward pass sees 0 for them.
+    const SettledGroupScales settled = settle_flat_group_scales(s);
+    const at::Tensor qs = shape.scale_bits > 0 ? quantize_group_scales(settled.forward, k,
+                                                                      shape.scale_bits,
+                                                                      shape.scale_scheme)
+                                               : settled.forward;
     const at::Tensor v = qv.contiguous(), gamma = qgamma.contiguous(), beta = qbeta.contiguous();
     at::Tensor out = at::empty(x.sizes(), options.memory_format(at::MemoryFormat::ChannelsLast));
     cuda_kernels::range_evonorm_output(input, v.data_ptr<float>(), qs.data_ptr<float>(),
@@ -87,7 +92,8 @@ struct RangeEvoNormCudaFunction : torch::autograd::Function<RangeEvoNormCudaFunc
                                        out.data_ptr<float>(), geo, current_stream());
     // 8-bit models keep the input's codes (1 byte per element); fp32 keeps x itself.
     ctx->save_for_backward(
-        {q.codes.defined() ? codes : x, code_scale, code_zero, v, gamma, s, qs, arg_max, arg_min});
+        {q.codes.defined() ? codes : x, code_scale, code_zero, v, gamma, settled.backward, qs,
+         arg_max, arg_min});
     save_shape(ctx, shape);
     return out;
   }

@@ -15,6 +15,7 @@
 
 #include "lpdt/core/cpu_dispatch.h"
 #include "lpdt/core/error.h"
+#include "lpdt/nn/flat_group_scales.h"
 #include "lpdt/nn/range_evonorm_saved_shape.h"
 
 namespace lpdt::nn {
@@ -511,9 +512,14 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
         }
       }
     });
-    const at::Tensor qs = shape.scale_bits > 0
-                              ? quantize_group_scales(s, k, shape.scale_bits, shape.scale_scheme)
-                              : s;
+    // A flat group's 1e5 takes its node's largest other scale (flat_group_scales.h); the
+    // backward pass sees 0 there, as that scale does not depend on the group's range.
+    const SettledGroupScales settled =
+        std_statistic ? SettledGroupScales{s, s} : settle_flat_group_scales(s);
+    const at::Tensor qs = shape.scale_bits > 0 ? quantize_group_scales(settled.forward, k,
+                                                                      shape.scale_bits,
+                                                                      shape.scale_scheme)
+                                               : settled.forward;
     // Each channel's group scale: [b, k*C].
     const at::Tensor s_c =
         qs.view({b, k * g, 1}).expand({b, k * g, c / g}).reshape({b, k * c}).contiguous();
@@ -534,10 +540,10 @@ struct RangeEvoNormFunction : torch::autograd::Function<RangeEvoNormFunction> {
     // 8-bit models keep the input's codes (1 byte per element); fp32 keeps x itself.
     if (q.codes.defined()) {
       ctx->save_for_backward(
-          {codes, code_scale, code_zero, v, gamma, s, qs, arg_max, arg_min, mean});
+          {codes, code_scale, code_zero, v, gamma, settled.backward, qs, arg_max, arg_min, mean});
     } else {
       ctx->save_for_backward(
-          {x, at::Tensor(), at::Tensor(), v, gamma, s, qs, arg_max, arg_min, mean});
+          {x, at::Tensor(), at::Tensor(), v, gamma, settled.backward, qs, arg_max, arg_min, mean});
     }
     save_shape(ctx, shape);
     return out;
