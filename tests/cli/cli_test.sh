@@ -47,6 +47,14 @@ expect 2 "run.out_dir is empty: expected the folder" -- "$lpdt" train --set run.
 # --print-config and a new run's config.toml name where each value was set.
 expect 0 "^nodes = 2  # --set graph.nodes=2$" -- "$lpdt" train --set graph.nodes=2 --print-config
 expect 2 "unknown key 'graph.topolgy'" -- "$lpdt" train --set graph.topolgy=torus
+# A string that is not UTF-8 cannot be written into config.toml: said, naming the key and byte.
+expect 2 "'run.name' = .* is not valid UTF-8 (byte 4: .xFF)" -- "$lpdt" train \
+  --set run.name=$'bad\xffname' --print-config
+# -o/--out names the folder exactly as given: a backslash stays a backslash.
+expect 0 "done" -- "$lpdt" train --out "$work/back\\new" --set data.dataset=synthetic \
+  --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
+  --set model.norm=none --set graph.nodes=2 --set run.epochs=1 --set run.max_steps_per_epoch=1
+expect 0 "config.toml" -- ls "$work/back\\new"/quickstart-*
 expect 2 "optim.lr" -- "$lpdt" train --set optim.lr=-1
 expect 2 "directed-ring" -- "$lpdt" train --set graph.topology=hypercube
 printf '[optim]\nlr = "fast"\n' >"$work/bad.toml"
@@ -297,11 +305,12 @@ expect 0 "faults.delay_rounds = 3 is not less than the run's 1 gossip rounds" --
   --set model.norm=none --set graph.nodes=2 --set run.epochs=1 --set run.log_every=0 \
   --set run.max_steps_per_epoch=1 --set optim.warmup=official >"$work/ref_warmup.log" 2>&1
 # interrupted NAME SIGNAL ARGS...: a long run into $work/NAME (output in $work/NAME.log) sent
-# SIGNAL once its first epoch is done; prints its exit status.
+# SIGNAL once its first epoch is done; prints its exit status. A background job of a script
+# starts with SIGINT ignored, as it should stay (tested below): env gives it the default.
 interrupted() {
   local name="$1" signal="$2"
   shift 2
-  "$lpdt" train --out "$work/$name" --set data.dataset=synthetic \
+  env --default-signal=INT "$lpdt" train --out "$work/$name" --set data.dataset=synthetic \
     --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
     --set model.norm=none --set graph.nodes=2 --set run.epochs=100000 --set run.log_every=0 \
     "$@" >"$work/$name.log" 2>&1 &
@@ -319,6 +328,48 @@ expect 0 "lpdt: interrupted; $work/interrupted/quickstart-.* keeps the last chec
 expect 0 "143" -- interrupted interrupted0 TERM --set run.checkpoint_every=0
 expect 0 "interrupted before the run's first checkpoint (none: run.checkpoint_every = 0), so there is nothing to resume; .* lpdt train --config $work/interrupted0/quickstart-.*/config.toml" \
   -- cat "$work/interrupted0.log"
+# A closed terminal or SSH session (SIGHUP) gets the same note (exit 129).
+expect 0 "129" -- interrupted interrupted_hup HUP
+expect 0 "lpdt: interrupted; $work/interrupted_hup/quickstart-.* keeps the last checkpoint" \
+  -- cat "$work/interrupted_hup.log"
+# Started with SIGINT ignored (a background job of a script), a run keeps ignoring it.
+( trap '' INT
+  "$lpdt" train --out "$work/ignores_int" --set data.dataset=synthetic \
+    --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
+    --set model.norm=none --set graph.nodes=2 --set run.epochs=100000 --set run.log_every=0 \
+    >"$work/ignores_int.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 300); do grep -q "^epoch 1/" "$work/ignores_int.log" && break; sleep 0.1; done
+  kill -INT "$pid"
+  sleep 1
+  kill -0 "$pid" && echo "still training after SIGINT" >"$work/ignores_int.status"
+  kill -TERM "$pid"
+  wait "$pid" )
+expect 0 "still training after SIGINT" -- cat "$work/ignores_int.status"
+# A resume at another thread count says that it need not be bit for bit the run that never
+# stopped, and records it with the run's warnings.
+"$lpdt" train --out "$work/threads_resume" --set data.dataset=synthetic \
+  --set data.synthetic_samples_per_class=4 --set data.synthetic_size=8 --set model.arch=mlp \
+  --set model.norm=none --set graph.nodes=2 --set run.epochs=1 --set run.max_steps_per_epoch=2 \
+  --set run.threads=1 >/dev/null 2>&1
+expect 0 "note: run.threads = 1 when the checkpoint was written, 2 now: .* need not be bit for bit" \
+  -- "$lpdt" train --resume "$work"/threads_resume/quickstart-* --set run.epochs=2 \
+  --set run.threads=2
+expect 0 "run.threads = 1 when the checkpoint was written, 2 now" \
+  -- cat "$work"/threads_resume/quickstart-*/summary.json
+# Rows of a table that do not reach the disk (here a file size limit, as a full disk) stop the
+# run, naming the file, instead of leaving cut tables behind an exit status of 0.
+( trap '' XFSZ
+  ulimit -f 32  # KiB: above config.toml (16 KiB), below layers.csv by epoch 80
+  "$lpdt" train --out "$work/file_limit" --set data.dataset=synthetic \
+    --set data.synthetic_samples_per_class=4 --set data.synthetic_size=2 --set model.arch=mlp \
+    --set model.norm=none --set graph.nodes=2 --set run.epochs=400 --set run.log_every=0 \
+    --set data.crop_padding=0 --set run.checkpoint_every=0 --set eval.per_node=false \
+    >"$work/file_limit.log" 2>&1
+  echo "exit $?" >>"$work/file_limit.log" )
+expect 0 "cannot write '$work/file_limit/quickstart-[^/]*/layers.csv': File too large; the run stops here" \
+  -- cat "$work/file_limit.log"
+expect 0 "^exit 1$" -- cat "$work/file_limit.log"
 # A one-epoch run with the official warm-up never trains at the full rate: said.
 expect 0 "optim.warmup = official runs the first epoch at 0.1 x optim.lr, and run.epochs = 1" -- \
   cat "$work"/ref_warmup.log
@@ -500,6 +551,50 @@ expect 0 "0 trained, 0 resumed, 8 already done" -- "$lpdt" sweep "$work/shards.t
 expect 0 "| 0.5 | [0-9.]* ± [0-9.]* (2) | [0-9.]* ± [0-9.]* (2) |" -- \
   cat "$work/shards/table-average_model_accuracy.md"
 expect 0 "8 of the 8 runs have finished" -- "$lpdt" sweep "$work/shards.toml" --tables-only
+# String grid values in the tables as the strings themselves: a '|' escaped in markdown, a quote
+# unescaped (CSV quotes it its own way); the run of a value with a tab keeps it whole.
+cat >"$work/labels.toml" <<EOF
+out_dir = "$work/labels"
+metrics = ["average_model_accuracy"]
+[set]
+"run.epochs" = 1
+"run.log_every" = 0
+"run.max_steps_per_epoch" = 1
+"data.dataset" = "synthetic"
+"data.synthetic_samples_per_class" = 4
+"data.synthetic_size" = 8
+"model.arch" = "mlp"
+"model.norm" = "none"
+"graph.nodes" = 2
+[grid]
+"data.dir" = ["a|b", 'x"y', "t\\tz"]
+EOF
+"$lpdt" sweep "$work/labels.toml" >"$work/labels.log" 2>&1
+expect 0 '^| a\\|b | x"y | t.z |$' -- cat "$work/labels/table-average_model_accuracy.md"
+expect 0 '^"x""y",' -- cat "$work/labels/table-average_model_accuracy.csv"
+expect 0 '^dir = "t\\tz"' -- cat "$work"/labels/runs/*t+tz*/config.toml
+# Interrupted, a sweep's run says to run the sweep again (which resumes it), not the run alone.
+cat >"$work/sweep_int.toml" <<EOF
+out_dir = "$work/sweep_int"
+[set]
+"run.epochs" = 100000
+"run.log_every" = 0
+"data.dataset" = "synthetic"
+"data.synthetic_samples_per_class" = 4
+"data.synthetic_size" = 8
+"model.arch" = "mlp"
+"model.norm" = "none"
+"graph.nodes" = 2
+[grid]
+"algo.name" = ["choco"]
+EOF
+"$lpdt" sweep "$work/sweep_int.toml" >"$work/sweep_int.log" 2>&1 &
+sweep_pid=$!
+for _ in $(seq 300); do grep -q "epoch 1/" "$work/sweep_int.log" && break; sleep 0.1; done
+kill -TERM "$sweep_pid"
+wait "$sweep_pid"
+expect 0 "keeps the last checkpoint (every run.checkpoint_every epochs): continue with lpdt sweep $work/sweep_int.toml$" \
+  -- cat "$work/sweep_int.log"
 # Tables of a sweep that has not run are said to be empty.
 sed "s|$work/shards|$work/not-run|" "$work/shards.toml" >"$work/not-run.toml"
 expect 0 "0 of the 8 runs have finished: every cell is '-'" -- "$lpdt" sweep \

@@ -26,6 +26,18 @@ TEST(Printable, KeepsTextAndUtf8AndEscapesControlAndBrokenBytes) {
   EXPECT_EQ(printable("\xFF" "ok"), "\\xFFok");
 }
 
+// The first byte that breaks UTF-8, as printable judges it; none in ASCII or well-formed UTF-8.
+TEST(FirstInvalidUtf8Byte, FindsTheFirstBrokenByte) {
+  EXPECT_EQ(first_invalid_utf8_byte(""), std::nullopt);
+  EXPECT_EQ(first_invalid_utf8_byte("run \xC2\xB1 \xF0\x9F\x98\x80"), std::nullopt);
+  EXPECT_EQ(first_invalid_utf8_byte("bad\xFFname"), 3u);
+  EXPECT_EQ(first_invalid_utf8_byte("ab\x80"), 2u);              // a lone continuation byte
+  EXPECT_EQ(first_invalid_utf8_byte("\xC2\xB1\xE2\x80"), 2u);     // cut after a good character
+  EXPECT_EQ(first_invalid_utf8_byte("x\xC0\xAF"), 1u);           // overlong
+  EXPECT_EQ(first_invalid_utf8_byte("\xED\xA0\x80"), 0u);        // a surrogate
+  EXPECT_EQ(first_invalid_utf8_byte("\xF4\x90\x80\x80"), 0u);    // above U+10FFFF
+}
+
 // On random bytes: the output holds no control byte, and is well-formed UTF-8 (checked by a
 // plain decoder of its own); undoing the escapes gives the input back when the input has no
 // backslash.

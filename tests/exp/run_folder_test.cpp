@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -118,6 +119,36 @@ TEST(RunFolder, EveryCallCreatesANewFolder) {
   for (int i = 0; i < 5; ++i) made.insert(create_run_folder(dir.string(), "same-name"));
   EXPECT_EQ(made.size(), 5u);
   for (const auto& folder : made) EXPECT_TRUE(fs::is_directory(folder));
+  fs::remove_all(dir);
+}
+
+// A file (not a folder) with the name the next run folder would take is passed over like a
+// folder of that name, not an error ("File exists"), and is left as it was.
+TEST(RunFolder, AFileWithTheNextNameIsPassedOver) {
+  const fs::path dir = fresh_dir("file_in_the_way");
+  const fs::path first = create_run_folder(dir.string(), "run");
+  // The names of this second and the next few: whichever the next call's clock reads.
+  const std::string stamp = first.filename().string().substr(std::string("run-").size(), 15);
+  fs::remove(first);
+  std::set<fs::path> files;
+  std::tm utc{};
+  ASSERT_NE(strptime(stamp.c_str(), "%Y%m%d-%H%M%S", &utc), nullptr);
+  const std::time_t base = timegm(&utc);
+  for (std::time_t t = base; t < base + 5; ++t) {
+    std::tm at{};
+    gmtime_r(&t, &at);
+    char name[32];
+    std::strftime(name, sizeof name, "run-%Y%m%d-%H%M%S", &at);
+    std::ofstream(dir / name) << "a user's file";
+    files.insert(dir / name);
+  }
+  const fs::path made = create_run_folder(dir.string(), "run");
+  EXPECT_TRUE(fs::is_directory(made)) << made;
+  EXPECT_EQ(files.count(made), 0u) << made;
+  for (const fs::path& file : files) {
+    std::ifstream in(file);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "a user's file") << file;
+  }
   fs::remove_all(dir);
 }
 

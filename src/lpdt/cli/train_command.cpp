@@ -9,6 +9,7 @@
 #include "lpdt/cli/commands.h"
 #include "lpdt/cli/option_checks.h"
 #include "lpdt/core/error.h"
+#include "lpdt/core/string_literal.h"
 #include "lpdt/dist/cluster.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/trainer.h"
@@ -34,7 +35,8 @@ std::pair<Config, ExperimentConfig> resolve_run(const std::string& config_path,
                           " both name the folder for the run folder: give one");
       }
     }
-    overrides.push_back("run.out_dir=\"" + out_dir + "\"");
+    // As one TOML string literal: the folder is named exactly as given (a backslash stays one).
+    overrides.push_back("run.out_dir=" + double_quoted_literal(out_dir));
   }
   std::optional<std::string> path =
       config_path.empty() ? std::nullopt : std::optional<std::string>(config_path);

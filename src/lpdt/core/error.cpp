@@ -33,6 +33,19 @@ std::size_t utf8_sequence_length(std::string_view text) {
 
 }  // namespace
 
+std::optional<std::size_t> first_invalid_utf8_byte(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t sequence = utf8_sequence_length(text.substr(i));
+    if (sequence == 0) return i;
+    i += sequence;
+  }
+  return std::nullopt;
+}
+
 std::string printable(std::string_view text) {
   static const char* const kHex = "0123456789ABCDEF";
   std::string out;

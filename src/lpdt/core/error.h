@@ -4,6 +4,7 @@
 //    expected. `main` maps ConfigError to exit code 2 and every other UserError to 1.
 //  - a broken invariant: LPDT_CHECK, an internal assertion (exit code 1, "internal error").
 // Nothing in the library calls exit or abort.
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -47,6 +48,9 @@ std::string printable_excerpt(std::string_view text, std::size_t most_bytes = 80
 // prints of an error, so that text a library quotes from a damaged file raw reaches the
 // terminal escaped too.
 std::string printable_lines(std::string_view text);
+// The offset of the first byte of `text` that is not part of well-formed UTF-8 (as `printable`
+// judges it), or nullopt: JSON and TOML text must be UTF-8.
+std::optional<std::size_t> first_invalid_utf8_byte(std::string_view text);
 
 [[noreturn]] void fail_internal(const char* condition, const char* file, int line,
                                 const std::string& message);

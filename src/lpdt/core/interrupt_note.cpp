@@ -13,6 +13,8 @@ namespace {
 // Two buffers, so that a note being replaced is never read half-written: the handler reads the
 // one `current` points at, set after the other was filled.
 constexpr std::size_t kNoteBytes = 4096;
+// Ctrl-C, a scheduler's or kill's SIGTERM, a closed terminal or SSH session.
+constexpr int kNotedSignals[] = {SIGINT, SIGTERM, SIGHUP};
 char notes[2][kNoteBytes];
 std::atomic<int> current{-1};  // -1: no note
 
@@ -33,10 +35,17 @@ extern "C" void on_interrupt(int signal_number) {
   std::raise(signal_number);
 }
 
+// A signal the process was started ignoring (SIGINT in a background job of a non-interactive
+// shell, SIGHUP under nohup) stays ignored.
+void handle_unless_ignored(int signal_number) {
+  struct sigaction now {};
+  if (::sigaction(signal_number, nullptr, &now) == 0 && now.sa_handler == SIG_IGN) return;
+  std::signal(signal_number, on_interrupt);
+}
+
 void install_once() {
   static const bool installed = [] {
-    std::signal(SIGINT, on_interrupt);
-    std::signal(SIGTERM, on_interrupt);
+    for (const int signal_number : kNotedSignals) handle_unless_ignored(signal_number);
     return true;
   }();
   (void)installed;

@@ -418,6 +418,12 @@ std::optional<std::string> KeySpec::check(const ConfigValue& value) const {
     }
     case ConfigType::kString: {
       const auto& text = std::get<std::string>(value);
+      // A run writes its configuration as TOML and JSON, which are UTF-8 text.
+      if (const auto at = first_invalid_utf8_byte(text)) {
+        return "is not valid UTF-8 (byte " + std::to_string(*at + 1) + ": " +
+               printable(text.substr(*at, 1)) +
+               "): expected UTF-8 text, as the run's config.toml and summary.json are";
+      }
       if (choices_.empty() || std::find(choices_.begin(), choices_.end(), text) != choices_.end()) {
         return std::nullopt;
       }

@@ -34,6 +34,8 @@ std::filesystem::path create_run_folder(const std::string& out_dir, const std::s
         fs::path(out_dir) / (suffix == 0 ? base : base + "-" + std::to_string(suffix));
     // create_directory is atomic: false when the folder already exists.
     if (fs::create_directory(candidate, ec)) return candidate;
+    // A file of that name (not a folder) takes the name as a folder would: the next suffix.
+    if (ec == std::errc::file_exists) continue;
     if (ec) {
       throw UserError("cannot create run folder '" + candidate.string() + "': " + ec.message());
     }

@@ -17,6 +17,7 @@
 #include "lpdt/core/error.h"
 #include "lpdt/core/file_text.h"
 #include "lpdt/core/json_error_text.h"
+#include "lpdt/core/string_literal.h"
 #include "lpdt/exp/checkpoint.h"
 #include "lpdt/exp/experiment_config.h"
 #include "lpdt/exp/progress_meter.h"
@@ -36,15 +37,8 @@ namespace fs = std::filesystem;
   throw ConfigError(file.string() + ":" + std::to_string(where.begin.line) + ": " + message);
 }
 
-// A TOML basic string: "text" with backslashes and quotes escaped.
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+// A TOML basic string: "text" with quotes, backslashes and control characters escaped.
+std::string quoted(const std::string& text) { return double_quoted_literal(text); }
 
 // A TOML value as it is written in a file (and taken by --set).
 std::string toml_text(const toml::node& node) {
@@ -118,12 +112,34 @@ std::string point_name(const SweepSpec& spec, const std::vector<std::string>& va
   return name;
 }
 
-// The value label of a grid value in tables: strings without their quotes.
+// The value label of a grid value in tables: a string as the string itself (no quotes, no
+// escapes), anything else as written.
 std::string label(const std::string& toml_value) {
   if (toml_value.size() >= 2 && toml_value.front() == '"' && toml_value.back() == '"') {
+    try {
+      const toml::table parsed = toml::parse("v = " + toml_value);
+      if (const auto text = parsed["v"].value<std::string>()) return *text;
+    } catch (const toml::parse_error&) {
+      // Not one string literal (a linked axis' "a,b" label): as written.
+    }
     return std::string(toml_value.begin() + 1, toml_value.end() - 1);
   }
   return toml_value;
+}
+
+// A label as one cell of a markdown table: a '|' would end the cell, a line break the row.
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 std::size_t axis_index(const SweepSpec& spec, const std::string& key) {
@@ -789,6 +805,13 @@ SweepOutcome run_sweep(const SweepSpec& spec, const ProgressSink& progress, bool
     const ExperimentConfig config = sweep_point_config(spec, point);
     TrainOptions options;
     options.progress_bar = progress_bar;
+    // Interrupted, the sweep goes on where it stopped when run again (a run resumes from its
+    // checkpoint), the next points included.
+    options.continue_command =
+        "lpdt sweep " + spec.file.string() +
+        (shard.count > 1
+             ? " --shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count)
+             : std::string());
     if (state.kind == SweepRunState::Kind::kDone) {
       progress(where + ": done (" + state.dir.string() + "), skipped");
       ++outcome.skipped;
@@ -1000,7 +1023,7 @@ std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table)
   for (const auto& key : table.row_keys) out << " " << key << " |";
   for (const auto& column : table.column_labels) {
     std::string name;
-    for (const auto& v : column) name += (name.empty() ? "" : " / ") + label(v);
+    for (const auto& v : column) name += (name.empty() ? "" : " / ") + markdown_cell(label(v));
     if (column.empty()) name = table.metric;  // every grid key is a row: one column
     out << " " << name << " |";
   }
@@ -1010,7 +1033,7 @@ std::string sweep_table_markdown(const SweepSpec& spec, const SweepTable& table)
   out << "\n";
   for (std::size_t r = 0; r < table.row_labels.size(); ++r) {
     out << "|";
-    for (const auto& v : table.row_labels[r]) out << " " << label(v) << " |";
+    for (const auto& v : table.row_labels[r]) out << " " << markdown_cell(label(v)) << " |";
     for (const SweepCell& cell : table.cells[r]) {
       const std::string diverged =
           cell.diverged > 1 ? " (" + std::to_string(cell.diverged) + ")" : std::string();

@@ -6,6 +6,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -825,6 +826,24 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   dist::SingleProcess single_process;
   dist::Cluster& cluster = options.cluster ? *options.cluster : single_process;
   const bool leader = cluster.leader();
+  // Interrupted while starting (reading the data, a checkpoint), the run has written nothing yet:
+  // said, until its folder exists and the notes below take over.
+  struct ClearInterruptNote {
+    ~ClearInterruptNote() { clear_interrupt_note(); }
+  } clear_note_at_return;
+  if (leader) {
+    const std::string& resume_dir = options.resume_dir.string();
+    set_interrupt_note(
+        "lpdt: interrupted while the run was starting; " +
+        (resume_dir.empty()
+             ? std::string("nothing was written") +
+                   (options.continue_command.empty() ? ""
+                                                     : ": " + options.continue_command +
+                                                           " starts it again")
+             : resume_dir + " is as it was: continue with " +
+                   (options.continue_command.empty() ? "lpdt train --resume " + resume_dir
+                                                     : options.continue_command)));
+  }
   if (cluster.distributed()) check_ranks_agree(config, !options.resume_dir.empty(), cluster);
   // Progress lines come from rank 0 only.
   const ProgressSink say = [&](const std::string& line) {
@@ -1229,9 +1248,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   if (leader) folder_lock.emplace(run_dir);
   // Ctrl-C (or a scheduler's SIGTERM) ends the run where it is: say what the folder keeps, a
   // checkpoint to resume from once one is written (a resumed run has one from the start).
-  const std::string resume_note = "lpdt: interrupted; " + run_dir.string() +
-                                  " keeps the last checkpoint (every run.checkpoint_every epochs): "
-                                  "continue with lpdt train --resume " + run_dir.string();
+  const std::string resume_note =
+      "lpdt: interrupted; " + run_dir.string() +
+      " keeps the last checkpoint (every run.checkpoint_every epochs): continue with " +
+      (options.continue_command.empty() ? "lpdt train --resume " + run_dir.string()
+                                        : options.continue_command);
   if (leader) {
     if (resumed) {
       set_interrupt_note(resume_note);
@@ -1241,19 +1262,30 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
           (config.run.checkpoint_every > 0
                ? "every " + std::to_string(config.run.checkpoint_every) + " epochs"
                : std::string("none: run.checkpoint_every = 0")) +
-          "), so there is nothing to resume; " + run_dir.string() +
-          " keeps its configuration: start it again with lpdt train --config " +
-          (run_dir / "config.toml").string());
+          "), so there is nothing to resume; " +
+          (options.continue_command.empty()
+               ? run_dir.string() + " keeps its configuration: start it again with lpdt train " +
+                     "--config " + (run_dir / "config.toml").string()
+               : options.continue_command + " starts it again"));
     }
   }
-  struct ClearInterruptNote {
-    ~ClearInterruptNote() { clear_interrupt_note(); }
-  } clear_note_at_return;
   // A resumed run's tables, checked against its checkpoint before anything is written.
   std::string resumed_metrics, resumed_epochs;
   std::optional<std::string> resumed_layers;
   std::string dropped_rows_note;  // recorded with the run's warnings
+  std::string threads_changed_note;  // likewise
   if (resumed && leader) {
+    // run.threads may change on resume, but LibTorch's float operators (a pass of nodes in turn
+    // on all threads) may sum in another order at another thread count (docs/architecture.md).
+    const nlohmann::json saved_threads = resumed->config.at("run").value("threads", nlohmann::json());
+    if (!saved_threads.is_null() && saved_threads != nlohmann::json(config.run.threads)) {
+      threads_changed_note =
+          "run.threads = " + saved_threads.dump() + " when the checkpoint was written, " +
+          std::to_string(config.run.threads) + " now: the run goes on as the same experiment, "
+          "but floating-point sums may run in another order at another thread count, so it "
+          "need not be bit for bit the run that never stopped";
+      say("note: " + threads_changed_note);
+    }
     std::map<int, long> one_row, node_rows, layer_rows;
     for (const EpochSummary& e : epochs_from_json(resumed->epochs)) {
       one_row[e.epoch] = 1;
@@ -1329,6 +1361,18 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   };
   if (!resumed) write_config();
   std::ofstream metrics_csv, epochs_csv, layers_csv;
+  // A table that could not be opened or whose rows did not reach the disk (disk full, a file size
+  // limit) stops the run there: a cut table would be refused by report and resume later, while
+  // the checkpoint rewrites every table on --resume.
+  const auto check_table = [&](const std::ofstream& table, const char* name) {
+    if (table) return;
+    const int error_number = errno;
+    const std::filesystem::path path = run_dir / name;
+    throw UserError("cannot write '" + path.string() + "': " +
+                    why_cannot_write(path, error_number) + "; the run stops here, and lpdt " +
+                    "train --resume " + run_dir.string() + " continues it from its last " +
+                    "checkpoint (its tables are written again from there)");
+  };
   // The files that describe the run's set-up, functions of its configuration and data. A resume
   // writes again those missing from its folder (removed, or a folder copied in part), with a note.
   const auto write_setup_files = [&](bool only_missing) {
@@ -1367,10 +1411,13 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     write_text_file(run_dir / "metrics.csv", resumed_metrics);
     write_text_file(run_dir / "epochs.csv", resumed_epochs);
     metrics_csv.open(run_dir / "metrics.csv", std::ios::app);
+    check_table(metrics_csv, "metrics.csv");
     epochs_csv.open(run_dir / "epochs.csv", std::ios::app);
+    check_table(epochs_csv, "epochs.csv");
     if (resumed_layers) {
       write_text_file(run_dir / "layers.csv", *resumed_layers);
       layers_csv.open(run_dir / "layers.csv", std::ios::app);
+      check_table(layers_csv, "layers.csv");
     }
   } else {
     write_setup_files(/*only_missing=*/false);
@@ -1383,8 +1430,11 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
     // On disk now: a run killed in its first epoch still has tables that report and resume
     // read as empty, not as damaged.
     metrics_csv.flush();
+    check_table(metrics_csv, "metrics.csv");
     epochs_csv.flush();
+    check_table(epochs_csv, "epochs.csv");
     layers_csv.flush();
+    check_table(layers_csv, "layers.csv");
   }
 
   const double gap = spectral.spectral_gap;
@@ -1433,6 +1483,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
   for (const std::string& warning : warnings) say("warning: " + warning);
   if (threads_warning) warnings.push_back(*threads_warning);  // said when the run started
   if (!dropped_rows_note.empty()) warnings.push_back(dropped_rows_note);  // said as a note
+  if (!threads_changed_note.empty()) warnings.push_back(threads_changed_note);  // so was this
   if (cluster.distributed()) {
     const std::int64_t fewest = n / cluster.size(), most = (n + cluster.size() - 1) / cluster.size();
     const std::string share = fewest == most ? std::to_string(fewest)
@@ -2013,12 +2064,14 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                     << ledger_now->bytes_sent_per_node()[static_cast<std::size_t>(i)] << "\n";
       }
       metrics_csv.flush();
+      check_table(metrics_csv, "metrics.csv");
       epochs_csv << summary.epoch << "," << lr << "," << summary.train_loss << ","
                  << CsvNumber{ev.mean_accuracy} << "," << CsvNumber{ev.min_accuracy} << ","
                  << CsvNumber{ev.max_accuracy} << ","
                  << ev.average_model_accuracy << "," << ev.consensus_distance << ","
                  << summary.mean_gb_sent_per_node << "," << summary.elapsed_s << "\n";
       epochs_csv.flush();
+      check_table(epochs_csv, "epochs.csv");
       // Which layers disagree, and whether because their weights grew (docs/results.md).
       if (layers_csv.is_open()) {
         const at::Tensor alive_x =
@@ -2032,6 +2085,7 @@ TrainResult train(const ExperimentConfig& config, const ProgressSink& progress_o
                      << layer.mean_node_norm << "," << layer.average_norm << "\n";
         }
         layers_csv.flush();
+        check_table(layers_csv, "layers.csv");
       }
       progress(format(
           "epoch %d/%d  loss %.4f  acc avg-model %.2f%%  %s  consensus %.3g  sent %.4f "

@@ -68,6 +68,11 @@ struct TrainOptions {
   // (ConfigError otherwise, before anything is written).
   // Empty: to_toml(config), without origins (a resumed run rewrites its file so).
   std::string config_toml;
+  // What the note of an interrupted run (Ctrl-C, SIGTERM, SIGHUP; core/interrupt_note.h) tells
+  // the user to run to go on. Empty: lpdt train --resume with the run folder (or, before the
+  // first checkpoint, lpdt train --config with its config.toml); a sweep gives its own command,
+  // which resumes or restarts the run itself.
+  std::string continue_command;
 };
 
 // Runs the experiment and writes its run folder (under config.run.out_dir; or resume_dir). The

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -337,6 +338,7 @@ std::vector<char> read_all(const std::string& path) {
 }
 
 void write_all(const std::string& path, const SafetensorsPieces& pieces) {
+  errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw UserError("cannot write safetensors file '" + path + "'");
   out.write(pieces.head.data(), static_cast<std::streamsize>(pieces.head.size()));
@@ -344,7 +346,11 @@ void write_all(const std::string& path, const SafetensorsPieces& pieces) {
     out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
   }
   out.flush();
-  if (!out) throw UserError("cannot write safetensors file '" + path + "' (disk full?)");
+  if (!out) {
+    const int error_number = errno;
+    throw UserError("cannot write safetensors file '" + path + "': " +
+                    (error_number != 0 ? std::strerror(error_number) : "disk full?"));
+  }
 }
 
 }  // namespace
