@@ -553,6 +553,13 @@ expect 0 "| 0.5 | [0-9.]* ± [0-9.]* (2) | [0-9.]* ± [0-9.]* (2) |" -- \
 expect 0 "8 of the 8 runs have finished" -- "$lpdt" sweep "$work/shards.toml" --tables-only
 # String grid values in the tables as the strings themselves: a '|' escaped in markdown, a quote
 # unescaped (CSV quotes it its own way); the run of a value with a tab keeps it whole.
+# The [set] keys of a tiny sweep: an MLP on 2 nodes of synthetic data.
+tiny_sweep_set='"data.dataset" = "synthetic"
+"data.synthetic_samples_per_class" = 4
+"data.synthetic_size" = 8
+"model.arch" = "mlp"
+"model.norm" = "none"
+"graph.nodes" = 2'
 cat >"$work/labels.toml" <<EOF
 out_dir = "$work/labels"
 metrics = ["average_model_accuracy"]
@@ -560,12 +567,7 @@ metrics = ["average_model_accuracy"]
 "run.epochs" = 1
 "run.log_every" = 0
 "run.max_steps_per_epoch" = 1
-"data.dataset" = "synthetic"
-"data.synthetic_samples_per_class" = 4
-"data.synthetic_size" = 8
-"model.arch" = "mlp"
-"model.norm" = "none"
-"graph.nodes" = 2
+$tiny_sweep_set
 [grid]
 "data.dir" = ["a|b", 'x"y', "t\\tz"]
 EOF
@@ -579,12 +581,7 @@ out_dir = "$work/sweep_int"
 [set]
 "run.epochs" = 100000
 "run.log_every" = 0
-"data.dataset" = "synthetic"
-"data.synthetic_samples_per_class" = 4
-"data.synthetic_size" = 8
-"model.arch" = "mlp"
-"model.norm" = "none"
-"graph.nodes" = 2
+$tiny_sweep_set
 [grid]
 "algo.name" = ["choco"]
 EOF
